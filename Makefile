@@ -1,0 +1,73 @@
+# Cordon's developer tasks. 'make' (or 'make help') lists them.
+#
+# Tests that need PostgreSQL read CORDON_TEST_DATABASE_URL. When it is empty,
+# 'make test' starts a throwaway local cluster (scripts/db.sh, which installs
+# PostgreSQL 15 and pgvector when missing), runs the tests against it, and
+# stops it again.
+
+SHELL := /bin/bash
+GO ?= go
+GOFLAGS ?=
+PKGS := ./...
+FUZZTIME ?= 30s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: demo
+demo: ## run the worked demo on the in-memory store (no database needed)
+	$(GO) run ./cmd/cordon demo
+
+.PHONY: build
+build: ## build the cordon binary into ./cordon
+	$(GO) build -o cordon ./cmd/cordon
+
+.PHONY: test
+test: ## run every test, against a throwaway PostgreSQL unless CORDON_TEST_DATABASE_URL is set
+	@set -euo pipefail; \
+	if [ -n "$${CORDON_TEST_DATABASE_URL:-}" ]; then \
+		$(GO) test $(GOFLAGS) -count=1 $(PKGS); \
+	else \
+		url=$$(bash scripts/db.sh start); \
+		trap 'bash scripts/db.sh stop >/dev/null 2>&1 || true' EXIT; \
+		echo "using throwaway PostgreSQL at $$url"; \
+		CORDON_TEST_DATABASE_URL=$$url CORDON_REQUIRE_DB=1 $(GO) test $(GOFLAGS) -count=1 $(PKGS); \
+	fi
+
+.PHONY: test/race
+test/race: ## run every test with the race detector
+	$(MAKE) test GOFLAGS=-race
+
+.PHONY: test/arm64
+test/arm64: ## run the pure packages as GOARCH=arm64 under qemu-user-static (apt-get install qemu-user-static)
+	GOARCH=arm64 $(GO) test -exec qemu-aarch64-static ./analysis/ ./bm25/ ./chunk/ ./hashembed/ ./fusion/ ./retrieval/ ./grounding/ ./assemble/ ./store/memory/ ./replay/
+
+.PHONY: fuzz
+fuzz: ## fuzz the tokenizer, chunker and replay decoder for FUZZTIME each
+	$(GO) test ./analysis/ -run '^$$' -fuzz '^FuzzTokenize$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./chunk/ -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./replay/ -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME)
+
+.PHONY: golden
+golden: ## regenerate the golden replay outputs in testdata/replay
+	$(GO) test ./replay/ -run Golden -update
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet $(PKGS)
+
+.PHONY: bench
+bench: ## micro-benchmarks with allocation counts
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+.PHONY: db/start
+db/start: ## start a throwaway PostgreSQL + pgvector and print its URL
+	@bash scripts/db.sh start
+
+.PHONY: db/stop
+db/stop: ## stop and remove the throwaway PostgreSQL
+	@bash scripts/db.sh stop

@@ -1,0 +1,74 @@
+package bm25
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Okapi BM25 parameter defaults (SPEC section 4).
+const (
+	DefaultK1 = 1.5
+	DefaultB  = 0.75
+)
+
+// ErrInvalidParams is returned by [Params.Validate].
+var ErrInvalidParams = errors.New("invalid bm25 parameters")
+
+// Params are the BM25 free parameters: K1 >= 0 controls term-frequency
+// saturation, B in [0, 1] controls length normalisation.
+type Params struct {
+	K1 float64
+	B  float64
+}
+
+// DefaultParams returns k1 = 1.5, b = 0.75.
+func DefaultParams() Params { return Params{K1: DefaultK1, B: DefaultB} }
+
+// Validate checks k1 >= 0 and 0 <= b <= 1 (and that neither is NaN).
+func (p Params) Validate() error {
+	if !(p.K1 >= 0) || p.K1 > 1e300 {
+		return fmt.Errorf("%w: k1 %v must be >= 0", ErrInvalidParams, p.K1)
+	}
+	if !(p.B >= 0 && p.B <= 1) {
+		return fmt.Errorf("%w: b %v must be in [0, 1]", ErrInvalidParams, p.B)
+	}
+	return nil
+}
+
+// IDF is the clamped inverse document frequency:
+// 0 when n == 0, else max(0, ln((n - df + 0.5) / (df + 0.5) + 1)).
+//
+// Guard 1 (n == 0) covers an empty tenant; the +1 keeps the argument above 1
+// for df <= n; the clamp is belt and braces. A negative IDF would rank a chunk
+// containing the user's term below one that does not.
+func IDF(n, df int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	x := float64(float64(float64(n-df)+0.5)/float64(float64(df)+0.5)) + 1
+	v := Log(x)
+	if v < 0 {
+		return 0
+	}
+	return v
+}
+
+// AvgDL is float64(sum of lengths) / float64(n), or 0 for an empty tenant.
+func AvgDL(sumLen, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(sumLen) / float64(n)
+}
+
+// Term is one term's contribution to a chunk's score:
+// idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * dl / avgdl)),
+// evaluated left to right as written, with no fused multiply-add.
+// A caller skips terms with tf == 0.
+func Term(idf float64, tf, dl int64, avgdl float64, p Params) float64 {
+	ftf := float64(tf)
+	norm := float64(float64(1-p.B) + float64(float64(p.B*float64(dl))/avgdl))
+	denom := float64(ftf + float64(p.K1*norm))
+	num := float64(idf * float64(ftf*float64(p.K1+1)))
+	return float64(num / denom)
+}

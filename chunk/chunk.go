@@ -1,0 +1,170 @@
+package chunk
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/cordon-rag/cordon/analysis"
+)
+
+// Chunking defaults from SPEC section 2: windows of 200 words overlapping by 40
+// keep a policy clause and its context together while bounding chunk size.
+const (
+	DefaultMaxWords     = 200
+	DefaultOverlapWords = 40
+)
+
+// ErrInvalidOptions is returned by [Options.Validate] and [Split] when the
+// window sizes break 0 <= OverlapWords < MaxWords.
+var ErrInvalidOptions = errors.New("invalid chunking options")
+
+// Options sets the window size of the size-level split.
+type Options struct {
+	MaxWords     int
+	OverlapWords int
+}
+
+// DefaultOptions returns the SPEC defaults (200 words, 40 overlap).
+func DefaultOptions() Options {
+	return Options{MaxWords: DefaultMaxWords, OverlapWords: DefaultOverlapWords}
+}
+
+// Validate checks 0 <= OverlapWords < MaxWords.
+func (o Options) Validate() error {
+	if o.MaxWords < 1 || o.OverlapWords < 0 || o.OverlapWords >= o.MaxWords {
+		return fmt.Errorf("%w: need 0 <= overlap_words < max_words, got max_words=%d overlap_words=%d",
+			ErrInvalidOptions, o.MaxWords, o.OverlapWords)
+	}
+	return nil
+}
+
+// Piece is one chunk of a document before it gets its id: its section name,
+// its text, its code-point span in the document, and its token count.
+type Piece struct {
+	Section   string
+	Text      string
+	StartChar int
+	EndChar   int
+	Length    int
+}
+
+// The ATX heading of SPEC section 2, applied to one line without its "\n" and
+// without a trailing "\r".
+var headingRE = regexp.MustCompile(`^#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$`)
+
+// section is a named body span [start, end) in code points.
+type section struct {
+	name       string
+	start, end int
+}
+
+// Split chunks text. The pieces come in document order; piece n becomes chunk
+// "{doc_id}::{n}".
+func Split(text string, opts Options) ([]Piece, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	runes := []rune(text)
+	pieces := windows(runes, sections(runes), opts)
+	for _, p := range pieces {
+		if p.Length > 0 {
+			return pieces, nil
+		}
+	}
+	// No chunk holds a token: window the whole text as one body section.
+	return windows(runes, []section{{name: "body", start: 0, end: len(runes)}}, opts), nil
+}
+
+// sections splits runes into sections at heading lines outside fences.
+func sections(runes []rune) []section {
+	var out []section
+	cur := section{name: "body", start: 0}
+	inFence := false
+	for ls := 0; ls < len(runes); {
+		le := ls
+		for le < len(runes) && runes[le] != '\n' {
+			le++
+		}
+		next := le + 1 // start of the next line (past "\n")
+		if le == len(runes) {
+			next = le
+		}
+		line := runes[ls:le]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		switch {
+		case hasPrefix(line, "```") || hasPrefix(line, "~~~"):
+			inFence = !inFence
+		case !inFence && len(line) > 0 && line[0] == '#':
+			if m := headingRE.FindStringSubmatch(string(line)); m != nil {
+				cur.end = ls
+				out = append(out, cur)
+				name := strings.TrimFunc(m[1], analysis.IsSpace)
+				if name == "" {
+					name = "untitled"
+				}
+				cur = section{name: name, start: next}
+			}
+		}
+		ls = next
+		if le == len(runes) {
+			break
+		}
+	}
+	cur.end = len(runes)
+	return append(out, cur)
+}
+
+func hasPrefix(line []rune, p string) bool {
+	if len(line) < len(p) {
+		return false
+	}
+	for i, r := range p {
+		if line[i] != r {
+			return false
+		}
+	}
+	return true
+}
+
+// windows splits each section body into word windows.
+func windows(runes []rune, secs []section, opts Options) []Piece {
+	step := opts.MaxWords - opts.OverlapWords
+	var out []Piece
+	var starts, ends []int
+	for _, s := range secs {
+		starts, ends = starts[:0], ends[:0]
+		for i := s.start; i < s.end; {
+			if analysis.IsSpace(runes[i]) {
+				i++
+				continue
+			}
+			j := i
+			for j < s.end && !analysis.IsSpace(runes[j]) {
+				j++
+			}
+			starts = append(starts, i)
+			ends = append(ends, j)
+			i = j
+		}
+		n := len(starts)
+		for w := 0; n > 0; w += step {
+			last := min(w+opts.MaxWords, n) - 1
+			text := string(runes[starts[w]:ends[last]])
+			out = append(out, Piece{
+				Section:   s.name,
+				Text:      text,
+				StartChar: starts[w],
+				EndChar:   ends[last],
+				Length:    analysis.CountTokens(text),
+			})
+			if last == n-1 {
+				break
+			}
+		}
+	}
+	return out
+}

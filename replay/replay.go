@@ -1,0 +1,176 @@
+package replay
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/cordontype"
+
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+// Store is what a replay needs: writes and the retriever's ranking.
+type Store interface {
+	retrieval.Store
+	Put(ctx context.Context, doc cordontype.Document) ([]cordontype.Chunk, error)
+	Delete(ctx context.Context, tenant, docID string) (bool, error)
+}
+
+// OpenFunc opens a store whose tenants use the script's index settings.
+type OpenFunc func(ctx context.Context, s index.Settings) (Store, error)
+
+// ErrScript is returned by [Run] when the script is not a JSON object with a
+// "steps" list.
+var ErrScript = errors.New("unreadable replay script")
+
+type script struct {
+	Config json.RawMessage   `json:"config"`
+	Steps  []json.RawMessage `json:"steps"`
+}
+
+type config struct {
+	Dims         Int   `json:"dims"`
+	K1           Float `json:"k1"`
+	B            Float `json:"b"`
+	MaxWords     Int   `json:"max_words"`
+	OverlapWords Int   `json:"overlap_words"`
+}
+
+// ParseSettings reads a script's config object (nil or null gives defaults).
+func ParseSettings(raw json.RawMessage) (index.Settings, error) {
+	s := index.DefaultSettings()
+	if len(raw) == 0 || string(raw) == "null" {
+		return s, nil
+	}
+	var c config
+	if err := decodeStrict(raw, &c); err != nil {
+		return s, fmt.Errorf("config: %w", err)
+	}
+	if c.Dims.Set {
+		if c.Dims.V < 1 || c.Dims.V > 16000 {
+			return s, fmt.Errorf("config: dims %d must be in 1..16000", c.Dims.V)
+		}
+		s.Dims = int(c.Dims.V)
+	}
+	if c.K1.Set {
+		s.BM25.K1 = c.K1.V
+	}
+	if c.B.Set {
+		s.BM25.B = c.B.V
+	}
+	for _, f := range []struct {
+		in  Int
+		out *int
+	}{{c.MaxWords, &s.Chunking.MaxWords}, {c.OverlapWords, &s.Chunking.OverlapWords}} {
+		if f.in.Set {
+			if f.in.V < 0 || f.in.V > 1<<31 {
+				return s, fmt.Errorf("config: need 0 <= overlap_words < max_words, got %d", f.in.V)
+			}
+			*f.out = int(f.in.V)
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("config: %w", err)
+	}
+	return s, nil
+}
+
+// Run parses script, opens a store with its config and writes one JSON line per
+// step to w. It fails only when the script cannot be parsed, the store cannot
+// be opened, or w fails.
+func Run(ctx context.Context, data []byte, open OpenFunc, w io.Writer) error {
+	var sc script
+	if err := json.Unmarshal(data, &sc); err != nil {
+		return fmt.Errorf("%w: %w", ErrScript, cleanJSONError(err))
+	}
+	if sc.Steps == nil {
+		return fmt.Errorf("%w: no \"steps\" list", ErrScript)
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+
+	settings, cfgErr := ParseSettings(sc.Config)
+	var r *runner
+	if cfgErr == nil {
+		st, err := open(ctx, settings)
+		if err != nil {
+			return fmt.Errorf("open store: %w", err)
+		}
+		r = &runner{store: st, retriever: retrieval.New(st), bm25: settings.BM25}
+	}
+	for _, raw := range sc.Steps {
+		var out any
+		if cfgErr != nil {
+			out = errorOut{Op: opOf(raw), Error: "invalid config: " + cfgErr.Error()}
+		} else {
+			out = r.step(ctx, raw)
+		}
+		if err := enc.Encode(out); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return bw.Flush()
+}
+
+type runner struct {
+	store     Store
+	retriever *retrieval.Retriever
+	bm25      bm25.Params
+	last      []cordontype.Chunk // chunks of the latest accepted retrieve
+}
+
+type errorOut struct {
+	Op    any    `json:"op"`
+	Error string `json:"error"`
+}
+
+// opOf extracts a step's "op" for an error object: the string if there is
+// one, else null.
+func opOf(raw json.RawMessage) any {
+	var s struct {
+		Op any `json:"op"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	if op, ok := s.Op.(string); ok {
+		return op
+	}
+	return nil
+}
+
+func (r *runner) step(ctx context.Context, raw json.RawMessage) any {
+	op := opOf(raw)
+	var out any
+	var err error
+	switch op {
+	case "put":
+		out, err = r.put(ctx, raw)
+	case "delete":
+		out, err = r.delete(ctx, raw)
+	case "retrieve":
+		out, err = r.retrieve(ctx, raw)
+		if err != nil {
+			r.last = nil
+		}
+	case "ground":
+		out, err = r.ground(raw)
+	case "assemble":
+		out, err = r.assemble(raw)
+	case nil:
+		err = errors.New(`step has no "op": want one of put, delete, retrieve, ground, assemble`)
+	default:
+		err = fmt.Errorf("unknown op %q: want one of put, delete, retrieve, ground, assemble", op)
+	}
+	if err != nil {
+		return errorOut{Op: op, Error: err.Error()}
+	}
+	return out
+}

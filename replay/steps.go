@@ -1,0 +1,339 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cordon-rag/cordon/assemble"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/grounding"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+// Step inputs. Pointers distinguish absent from zero where it matters.
+
+type documentIn struct {
+	Tenant         *string                    `json:"tenant"`
+	DocID          *string                    `json:"doc_id"`
+	Text           *string                    `json:"text"`
+	Classification *cordontype.Classification `json:"classification"`
+	Barriers       []string                   `json:"barriers"`
+	AsOfTick       Int                        `json:"as_of_tick"`
+	Title          string                     `json:"title"`
+	Metadata       map[string]any             `json:"metadata"`
+}
+
+type putIn struct {
+	Op       string      `json:"op"`
+	Document *documentIn `json:"document"`
+}
+
+type deleteIn struct {
+	Op     string `json:"op"`
+	Tenant string `json:"tenant"`
+	DocID  string `json:"doc_id"`
+}
+
+type principalIn struct {
+	Tenant    *string                    `json:"tenant"`
+	Clearance *cordontype.Classification `json:"clearance"`
+	Barriers  []string                   `json:"barriers"`
+}
+
+type policyIn struct {
+	MaxStaleTicks Int   `json:"max_stale_ticks"`
+	EnableRerank  *bool `json:"enable_rerank"`
+	MinScore      Float `json:"min_score"`
+	TopN          Int   `json:"top_n"`
+	RerankDepth   Int   `json:"rerank_depth"`
+	RRFK          Int   `json:"rrf_k"`
+	Limit         Int   `json:"limit"`
+}
+
+type retrieveIn struct {
+	Op        string       `json:"op"`
+	Principal *principalIn `json:"principal"`
+	Query     string       `json:"query"`
+	NowTick   Int          `json:"now_tick"`
+	Policy    *policyIn    `json:"policy"`
+}
+
+type groundIn struct {
+	Op        string   `json:"op"`
+	Claims    []string `json:"claims"`
+	Answer    *string  `json:"answer"`
+	Threshold Float    `json:"threshold"`
+}
+
+type assembleIn struct {
+	Op           string  `json:"op"`
+	Question     *string `json:"question"`
+	BudgetTokens Int     `json:"budget_tokens"`
+	Instructions string  `json:"instructions"`
+	ToolSchema   string  `json:"tool_schema"`
+	Policy       string  `json:"policy"`
+}
+
+// Step outputs, fields in SPEC section 9's order.
+
+type putChunkOut struct {
+	ChunkID   string `json:"chunk_id"`
+	Section   string `json:"section"`
+	StartChar int    `json:"start_char"`
+	EndChar   int    `json:"end_char"`
+	Length    int    `json:"length"`
+}
+
+type putOut struct {
+	Op     string        `json:"op"`
+	DocID  string        `json:"doc_id"`
+	Chunks []putChunkOut `json:"chunks"`
+}
+
+type deleteOut struct {
+	Op      string `json:"op"`
+	DocID   string `json:"doc_id"`
+	Deleted bool   `json:"deleted"`
+}
+
+type resultOut struct {
+	ChunkID    string   `json:"chunk_id"`
+	DocID      string   `json:"doc_id"`
+	Section    string   `json:"section"`
+	StartChar  int      `json:"start_char"`
+	EndChar    int      `json:"end_char"`
+	BM25       *float64 `json:"bm25"`
+	BM25Rank   *int     `json:"bm25_rank"`
+	Cosine     *float64 `json:"cosine"`
+	CosineRank *int     `json:"cosine_rank"`
+	Fused      float64  `json:"fused"`
+	Rerank     *float64 `json:"rerank"`
+}
+
+type retrieveOut struct {
+	Op                    string      `json:"op"`
+	Results               []resultOut `json:"results"`
+	Considered            int         `json:"considered"`
+	ExcludedByEntitlement int         `json:"excluded_by_entitlement"`
+	ExcludedByFreshness   int         `json:"excluded_by_freshness"`
+	Degraded              []string    `json:"degraded"`
+}
+
+type claimOut struct {
+	Claim     string  `json:"claim"`
+	Supported bool    `json:"supported"`
+	ChunkID   *string `json:"chunk_id"`
+	Overlap   float64 `json:"overlap"`
+}
+
+type groundOut struct {
+	Op         string     `json:"op"`
+	Claims     []claimOut `json:"claims"`
+	Coverage   float64    `json:"coverage"`
+	IsGrounded bool       `json:"is_grounded"`
+}
+
+type assembleOut struct {
+	Op                 string   `json:"op"`
+	Included           []string `json:"included"`
+	Dropped            []string `json:"dropped"`
+	TotalTokens        int      `json:"total_tokens"`
+	StablePrefixTokens int      `json:"stable_prefix_tokens"`
+	CacheableFraction  float64  `json:"cacheable_fraction"`
+	Text               string   `json:"text"`
+}
+
+func required(name string) error { return fmt.Errorf("%q is required", name) }
+
+func (r *runner) put(ctx context.Context, raw []byte) (any, error) {
+	var in putIn
+	if err := decodeStrict(raw, &in); err != nil {
+		return nil, err
+	}
+	d := in.Document
+	if d == nil {
+		return nil, required("document")
+	}
+	switch {
+	case d.Tenant == nil:
+		return nil, required("document.tenant")
+	case d.DocID == nil:
+		return nil, required("document.doc_id")
+	case d.Text == nil:
+		return nil, required("document.text")
+	case d.Classification == nil:
+		return nil, required("document.classification")
+	}
+	chunks, err := r.store.Put(ctx, cordontype.Document{
+		Tenant:         *d.Tenant,
+		DocID:          *d.DocID,
+		Text:           *d.Text,
+		Classification: *d.Classification,
+		Barriers:       d.Barriers,
+		AsOfTick:       d.AsOfTick.V,
+		Title:          d.Title,
+		Metadata:       d.Metadata,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := putOut{Op: "put", DocID: *d.DocID, Chunks: make([]putChunkOut, len(chunks))}
+	for i, c := range chunks {
+		out.Chunks[i] = putChunkOut{ChunkID: c.ChunkID, Section: c.Section, StartChar: c.StartChar, EndChar: c.EndChar, Length: c.Length}
+	}
+	return out, nil
+}
+
+func (r *runner) delete(ctx context.Context, raw []byte) (any, error) {
+	var in deleteIn
+	if err := decodeStrict(raw, &in); err != nil {
+		return nil, err
+	}
+	ok, err := r.store.Delete(ctx, in.Tenant, in.DocID)
+	if err != nil {
+		return nil, err
+	}
+	return deleteOut{Op: "delete", DocID: in.DocID, Deleted: ok}, nil
+}
+
+// Policy converts a decoded policy, applying defaults for absent fields.
+func (p *policyIn) policy() retrieval.Policy {
+	pol := retrieval.DefaultPolicy()
+	if p == nil {
+		return pol
+	}
+	if p.MaxStaleTicks.Set {
+		v := p.MaxStaleTicks.V
+		pol.MaxStaleTicks = &v
+	}
+	if p.EnableRerank != nil {
+		pol.EnableRerank = *p.EnableRerank
+	}
+	if p.MinScore.Set {
+		pol.MinScore = p.MinScore.V
+	}
+	setInt := func(in Int, out *int) {
+		if in.Set {
+			*out = clampInt(in.V)
+		}
+	}
+	setInt(p.TopN, &pol.TopN)
+	setInt(p.RerankDepth, &pol.RerankDepth)
+	setInt(p.Limit, &pol.Limit)
+	if p.RRFK.Set {
+		pol.RRFK = p.RRFK.V
+	}
+	return pol
+}
+
+// clampInt maps an int64 to int; on 64-bit platforms it is the identity.
+func clampInt(v int64) int { return int(v) }
+
+func (r *runner) retrieve(ctx context.Context, raw []byte) (any, error) {
+	var in retrieveIn
+	if err := decodeStrict(raw, &in); err != nil {
+		return nil, err
+	}
+	if in.Principal == nil {
+		return nil, required("principal")
+	}
+	if in.Principal.Tenant == nil {
+		return nil, required("principal.tenant")
+	}
+	if in.Principal.Clearance == nil {
+		return nil, required("principal.clearance")
+	}
+	res, err := r.retriever.Retrieve(ctx, retrieval.Query{
+		Principal: cordontype.Principal{Tenant: *in.Principal.Tenant, Clearance: *in.Principal.Clearance, Barriers: in.Principal.Barriers},
+		Text:      in.Query,
+		NowTick:   in.NowTick.V,
+		Policy:    in.Policy.policy(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := retrieveOut{
+		Op:                    "retrieve",
+		Results:               make([]resultOut, len(res.Chunks)),
+		Considered:            res.Considered,
+		ExcludedByEntitlement: res.ExcludedByEntitlement,
+		ExcludedByFreshness:   res.ExcludedByFreshness,
+		Degraded:              res.Degraded,
+	}
+	r.last = make([]cordontype.Chunk, len(res.Chunks))
+	for i, s := range res.Chunks {
+		c := s.Chunk
+		r.last[i] = c
+		out.Results[i] = resultOut{
+			ChunkID: c.ChunkID, DocID: c.DocID, Section: c.Section, StartChar: c.StartChar, EndChar: c.EndChar,
+			BM25: s.BM25, BM25Rank: s.BM25Rank, Cosine: s.Cosine, CosineRank: s.CosineRank, Fused: s.Fused, Rerank: s.Rerank,
+		}
+	}
+	return out, nil
+}
+
+func (r *runner) ground(raw []byte) (any, error) {
+	var in groundIn
+	if err := decodeStrict(raw, &in); err != nil {
+		return nil, err
+	}
+	claims := in.Claims
+	switch {
+	case in.Answer != nil && in.Claims != nil:
+		return nil, errors.New(`give "claims" or "answer", not both`)
+	case in.Answer != nil:
+		claims = grounding.SplitClaims(*in.Answer)
+	case in.Claims == nil:
+		return nil, required("claims")
+	}
+	threshold := grounding.DefaultThreshold
+	if in.Threshold.Set {
+		threshold = in.Threshold.V
+	}
+	rep, err := grounding.Check(claims, r.last, threshold)
+	if err != nil {
+		return nil, err
+	}
+	out := groundOut{Op: "ground", Claims: make([]claimOut, len(rep.Claims)), Coverage: rep.Coverage, IsGrounded: rep.IsGrounded}
+	for i, c := range rep.Claims {
+		co := claimOut{Claim: c.Claim, Supported: c.Supported, Overlap: c.Overlap}
+		if c.Citation != nil {
+			id := c.Citation.ChunkID
+			co.ChunkID = &id
+		}
+		out.Claims[i] = co
+	}
+	return out, nil
+}
+
+func (r *runner) assemble(raw []byte) (any, error) {
+	var in assembleIn
+	if err := decodeStrict(raw, &in); err != nil {
+		return nil, err
+	}
+	if in.Question == nil {
+		return nil, required("question")
+	}
+	if !in.BudgetTokens.Set {
+		return nil, required("budget_tokens")
+	}
+	if in.BudgetTokens.V < 1 {
+		return nil, fmt.Errorf("budget_tokens %d must be >= 1", in.BudgetTokens.V)
+	}
+	res, err := assemble.Context(assemble.Request{
+		Question:     *in.Question,
+		Retrieved:    r.last,
+		BudgetTokens: clampInt(in.BudgetTokens.V),
+		Instructions: in.Instructions,
+		ToolSchema:   in.ToolSchema,
+		Policy:       in.Policy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return assembleOut{
+		Op: "assemble", Included: res.Included, Dropped: res.Dropped, TotalTokens: res.TotalTokens,
+		StablePrefixTokens: res.StablePrefixTokens, CacheableFraction: res.CacheableFraction, Text: res.Text,
+	}, nil
+}

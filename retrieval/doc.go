@@ -1,0 +1,27 @@
+// Package retrieval is Cordon's authorized retrieve pipeline (SPEC section 5).
+//
+// The pipeline, every arrow a decision:
+//
+//	rank both sides in the principal's tenant only  (Store.Rank)
+//	  -> count considered
+//	    -> pre-filter each ranking: entitlement, then freshness; count exclusions
+//	      -> truncate each to top_n, drop empty rankings
+//	        -> reciprocal rank fusion (package fusion)
+//	          -> rerank the first rerank_depth with a relevance floor
+//	            -> limit
+//
+// The first three steps happen inside the store, so that a chunk the principal
+// may not see is never a candidate: the Postgres store applies the filter in
+// SQL, before any ranked row reaches Go. The rest is pure and shared by every
+// store, which is what keeps their results byte-identical.
+//
+// # Enforcement points
+//
+//   - Namespace: [RankRequest] names one tenant; a store searches only that
+//     tenant's index (the Postgres store, only that tenant's schema).
+//   - Entitlement: [Visible] is a conjunction of tenant, classification and
+//     barriers. It is applied to each ranking before truncation and fusion, so
+//     a hidden chunk cannot take a slot or shift another chunk's rank.
+//   - Freshness: a visible chunk older than max_stale_ticks is removed and
+//     counted separately, because a freshness spike means ingestion stalled.
+package retrieval

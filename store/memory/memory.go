@@ -1,0 +1,185 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/hashembed"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+var _ retrieval.Store = (*Store)(nil)
+
+// Store is the in-memory store. Every tenant uses the same index settings.
+type Store struct {
+	settings index.Settings
+
+	mu      sync.RWMutex
+	tenants map[string]*tenant
+}
+
+type tenant struct {
+	docs     map[string][]string // doc id -> chunk ids
+	chunks   map[string]*index.PreparedChunk
+	postings map[string]map[string]int64 // term -> chunk id -> tf
+	sumLen   int64
+}
+
+// New returns an empty store with the given settings.
+func New(s index.Settings) (*Store, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &Store{settings: s, tenants: make(map[string]*tenant)}, nil
+}
+
+// Settings returns the store's index settings.
+func (s *Store) Settings() index.Settings { return s.settings }
+
+// Put validates, chunks and stores doc, replacing any document with the same
+// id in its tenant atomically. It returns the new chunks.
+func (s *Store) Put(_ context.Context, doc cordontype.Document) ([]cordontype.Chunk, error) {
+	prepared, err := index.Prepare(&doc, s.settings)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tenants[doc.Tenant]
+	if t == nil {
+		t = &tenant{
+			docs:     make(map[string][]string),
+			chunks:   make(map[string]*index.PreparedChunk),
+			postings: make(map[string]map[string]int64),
+		}
+		s.tenants[doc.Tenant] = t
+	}
+	t.remove(doc.DocID)
+	ids := make([]string, len(prepared))
+	out := make([]cordontype.Chunk, len(prepared))
+	for i := range prepared {
+		pc := &prepared[i]
+		id := pc.Chunk.ChunkID
+		ids[i] = id
+		out[i] = pc.Chunk
+		t.chunks[id] = pc
+		t.sumLen += int64(pc.Chunk.Length)
+		for j, term := range pc.Terms {
+			p := t.postings[term]
+			if p == nil {
+				p = make(map[string]int64)
+				t.postings[term] = p
+			}
+			p[id] = int64(pc.TF[j])
+		}
+	}
+	t.docs[doc.DocID] = ids
+	return out, nil
+}
+
+// Delete removes a document's chunks. It reports whether the document existed.
+func (s *Store) Delete(_ context.Context, tenantName, docID string) (bool, error) {
+	if err := cordontype.ValidateTenant(tenantName); err != nil {
+		return false, err
+	}
+	if err := cordontype.ValidateDocID(docID); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tenants[tenantName]
+	if t == nil {
+		return false, nil
+	}
+	return t.remove(docID), nil
+}
+
+func (t *tenant) remove(docID string) bool {
+	ids, ok := t.docs[docID]
+	if !ok {
+		return false
+	}
+	for _, id := range ids {
+		pc := t.chunks[id]
+		t.sumLen -= int64(pc.Chunk.Length)
+		for _, term := range pc.Terms {
+			p := t.postings[term]
+			delete(p, id)
+			if len(p) == 0 {
+				delete(t.postings, term)
+			}
+		}
+		delete(t.chunks, id)
+	}
+	delete(t.docs, docID)
+	return true
+}
+
+// Rank implements [retrieval.Store]: it scores every chunk of the principal's
+// tenant (and no other), then applies [retrieval.Funnel].
+func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Rankings, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t := s.tenants[req.Principal.Tenant]
+	if t == nil {
+		return retrieval.Funnel(req, nil, nil), nil
+	}
+	return retrieval.Funnel(req, t.lexical(req.Terms, s.settings.BM25), t.dense(req.Tokens, s.settings.Dims)), nil
+}
+
+// lexical returns every chunk with BM25 > 0, sorted.
+func (t *tenant) lexical(terms []string, p bm25.Params) []retrieval.Hit {
+	n := int64(len(t.chunks))
+	avgdl := bm25.AvgDL(t.sumLen, n)
+	scores := make(map[string]float64)
+	var order []string
+	for _, term := range terms {
+		post := t.postings[term]
+		if len(post) == 0 {
+			continue
+		}
+		idf := bm25.IDF(n, int64(len(post)))
+		// Iterate postings in chunk-id order: the sum per chunk is in term
+		// order regardless, but the first-seen order must not leak map order.
+		ids := make([]string, 0, len(post))
+		for id := range post {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			if _, ok := scores[id]; !ok {
+				order = append(order, id)
+			}
+			scores[id] += bm25.Term(idf, post[id], int64(t.chunks[id].Chunk.Length), avgdl, p)
+		}
+	}
+	hits := make([]retrieval.Hit, 0, len(order))
+	for _, id := range order {
+		if sc := scores[id]; sc > 0 {
+			hits = append(hits, retrieval.Hit{Chunk: t.chunks[id].Chunk, Score: sc})
+		}
+	}
+	retrieval.SortHits(hits)
+	return hits
+}
+
+// dense returns every chunk with cosine > 0, sorted.
+func (t *tenant) dense(tokens []string, dims int) []retrieval.Hit {
+	q := hashembed.Vector(tokens, dims)
+	qn := hashembed.NormSq(q)
+	if qn == 0 {
+		return nil
+	}
+	var hits []retrieval.Hit
+	for _, pc := range t.chunks {
+		if c := hashembed.Cosine(hashembed.Dot(q, pc.Vector), qn, pc.NormSq); c > 0 {
+			hits = append(hits, retrieval.Hit{Chunk: pc.Chunk, Score: c})
+		}
+	}
+	retrieval.SortHits(hits)
+	return hits
+}
