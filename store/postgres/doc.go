@@ -1,0 +1,43 @@
+// Package postgres is Cordon's PostgreSQL store: one schema per tenant,
+// pgvector for the integer count vectors, a custom BM25 postings table (no
+// tsvector anywhere), goose migrations, and results byte-identical to the
+// in-memory reference store.
+//
+// # Layout
+//
+// The control schema "cordon" holds the tenant registry and each tenant's
+// index settings. Tenant t lives in schema cordon_t_<t>: documents, chunks
+// (with a vector column), postings (term, chunk, tf) and a one-row stats table
+// (N, the sum of chunk lengths, the largest vector component, a version).
+// Tenant schema DDL comes from the migrations (cordon.create_tenant), never from
+// this package. Schema names are derived from validated tenant names, quoted
+// with pgx.Identifier, and every table reference is schema-qualified; nothing
+// depends on search_path, and no SQL is built from user text.
+//
+// # Query path
+//
+// A retrieval runs in one read-only REPEATABLE READ transaction, so both
+// rankings and the statistics come from one snapshot. The entitlement and
+// freshness pre-filter is evaluated in SQL: a chunk the principal may not see
+// contributes only a count, never its id or text.
+//
+//   - Lexical: the postings of the query's distinct terms are read with each
+//     chunk's length and filter flags. df is counted from those rows, N and the
+//     length sum come from stats, and Go computes BM25 with package bm25 in the
+//     pinned summation order (SQL's sum() has no defined order and SQL's ln() is
+//     glibc's, which differs from ours in the last bit).
+//   - Dense: one scan computes each chunk's exact integer dot product with the
+//     query (pgvector's inner product is exact when every partial sum stays
+//     below 2^24, which the stats' max_abs bound proves per query; otherwise an
+//     exact bigint sum over the unnested vector is used), counts the funnel,
+//     and orders the visible, fresh chunks by float64(dot) / (|q| * |d|) —
+//     the same IEEE operations in the same order as Go — returning only top_n.
+//   - Then the texts of the kept chunks (at most 2 * top_n) are fetched, and
+//     fusion, rerank and limit run in Go, shared with every store.
+//
+// # Writes
+//
+// A put or delete is one transaction that locks the tenant's stats row first:
+// writes to one tenant are serialised, so N, df and lengths stay exact under
+// concurrency, and a failure anywhere rolls back to the previous version.
+package postgres

@@ -1,0 +1,268 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+var _ retrieval.Store = (*Store)(nil)
+
+// DBTX is the query surface shared by a pool and a transaction, so one query
+// path serves both.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Options configure a Store.
+type Options struct {
+	// AutoCreate, when set, makes Put create an unknown tenant with these
+	// settings (the replay CLI uses the script's config). When nil, Put to an
+	// unknown tenant fails with ErrTenantNotFound.
+	AutoCreate *index.Settings
+	// MaxConns bounds the pool (0: pgxpool's default).
+	MaxConns int32
+}
+
+// Store is the Postgres store. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	opts Options
+}
+
+func parseConfig(url string) (*pgxpool.Config, error) {
+	if url == "" {
+		return nil, errors.New("no database URL: pass --database-url or set CORDON_DATABASE_URL (e.g. postgres://user@127.0.0.1:5432/db?sslmode=disable)")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database URL: %w", err)
+	}
+	return cfg, nil
+}
+
+// Open connects to url. The migrations must have been applied (Migrate);
+// Open checks that they were.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.AutoCreate != nil {
+		if err := opts.AutoCreate.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := parseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		return pgxvec.RegisterTypes(ctx, c)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", classify(err))
+	}
+	var ok bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('cordon.tenants') IS NOT NULL`).Scan(&ok); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect: %w", classify(err))
+	}
+	if !ok {
+		pool.Close()
+		return nil, errors.New("the database has no Cordon schema: run 'cordon migrate --database-url URL' (or goose -dir migrations postgres URL up) first")
+	}
+	return &Store{pool: pool, opts: opts}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the pool for operational checks (readiness, stats).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// classify marks connection failures with ErrUnavailable.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// SchemaName maps a validated tenant name to its schema. The migrations'
+// cordon.tenants CHECK constraint pins the same mapping.
+func SchemaName(tenant string) (string, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return "", err
+	}
+	return "cordon_t_" + tenant, nil
+}
+
+// tenantInfo is a registry row.
+type tenantInfo struct {
+	schema   string
+	settings index.Settings
+	tables   tables
+}
+
+// tables holds a tenant's quoted, schema-qualified table names.
+type tables struct {
+	schema                             string
+	documents, chunks, postings, stats string
+}
+
+func tablesFor(schema string) tables {
+	q := func(t string) string { return pgx.Identifier{schema, t}.Sanitize() }
+	return tables{schema: schema, documents: q("documents"), chunks: q("chunks"), postings: q("postings"), stats: q("stats")}
+}
+
+// lookupTenant reads a tenant's registry row. found is false when the tenant is
+// not registered.
+func lookupTenant(ctx context.Context, db DBTX, tenant string) (t tenantInfo, found bool, err error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return t, false, err
+	}
+	var tok string
+	err = db.QueryRow(ctx, `
+		SELECT schema_name, dims, k1, b, max_words, overlap_words, tokenizer_version
+		FROM cordon.tenants WHERE name = $1`, tenant).Scan(
+		&t.schema, &t.settings.Dims, &t.settings.BM25.K1, &t.settings.BM25.B,
+		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, false, nil
+	}
+	if err != nil {
+		return t, false, fmt.Errorf("look up tenant %q: %w", tenant, classify(err))
+	}
+	if want, _ := SchemaName(tenant); t.schema != want {
+		return t, false, fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, t.schema, want)
+	}
+	if tok != analysis.TokenizerVersion {
+		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s: re-index the tenant (drop, create, re-ingest)", tenant, tok, analysis.TokenizerVersion)
+	}
+	t.tables = tablesFor(t.schema)
+	return t, true, nil
+}
+
+// CreateTenant registers tenant with settings and creates its schema. It is
+// idempotent: created is false when the tenant already existed with the same
+// settings; other settings give ErrTenantSettings.
+func (s *Store) CreateTenant(ctx context.Context, tenant string, settings index.Settings) (created bool, err error) {
+	return createTenant(ctx, s.pool, tenant, settings)
+}
+
+func createTenant(ctx context.Context, db DBTX, tenant string, st index.Settings) (bool, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return false, err
+	}
+	if err := st.Validate(); err != nil {
+		return false, err
+	}
+	var created bool
+	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7)`,
+		tenant, st.Dims, st.BM25.K1, st.BM25.B, st.Chunking.MaxWords, st.Chunking.OverlapWords,
+		analysis.TokenizerVersion).Scan(&created)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "CD001" {
+		return false, fmt.Errorf("%w: %s", ErrTenantSettings, pe.Message)
+	}
+	if err != nil {
+		return false, fmt.Errorf("create tenant %q: %w", tenant, classify(err))
+	}
+	return created, nil
+}
+
+// DropTenant removes a tenant's schema and registry row. It reports whether the
+// tenant existed.
+func (s *Store) DropTenant(ctx context.Context, tenant string) (bool, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return false, err
+	}
+	var dropped bool
+	if err := s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped); err != nil {
+		return false, fmt.Errorf("drop tenant %q: %w", tenant, classify(err))
+	}
+	return dropped, nil
+}
+
+// TenantInfo describes a registered tenant.
+type TenantInfo struct {
+	Name     string
+	Schema   string
+	Settings index.Settings
+	Chunks   int64
+}
+
+// Tenants lists registered tenants in name order.
+func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT name, schema_name, dims, k1, b, max_words, overlap_words
+		FROM cordon.tenants ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", classify(err))
+	}
+	var out []TenantInfo
+	for rows.Next() {
+		var t TenantInfo
+		if err := rows.Scan(&t.Name, &t.Schema, &t.Settings.Dims, &t.Settings.BM25.K1, &t.Settings.BM25.B,
+			&t.Settings.Chunking.MaxWords, &t.Settings.Chunking.OverlapWords); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tenants: %w", classify(err))
+	}
+	for i := range out {
+		st := tablesFor(out[i].Schema).stats
+		if err := s.pool.QueryRow(ctx, `SELECT n_chunks FROM `+st).Scan(&out[i].Chunks); err != nil {
+			return nil, fmt.Errorf("tenant %q stats: %w", out[i].Name, classify(err))
+		}
+	}
+	return out, nil
+}
+
+// metadataJSON renders document metadata for the jsonb column.
+func metadataJSON(m map[string]any) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("%w: metadata: %w", cordontype.ErrInvalid, err)
+	}
+	return string(b), nil
+}
+
+// inTx runs fn in a transaction, committing when it returns nil.
+func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return classify(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return classify(tx.Commit(ctx))
+}
