@@ -111,7 +111,7 @@ func newDatabase(t *testing.T) string {
 }
 
 // exec runs SQL on db for test setup.
-func exec(t *testing.T, dbURL, sql string, args ...any) {
+func execSQL(t *testing.T, dbURL, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dbURL)

@@ -1,0 +1,224 @@
+package integration_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+const latestVersion = 3
+
+func version(t *testing.T, dbURL string) int64 {
+	t.Helper()
+	cur, latest, err := postgres.MigrationStatus(context.Background(), dbURL)
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	if latest != latestVersion {
+		t.Fatalf("latest known version = %d, want %d", latest, latestVersion)
+	}
+	return cur
+}
+
+func queryInt(t *testing.T, dbURL, sql string, args ...any) int64 {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var v int64
+	if err := c.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", firstLine(sql), err)
+	}
+	return v
+}
+
+func TestMigrateUpIdempotentDownAndUp(t *testing.T) {
+	ctx := context.Background()
+	dbURL := newDatabase(t)
+	if v := version(t, dbURL); v != 0 {
+		t.Fatalf("empty database at version %d, want 0", v)
+	}
+	res, err := postgres.Migrate(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if len(res) != latestVersion {
+		t.Fatalf("up applied %d migrations, want %d", len(res), latestVersion)
+	}
+	res, err = postgres.Migrate(ctx, dbURL)
+	if err != nil || len(res) != 0 {
+		t.Fatalf("second up applied %d migrations (err %v), want a no-op", len(res), err)
+	}
+	st, err := postgres.Open(ctx, dbURL, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateTenant(ctx, "wholesale", index.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if err := postgres.MigrateDownTo(ctx, dbURL, 0); err != nil {
+		t.Fatalf("down to 0: %v", err)
+	}
+	if v := version(t, dbURL); v != 0 {
+		t.Fatalf("after down, version %d, want 0", v)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'cordon%'`); n != 0 {
+		t.Fatalf("down to 0 left %d cordon schemas", n)
+	}
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if v := version(t, dbURL); v != latestVersion {
+		t.Fatalf("version %d, want %d", v, latestVersion)
+	}
+}
+
+// TestConcurrentMigrate runs several migrations at once: the session lock lets
+// exactly one apply each migration.
+func TestConcurrentMigrate(t *testing.T) {
+	dbURL := newDatabase(t)
+	const n = 4
+	applied := make([]int, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := postgres.Migrate(context.Background(), dbURL)
+			applied[i], errs[i] = len(res), err
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("migrator %d: %v", i, errs[i])
+		}
+		total += applied[i]
+	}
+	if total != latestVersion {
+		t.Fatalf("migrators applied %d migrations in all (%v), want each of the %d exactly once", total, applied, latestVersion)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM goose_db_version WHERE version_id > 0`); n != latestVersion {
+		t.Fatalf("goose_db_version has %d rows, want %d", n, latestVersion)
+	}
+}
+
+// TestTenantSchemaUpgrade creates tenants at schema version 1, then applies the
+// later migrations: every existing tenant schema must be upgraded.
+func TestTenantSchemaUpgrade(t *testing.T) {
+	ctx := context.Background()
+	dbURL := newDatabase(t)
+	if err := postgres.MigrateUpTo(ctx, dbURL, 1); err != nil {
+		t.Fatal(err)
+	}
+	tenants := []string{"wholesale", "retail", "compliance"}
+	for _, name := range tenants {
+		// Version 1 has no create_tenant function yet: register the way
+		// version 1 allows.
+		execSQL(t, dbURL, `INSERT INTO cordon.tenants (name, schema_name, dims, k1, b, max_words, overlap_words, tokenizer_version)
+			VALUES ($1, 'cordon_t_' || $1, 256, 1.5, 0.75, 200, 40, 'x')`, name)
+		execSQL(t, dbURL, `SELECT cordon.apply_tenant_upgrades($1)`, name)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon.tenants WHERE schema_version = 1`); n != 3 {
+		t.Fatalf("%d tenants at schema version 1, want 3", n)
+	}
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	for _, name := range tenants {
+		n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = 'cordon_t_' || $1 AND
+			      ((table_name = 'stats' AND column_name = 'version') OR (table_name = 'documents' AND column_name = 'content_hash'))`, name)
+		if n != 2 {
+			t.Errorf("tenant %s: %d of the 2 version-2 columns exist after the upgrade", name, n)
+		}
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon.tenants WHERE schema_version = 2`); n != 3 {
+		t.Fatalf("%d tenants at schema version 2 after the upgrade, want 3", n)
+	}
+	// And back: down to 1 removes the columns from every tenant.
+	if err := postgres.MigrateDownTo(ctx, dbURL, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.columns WHERE table_schema LIKE 'cordon_t_%' AND column_name IN ('version', 'content_hash')`); n != 0 {
+		t.Fatalf("down to 1 left %d version-2 columns", n)
+	}
+}
+
+// gooseCLI builds the stock goose CLI once (Postgres driver only) into
+// .tmp/goosebin and returns its path.
+func gooseCLI(t *testing.T) string {
+	t.Helper()
+	gobin, err := filepath.Abs("../.tmp/goosebin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(gobin, "goose")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "install",
+		"-tags", "no_clickhouse no_libsql no_mssql no_mysql no_sqlite3 no_vertica no_ydb no_starrocks no_duckdb",
+		"github.com/pressly/goose/v3/cmd/goose@v3.30.1")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the goose CLI: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestStockGooseCLI runs the stock goose CLI against migrations/, as users'
+// deploy pipelines do, and checks that Cordon agrees with the result.
+func TestStockGooseCLI(t *testing.T) {
+	dbURL := newDatabase(t)
+	goose := gooseCLI(t)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(goose, append([]string{"-dir", "../migrations", "postgres", dbURL}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("goose %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("up")
+	if v := version(t, dbURL); v != latestVersion {
+		t.Fatalf("after goose up, version %d, want %d", v, latestVersion)
+	}
+	if out := run("status"); !strings.Contains(out, "00003_create_tenant.sql") {
+		t.Fatalf("goose status does not list the migrations:\n%s", out)
+	}
+	// Cordon works on a database migrated by the stock CLI.
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dbURL, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateTenant(ctx, "retail", index.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	run("down-to", "0")
+	if v := version(t, dbURL); v != 0 {
+		t.Fatalf("after goose down-to 0, version %d, want 0", v)
+	}
+	if res, err := postgres.Migrate(ctx, dbURL); err != nil || len(res) != latestVersion {
+		t.Fatalf("cordon migrate after goose down: applied %d, err %v", len(res), err)
+	}
+}
