@@ -150,6 +150,12 @@ func (r *runner) step(ctx context.Context, raw json.RawMessage) any {
 	op := opOf(raw)
 	var out any
 	var err error
+	if !validUTF8JSON(raw) {
+		if op == "retrieve" {
+			r.last = nil
+		}
+		return errorOut{Op: op, Error: "step is not valid UTF-8 (or has an unpaired surrogate escape): Cordon never repairs text; fix the encoding at the source"}
+	}
 	switch op {
 	case "put":
 		out, err = r.put(ctx, raw)

@@ -185,7 +185,7 @@ func (g gen) ground() map[string]any {
 
 func (g gen) assemble() map[string]any {
 	return map[string]any{
-		"op": "assemble", "question": g.sentence(1 + g.r.IntN(8)) + "?",
+		"op": "assemble", "question": g.sentence(1+g.r.IntN(8)) + "?",
 		"budget_tokens": 1 + g.r.IntN(300),
 		"instructions":  []string{"", "Answer only from the sources."}[g.r.IntN(2)],
 		"tool_schema":   []string{"", `{"name":"search"}`}[g.r.IntN(2)],
