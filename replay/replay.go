@@ -30,8 +30,8 @@ type OpenFunc func(ctx context.Context, s index.Settings) (Store, error)
 var ErrScript = errors.New("unreadable replay script")
 
 type script struct {
-	Config json.RawMessage   `json:"config"`
-	Steps  []json.RawMessage `json:"steps"`
+	Config json.RawMessage
+	Steps  []json.RawMessage
 }
 
 type config struct {
@@ -50,11 +50,11 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 	}
 	var c config
 	if err := decodeStrict(raw, &c); err != nil {
-		return s, fmt.Errorf("config: %w", err)
+		return s, err
 	}
 	if c.Dims.Set {
 		if c.Dims.V < 1 || c.Dims.V > 16000 {
-			return s, fmt.Errorf("config: dims %d must be in 1..16000", c.Dims.V)
+			return s, fmt.Errorf("dims %d must be in 1..16000", c.Dims.V)
 		}
 		s.Dims = int(c.Dims.V)
 	}
@@ -70,13 +70,13 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 	}{{c.MaxWords, &s.Chunking.MaxWords}, {c.OverlapWords, &s.Chunking.OverlapWords}} {
 		if f.in.Set {
 			if f.in.V < 0 || f.in.V > 1<<31 {
-				return s, fmt.Errorf("config: need 0 <= overlap_words < max_words, got %d", f.in.V)
+				return s, fmt.Errorf("need 0 <= overlap_words < max_words, got %d", f.in.V)
 			}
 			*f.out = int(f.in.V)
 		}
 	}
 	if err := s.Validate(); err != nil {
-		return s, fmt.Errorf("config: %w", err)
+		return s, err
 	}
 	return s, nil
 }
@@ -85,12 +85,16 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 // step to w. It fails only when the script cannot be parsed, the store cannot
 // be opened, or w fails.
 func Run(ctx context.Context, data []byte, open OpenFunc, w io.Writer) error {
-	var sc script
-	if err := json.Unmarshal(data, &sc); err != nil {
+	// Top-level keys other than "config" and "steps" (a "description", say)
+	// are ignored; those two must be spelt exactly.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
 		return fmt.Errorf("%w: %w", ErrScript, cleanJSONError(err))
 	}
-	if sc.Steps == nil {
-		return fmt.Errorf("%w: no \"steps\" list", ErrScript)
+	var sc script
+	sc.Config = top["config"]
+	if err := json.Unmarshal(top["steps"], &sc.Steps); err != nil || sc.Steps == nil {
+		return fmt.Errorf("%w: want a \"steps\" list of step objects", ErrScript)
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -134,16 +138,15 @@ type errorOut struct {
 // opOf extracts a step's "op" for an error object: the string if there is
 // one, else null.
 func opOf(raw json.RawMessage) any {
-	var s struct {
-		Op any `json:"op"`
-	}
-	if json.Unmarshal(raw, &s) != nil {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
 		return nil
 	}
-	if op, ok := s.Op.(string); ok {
-		return op
+	var op string
+	if json.Unmarshal(m["op"], &op) != nil {
+		return nil
 	}
-	return nil
+	return op
 }
 
 func (r *runner) step(ctx context.Context, raw json.RawMessage) any {

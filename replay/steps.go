@@ -190,6 +190,12 @@ func (r *runner) delete(ctx context.Context, raw []byte) (any, error) {
 	if err := decodeStrict(raw, &in); err != nil {
 		return nil, err
 	}
+	switch {
+	case in.Tenant == "":
+		return nil, required("tenant")
+	case in.DocID == "":
+		return nil, required("doc_id")
+	}
 	ok, err := r.store.Delete(ctx, in.Tenant, in.DocID)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,174 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/chunk"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/hashembed"
+)
+
+func settings(maxWords, overlap int) Settings {
+	s := DefaultSettings()
+	s.Chunking = chunk.Options{MaxWords: maxWords, OverlapWords: overlap}
+	return s
+}
+
+var prepareTexts = []string{
+	"Payment payment PMT-771 hold. Hold release.",
+	"# Holds\r\nPMT-771 is on hold.\r\n# Release\r\nTwo approvals, two approvals.\r\n",
+	"```\n# fenced\n```\n# Real\nbody text here and here and here",
+	"Ünïcödé\u00a0façade\u2028naïve 東京 e\u0301te ǅ ٣ words words words",
+	"# A\n# B\n",
+	"pre amble\n# H\n\n# Empty\n   \n# Last\nlast words",
+	strings.Repeat("lorem ipsum dolor ", 40),
+}
+
+// TestPrepareProperties checks, for awkward documents and window sizes, the
+// span property, ids {doc_id}::{n}, inherited fields, term frequencies in
+// first-occurrence order and the count vector.
+func TestPrepareProperties(t *testing.T) {
+	for i, text := range prepareTexts {
+		for _, opts := range []chunk.Options{{MaxWords: 3, OverlapWords: 1}, {MaxWords: 200, OverlapWords: 40}, {MaxWords: 1, OverlapWords: 0}} {
+			t.Run(fmt.Sprintf("text%d/max%d", i, opts.MaxWords), func(t *testing.T) {
+				d := cordontype.Document{Tenant: "wholesale", DocID: "pay/001:x.y_z-1", Text: text, Classification: cordontype.Internal,
+					Barriers: []string{"z", "a", "z"}, AsOfTick: 42}
+				got, err := Prepare(&d, settings(opts.MaxWords, opts.OverlapWords))
+				if err != nil {
+					t.Fatalf("Prepare: %v", err)
+				}
+				if len(got) == 0 {
+					t.Fatalf("Prepare gave no chunks")
+				}
+				runes := []rune(text)
+				for n, pc := range got {
+					c := pc.Chunk
+					if want := fmt.Sprintf("pay/001:x.y_z-1::%d", n); c.ChunkID != want {
+						t.Errorf("chunk %d id = %q, want %q", n, c.ChunkID, want)
+					}
+					if span := string(runes[c.StartChar:c.EndChar]); span != c.Text {
+						t.Errorf("chunk %d: runes[%d:%d] = %q, want %q", n, c.StartChar, c.EndChar, span, c.Text)
+					}
+					toks := analysis.Tokenize(c.Text)
+					if c.Length != len(toks) {
+						t.Errorf("chunk %d length = %d, want %d", n, c.Length, len(toks))
+					}
+					if c.DocID != d.DocID || c.Tenant != "wholesale" || c.Classification != cordontype.Internal || c.AsOfTick != 42 ||
+						!slices.Equal(c.Barriers, []string{"a", "z"}) {
+						t.Errorf("chunk %d inherits %+v, want the document's fields with barriers [a z]", n, c)
+					}
+					if !slices.Equal(pc.Terms, analysis.TokenSet(c.Text)) {
+						t.Errorf("chunk %d terms = %q, want %q", n, pc.Terms, analysis.TokenSet(c.Text))
+					}
+					for j, term := range pc.Terms {
+						want := int32(0)
+						for _, tok := range toks {
+							if tok == term {
+								want++
+							}
+						}
+						if pc.TF[j] != want {
+							t.Errorf("chunk %d tf(%q) = %d, want %d", n, term, pc.TF[j], want)
+						}
+					}
+					if want := hashembed.Vector(toks, hashembed.DefaultDims); !slices.Equal(pc.Vector, want) {
+						t.Errorf("chunk %d vector differs from hashembed.Vector of its tokens", n)
+					}
+					if pc.NormSq != hashembed.NormSq(pc.Vector) {
+						t.Errorf("chunk %d normSq = %d, want %d", n, pc.NormSq, hashembed.NormSq(pc.Vector))
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestPrepareRejects(t *testing.T) {
+	good := cordontype.Document{Tenant: "t", DocID: "d", Text: "hold", Classification: cordontype.Public}
+	tests := []struct {
+		name    string
+		edit    func(d *cordontype.Document)
+		s       Settings
+		wantErr error
+	}{
+		{"no token", func(d *cordontype.Document) { d.Text = "..." }, DefaultSettings(), cordontype.ErrInvalid},
+		{"invalid UTF-8", func(d *cordontype.Document) { d.Text = "a\xc3" }, DefaultSettings(), cordontype.ErrInvalid},
+		{"bad tenant", func(d *cordontype.Document) { d.Tenant = "T" }, DefaultSettings(), cordontype.ErrInvalid},
+		{"bad chunking options", nil, settings(3, 3), chunk.ErrInvalidOptions},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := good
+			if tt.edit != nil {
+				tt.edit(&d)
+			}
+			if _, err := Prepare(&d, tt.s); !errors.Is(err, tt.wantErr) {
+				t.Errorf("Prepare error = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestPrepareTermFrequencies(t *testing.T) {
+	d := cordontype.Document{Tenant: "t", DocID: "d", Text: "Hold hold, PMT-771 HOLD pmt", Classification: cordontype.Public}
+	got, err := Prepare(&d, DefaultSettings())
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("got %d chunks, want 1", len(got))
+	}
+	if want := []string{"hold", "pmt", "771"}; !slices.Equal(got[0].Terms, want) {
+		t.Errorf("terms = %q, want %q", got[0].Terms, want)
+	}
+	if want := []int32{3, 2, 1}; !slices.Equal(got[0].TF, want) {
+		t.Errorf("tf = %v, want %v", got[0].TF, want)
+	}
+}
+
+func TestSettingsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(s *Settings)
+		wantErr error
+	}{
+		{"defaults", nil, nil},
+		{"dims 0", func(s *Settings) { s.Dims = 0 }, hashembed.ErrInvalidDims},
+		{"dims 16001", func(s *Settings) { s.Dims = 16001 }, hashembed.ErrInvalidDims},
+		{"k1 negative", func(s *Settings) { s.BM25.K1 = -1 }, bm25.ErrInvalidParams},
+		{"b above 1", func(s *Settings) { s.BM25.B = 2 }, bm25.ErrInvalidParams},
+		{"overlap equals max", func(s *Settings) { s.Chunking.OverlapWords = s.Chunking.MaxWords }, chunk.ErrInvalidOptions},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := DefaultSettings()
+			if tt.edit != nil {
+				tt.edit(&s)
+			}
+			err := s.Validate()
+			if (tt.wantErr == nil) != (err == nil) || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+				t.Errorf("Validate() = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	d := DefaultSettings()
+	if d.Dims != 256 || d.BM25.K1 != 1.5 || d.BM25.B != 0.75 || d.Chunking.MaxWords != 200 || d.Chunking.OverlapWords != 40 {
+		t.Errorf("DefaultSettings() = %+v, want dims 256, k1 1.5, b 0.75, 200/40", d)
+	}
+}
+
+func TestFloat32s(t *testing.T) {
+	in := []int32{0, 1, -1, MaxCount, -MaxCount}
+	got := Float32s(in)
+	for i, x := range in {
+		if int32(got[i]) != x {
+			t.Errorf("Float32s[%d] = %v, want %d exactly", i, got[i], x)
+		}
+	}
+}
