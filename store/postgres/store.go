@@ -73,6 +73,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		return pgxvec.RegisterTypes(ctx, c)
 	}
+	// A connection goes back to the pool only when it is idle outside any
+	// transaction; one left mid-transaction or broken is closed instead.
+	// Cordon never changes session state (no SET, no search_path), so an idle
+	// connection is a clean one.
+	cfg.AfterRelease = func(c *pgx.Conn) bool {
+		return !c.IsClosed() && c.PgConn().TxStatus() == 'I'
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", classify(err))
