@@ -1,0 +1,20 @@
+// Package memindex is a fast, exact in-memory index of one tenant's chunks,
+// laid out for scoring rather than for reading:
+//
+//   - dense vectors are stored column-wise as int8 (one column per dimension),
+//     so a query touches only its own non-zero dimensions; a chunk with a
+//     component outside int8 keeps its exact vector aside;
+//   - postings are per-term slices of (slot, tf), scored into a reused
+//     accumulator in query-term order;
+//   - entitlement attributes are plain arrays (classification, an interned
+//     barrier-set id, as_of_tick), checked per slot before any ranking;
+//   - top_n is kept with a bounded heap under the same total order as the
+//     reference (score descending, chunk id ascending).
+//
+// Scores come from the same functions as the reference store (bm25.Term,
+// hashembed.Cosine) over the same exact integers, so results are
+// byte-identical; the differential tests hold it to that.
+//
+// [Index] is not safe for concurrent use; [Store] wraps one Index per tenant
+// behind a lock and implements the replay and retrieval store interfaces.
+package memindex

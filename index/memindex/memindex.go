@@ -1,0 +1,444 @@
+package memindex
+
+import (
+	"container/heap"
+	"slices"
+	"sync"
+
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/hashembed"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+type postingList struct {
+	slots []int32
+	tfs   []int32
+	df    int64 // live postings
+}
+
+// Index is one tenant's chunks.
+type Index struct {
+	settings index.Settings
+
+	chunks   []cordontype.Chunk // by slot; Text may be empty (see AddOptions)
+	alive    []bool
+	class    []int8
+	barrier  []int32 // interned barrier-set id
+	asOf     []int64
+	length   []int32
+	normSq   []int64
+	terms    [][]string // distinct terms of each slot, for removal
+	cols     [][]int8   // cols[d][slot]
+	overflow map[int32][]int32
+
+	docs     map[string][]int32
+	postings map[string]*postingList
+	sets     [][]string // barrier sets by id
+	setIDs   map[string]int32
+
+	live, dead  int
+	compactions int // times maybeCompact rebuilt the index
+	sumLen      int64
+
+	pool sync.Pool // *scratch
+}
+
+type scratch struct {
+	lex     []float64
+	mark    []bool
+	dot     []int64
+	touched []int32
+}
+
+// New returns an empty index with the given settings.
+func New(s index.Settings) *Index {
+	return &Index{
+		settings: s,
+		cols:     make([][]int8, s.Dims),
+		overflow: make(map[int32][]int32),
+		docs:     make(map[string][]int32),
+		postings: make(map[string]*postingList),
+		setIDs:   make(map[string]int32),
+	}
+}
+
+// Settings returns the index settings.
+func (x *Index) Settings() index.Settings { return x.settings }
+
+// Len is the number of live chunks.
+func (x *Index) Len() int { return x.live }
+
+// Version-independent statistics, for checks against a database.
+func (x *Index) Stats() (n, sumLen int64) { return int64(x.live), x.sumLen }
+
+func (x *Index) internSet(labels []string) int32 {
+	key := ""
+	for _, l := range labels {
+		key += l + "\x00"
+	}
+	if id, ok := x.setIDs[key]; ok {
+		return id
+	}
+	id := int32(len(x.sets))
+	x.sets = append(x.sets, labels)
+	x.setIDs[key] = id
+	return id
+}
+
+// Put replaces a document's chunks with prepared (all of one document, as
+// from index.Prepare). dropText keeps chunk texts out of memory; a caller
+// that does so must fetch texts for the hits it returns.
+func (x *Index) Put(docID string, prepared []index.PreparedChunk, dropText bool) {
+	x.Remove(docID)
+	slots := make([]int32, len(prepared))
+	for i := range prepared {
+		slots[i] = x.add(&prepared[i], dropText)
+	}
+	x.docs[docID] = slots
+	x.maybeCompact()
+}
+
+func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
+	slot := int32(len(x.chunks))
+	c := pc.Chunk
+	if dropText {
+		c.Text = ""
+	}
+	x.chunks = append(x.chunks, c)
+	x.alive = append(x.alive, true)
+	x.class = append(x.class, int8(c.Classification))
+	x.barrier = append(x.barrier, x.internSet(c.Barriers))
+	x.asOf = append(x.asOf, c.AsOfTick)
+	x.length = append(x.length, int32(c.Length))
+	x.normSq = append(x.normSq, pc.NormSq)
+	x.terms = append(x.terms, pc.Terms)
+	fits := true
+	for _, v := range pc.Vector {
+		if v > 127 || v < -128 {
+			fits = false
+			break
+		}
+	}
+	for d, v := range pc.Vector {
+		if !fits {
+			v = 0
+		}
+		x.cols[d] = append(x.cols[d], int8(v))
+	}
+	if !fits {
+		x.overflow[slot] = slices.Clone(pc.Vector)
+	}
+	for j, t := range pc.Terms {
+		p := x.postings[t]
+		if p == nil {
+			p = &postingList{}
+			x.postings[t] = p
+		}
+		p.slots = append(p.slots, slot)
+		p.tfs = append(p.tfs, pc.TF[j])
+		p.df++
+	}
+	x.live++
+	x.sumLen += int64(c.Length)
+	return slot
+}
+
+// Remove deletes a document's chunks. It reports whether it existed.
+func (x *Index) Remove(docID string) bool {
+	slots, ok := x.docs[docID]
+	if !ok {
+		return false
+	}
+	for _, s := range slots {
+		x.alive[s] = false
+		x.live--
+		x.dead++
+		x.sumLen -= int64(x.length[s])
+		for _, t := range x.terms[s] {
+			p := x.postings[t]
+			p.df--
+			if p.df == 0 {
+				delete(x.postings, t)
+			}
+		}
+		delete(x.overflow, s)
+		x.chunks[s] = cordontype.Chunk{}
+		x.terms[s] = nil
+	}
+	delete(x.docs, docID)
+	return true
+}
+
+// compactMinDead is the fewest dead slots worth a compaction; tests lower it.
+var compactMinDead = 1024
+
+// maybeCompact rebuilds the slot arrays once dead slots outnumber live ones,
+// so memory and scan time track the live corpus.
+func (x *Index) maybeCompact() {
+	if x.dead < compactMinDead || x.dead < x.live {
+		return
+	}
+	old := x
+	n := New(x.settings)
+	docIDs := make([]string, 0, len(old.docs))
+	for id := range old.docs {
+		docIDs = append(docIDs, id)
+	}
+	slices.Sort(docIDs)
+	for _, id := range docIDs {
+		var pcs []index.PreparedChunk
+		for _, s := range old.docs[id] {
+			pcs = append(pcs, old.prepared(s))
+		}
+		slots := make([]int32, len(pcs))
+		for i := range pcs {
+			slots[i] = n.add(&pcs[i], false)
+		}
+		n.docs[id] = slots
+	}
+	*x = Index{settings: n.settings, chunks: n.chunks, alive: n.alive, class: n.class, barrier: n.barrier,
+		asOf: n.asOf, length: n.length, normSq: n.normSq, terms: n.terms, cols: n.cols, overflow: n.overflow,
+		docs: n.docs, postings: n.postings, sets: n.sets, setIDs: n.setIDs, live: n.live, sumLen: n.sumLen,
+		compactions: old.compactions + 1}
+}
+
+// prepared reconstructs a slot's PreparedChunk (for compaction).
+func (x *Index) prepared(s int32) index.PreparedChunk {
+	pc := index.PreparedChunk{Chunk: x.chunks[s], Terms: x.terms[s], NormSq: x.normSq[s]}
+	pc.TF = make([]int32, len(pc.Terms))
+	for j, t := range pc.Terms {
+		p := x.postings[t]
+		for k, ps := range p.slots {
+			if ps == s {
+				pc.TF[j] = p.tfs[k]
+				break
+			}
+		}
+	}
+	if v, ok := x.overflow[s]; ok {
+		pc.Vector = v
+	} else {
+		pc.Vector = make([]int32, x.settings.Dims)
+		for d := range pc.Vector {
+			pc.Vector[d] = int32(x.cols[d][s])
+		}
+	}
+	return pc
+}
+
+func (x *Index) getScratch() *scratch {
+	sc, _ := x.pool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	n := len(x.chunks)
+	if cap(sc.lex) < n {
+		sc.lex = make([]float64, n)
+		sc.mark = make([]bool, n)
+		sc.dot = make([]int64, n)
+	}
+	sc.lex, sc.mark, sc.dot = sc.lex[:n], sc.mark[:n], sc.dot[:n]
+	return sc
+}
+
+// filter is one query's pre-filter over slots.
+type filter struct {
+	x         *Index
+	clearance int8
+	setOK     []int8 // per barrier-set id: 0 unknown, 1 visible, 2 hidden
+	principal []string
+	now       int64
+	maxStale  *int64
+}
+
+// verdict: 0 keep, 1 hidden (entitlement), 2 stale.
+func (f *filter) verdict(s int32) int {
+	if f.x.class[s] > f.clearance {
+		return 1
+	}
+	id := f.x.barrier[s]
+	if f.setOK[id] == 0 {
+		f.setOK[id] = 2
+		if subset(f.x.sets[id], f.principal) {
+			f.setOK[id] = 1
+		}
+	}
+	if f.setOK[id] == 2 {
+		return 1
+	}
+	if f.maxStale != nil && f.now-f.x.asOf[s] > *f.maxStale {
+		return 2
+	}
+	return 0
+}
+
+func subset(a, b []string) bool {
+	for _, l := range a {
+		if _, ok := slices.BinarySearch(b, l); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Rank implements the store side of SPEC section 5 (steps 2-4) for one
+// tenant: both rankings filtered, counted and truncated. The principal's
+// tenant is the caller's business: an Index holds one tenant.
+func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
+	var rk retrieval.Rankings
+	f := &filter{x: x, clearance: int8(req.Principal.Clearance), setOK: make([]int8, len(x.sets)),
+		principal: req.Principal.Barriers, now: req.NowTick, maxStale: req.MaxStaleTicks}
+	sc := x.getScratch()
+	defer x.pool.Put(sc)
+	rk.Lexical = x.lexical(req, f, sc, &rk)
+	rk.Dense = x.dense(req, f, sc, &rk)
+	return rk
+}
+
+func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *retrieval.Rankings) []retrieval.Hit {
+	n := int64(x.live)
+	if n == 0 {
+		return nil
+	}
+	avgdl := bm25.AvgDL(x.sumLen, n)
+	touched := sc.touched[:0]
+	defer func() { sc.touched = touched[:0] }()
+	for _, t := range req.Terms {
+		p := x.postings[t]
+		if p == nil {
+			continue
+		}
+		idf := bm25.IDF(n, p.df)
+		for k, s := range p.slots {
+			if !x.alive[s] {
+				continue
+			}
+			if !sc.mark[s] {
+				sc.mark[s] = true
+				sc.lex[s] = 0
+				touched = append(touched, s)
+			}
+			sc.lex[s] += bm25.Term(idf, int64(p.tfs[k]), int64(x.length[s]), avgdl, x.settings.BM25)
+		}
+	}
+	top := topN{k: req.TopN, x: x}
+	for _, s := range touched {
+		sc.mark[s] = false
+		score := sc.lex[s]
+		if !(score > 0) {
+			continue
+		}
+		rk.Considered++
+		switch f.verdict(s) {
+		case 1:
+			rk.ExcludedByEntitlement++
+		case 2:
+			rk.ExcludedByFreshness++
+		default:
+			top.offer(s, score)
+		}
+	}
+	return top.hits()
+}
+
+func (x *Index) dense(req retrieval.RankRequest, f *filter, sc *scratch, rk *retrieval.Rankings) []retrieval.Hit {
+	q := hashembed.Vector(req.Tokens, x.settings.Dims)
+	qn := hashembed.NormSq(q)
+	if qn == 0 || len(x.chunks) == 0 {
+		return nil
+	}
+	dot := sc.dot
+	clear(dot)
+	for d, qv := range q {
+		if qv == 0 {
+			continue
+		}
+		w := int64(qv)
+		col := x.cols[d]
+		for i, c := range col {
+			dot[i] += w * int64(c)
+		}
+	}
+	for s, v := range x.overflow {
+		dot[s] = hashembed.Dot(q, v)
+	}
+	top := topN{k: req.TopN, x: x}
+	for i, dv := range dot {
+		if dv <= 0 || !x.alive[i] {
+			continue
+		}
+		s := int32(i)
+		rk.Considered++
+		switch f.verdict(s) {
+		case 1:
+			rk.ExcludedByEntitlement++
+		case 2:
+			rk.ExcludedByFreshness++
+		default:
+			top.offer(s, hashembed.Cosine(dv, qn, x.normSq[s]))
+		}
+	}
+	return top.hits()
+}
+
+// topN keeps the k best (score desc, chunk id asc) slots in a heap whose root
+// is the worst kept.
+type topN struct {
+	k     int
+	x     *Index
+	items []scored
+}
+
+type scored struct {
+	slot  int32
+	score float64
+}
+
+// worse reports whether a ranks after b in the result order.
+func (t *topN) worse(a, b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return t.x.chunks[a.slot].ChunkID > t.x.chunks[b.slot].ChunkID
+}
+
+func (t *topN) Len() int           { return len(t.items) }
+func (t *topN) Less(i, j int) bool { return t.worse(t.items[i], t.items[j]) }
+func (t *topN) Swap(i, j int)      { t.items[i], t.items[j] = t.items[j], t.items[i] }
+func (t *topN) Push(v any)         { t.items = append(t.items, v.(scored)) }
+func (t *topN) Pop() any {
+	v := t.items[len(t.items)-1]
+	t.items = t.items[:len(t.items)-1]
+	return v
+}
+
+func (t *topN) offer(s int32, score float64) {
+	c := scored{slot: s, score: score}
+	if len(t.items) < t.k {
+		heap.Push(t, c)
+		return
+	}
+	if t.worse(t.items[0], c) {
+		t.items[0] = c
+		heap.Fix(t, 0)
+	}
+}
+
+func (t *topN) hits() []retrieval.Hit {
+	slices.SortFunc(t.items, func(a, b scored) int {
+		switch {
+		case t.worse(b, a):
+			return -1
+		case t.worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	out := make([]retrieval.Hit, len(t.items))
+	for i, it := range t.items {
+		out[i] = retrieval.Hit{Chunk: t.x.chunks[it.slot], Score: it.score}
+	}
+	return out
+}

@@ -1,0 +1,77 @@
+package memindex
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+var _ retrieval.Store = (*Store)(nil)
+
+// Store is an in-memory, multi-tenant store over one Index per tenant. It
+// gives the same results as store/memory, faster.
+type Store struct {
+	settings index.Settings
+	mu       sync.RWMutex
+	tenants  map[string]*Index
+}
+
+// NewStore returns an empty store.
+func NewStore(s index.Settings) (*Store, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &Store{settings: s, tenants: make(map[string]*Index)}, nil
+}
+
+// Put validates, prepares and stores doc.
+func (s *Store) Put(_ context.Context, doc cordontype.Document) ([]cordontype.Chunk, error) {
+	prepared, err := index.Prepare(&doc, s.settings)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.tenants[doc.Tenant]
+	if x == nil {
+		x = New(s.settings)
+		s.tenants[doc.Tenant] = x
+	}
+	x.Put(doc.DocID, prepared, false)
+	out := make([]cordontype.Chunk, len(prepared))
+	for i := range prepared {
+		out[i] = prepared[i].Chunk
+	}
+	return out, nil
+}
+
+// Delete removes a document.
+func (s *Store) Delete(_ context.Context, tenant, docID string) (bool, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return false, err
+	}
+	if err := cordontype.ValidateDocID(docID); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.tenants[tenant]
+	if x == nil {
+		return false, nil
+	}
+	return x.Remove(docID), nil
+}
+
+// Rank implements retrieval.Store.
+func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Rankings, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	x := s.tenants[req.Principal.Tenant]
+	if x == nil {
+		return retrieval.Funnel(req, nil, nil), nil
+	}
+	return x.Rank(req), nil
+}
