@@ -35,12 +35,19 @@ func runMemory(t *testing.T, script []byte) []byte {
 // every tenant, so each script starts from an empty index.
 func runPostgres(t *testing.T, dbURL string, script []byte) []byte {
 	t.Helper()
+	return runPostgresWith(t, dbURL, script, 0)
+}
+
+// runPostgresWith runs a script like runPostgres with the in-memory query
+// path given cacheBytes (0: every query ranked in SQL).
+func runPostgresWith(t *testing.T, dbURL string, script []byte, cacheBytes int64) []byte {
+	t.Helper()
 	execSQL(t, dbURL, `SELECT cordon.drop_tenant(name) FROM cordon.tenants`)
 	var out bytes.Buffer
 	var st *postgres.Store
 	err := replay.Run(context.Background(), script, func(ctx context.Context, s index.Settings) (replay.Store, error) {
 		var err error
-		st, err = postgres.Open(ctx, dbURL, postgres.Options{AutoCreate: &s})
+		st, err = postgres.Open(ctx, dbURL, postgres.Options{AutoCreate: &s, CacheBytes: cacheBytes})
 		return st, err
 	}, &out)
 	if st != nil {
@@ -77,6 +84,14 @@ func TestDifferentialRandomScripts(t *testing.T) {
 		script := replaygen.Generate(seed, 40)
 		want := runMemory(t, script)
 		got := runPostgres(t, dbURL, script)
+		// Every other script also runs through the in-memory query path,
+		// which brings its cache up to date from the change log between
+		// the script's writes and reads.
+		if seed%2 == 0 {
+			if cached := runPostgresWith(t, dbURL, script, 1<<30); !bytes.Equal(cached, want) {
+				t.Errorf("seed %d: the cached query path differs from the reference\n%s", seed, firstDiff(want, cached))
+			}
+		}
 		if !bytes.Equal(got, want) {
 			failures++
 			path := filepath.Join(t.TempDir(), fmt.Sprintf("seed-%d.json", seed))
@@ -105,9 +120,11 @@ func TestDifferentialGoldenScripts(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := runMemory(t, script)
-			got := runPostgres(t, dbURL, script)
-			if !bytes.Equal(got, want) {
-				t.Errorf("postgres output differs from the reference\n%s", firstDiff(want, got))
+			for _, cacheBytes := range []int64{0, 1 << 30} {
+				got := runPostgresWith(t, dbURL, script, cacheBytes)
+				if !bytes.Equal(got, want) {
+					t.Errorf("postgres output (cache budget %d) differs from the reference\n%s", cacheBytes, firstDiff(want, got))
+				}
 			}
 		})
 	}

@@ -41,6 +41,13 @@ func (s *Store) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.
 			out = retrieval.Funnel(req, nil, nil)
 			return err
 		}
+		if s.cache != nil {
+			rk, ok, err := s.cache.rank(ctx, tx, t, req)
+			if err != nil || ok {
+				out = rk
+				return err
+			}
+		}
 		out, err = rankTx(ctx, tx, t, req)
 		return err
 	})

@@ -36,12 +36,19 @@ type Options struct {
 	AutoCreate *index.Settings
 	// MaxConns bounds the pool (0: pgxpool's default).
 	MaxConns int32
+	// CacheBytes, when > 0, enables the in-memory query path: each queried
+	// tenant's index is kept in process memory (package memindex) within
+	// this budget, kept coherent with Postgres through the tenant's change
+	// log, and ranked in Go. A tenant that does not fit is ranked in SQL;
+	// both paths give the same results. 0 ranks every query in SQL.
+	CacheBytes int64
 }
 
 // Store is the Postgres store. It is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
-	opts Options
+	pool  *pgxpool.Pool
+	opts  Options
+	cache *cache // nil when Options.CacheBytes == 0
 }
 
 func parseConfig(url string) (*pgxpool.Config, error) {
@@ -93,7 +100,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, errors.New("the database has no Cordon schema: run 'cordon migrate --database-url URL' (or goose -dir migrations postgres URL up) first")
 	}
-	return &Store{pool: pool, opts: opts}, nil
+	st := &Store{pool: pool, opts: opts}
+	if opts.CacheBytes > 0 {
+		st.cache = newCache(opts.CacheBytes)
+	}
+	return st, nil
 }
 
 // Close closes the pool.
@@ -126,6 +137,7 @@ func SchemaName(tenant string) (string, error) {
 
 // tenantInfo is a registry row.
 type tenantInfo struct {
+	name     string
 	schema   string
 	settings index.Settings
 	tables   tables
@@ -133,13 +145,13 @@ type tenantInfo struct {
 
 // tables holds a tenant's quoted, schema-qualified table names.
 type tables struct {
-	schema                             string
-	documents, chunks, postings, stats string
+	schema                                      string
+	documents, chunks, postings, stats, changes string
 }
 
 func tablesFor(schema string) tables {
 	q := func(t string) string { return pgx.Identifier{schema, t}.Sanitize() }
-	return tables{schema: schema, documents: q("documents"), chunks: q("chunks"), postings: q("postings"), stats: q("stats")}
+	return tables{schema: schema, documents: q("documents"), chunks: q("chunks"), postings: q("postings"), stats: q("stats"), changes: q("changes")}
 }
 
 // lookupTenant reads a tenant's registry row. found is false when the tenant is
@@ -167,6 +179,7 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string) (t tenantInfo, fo
 		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s: re-index the tenant (drop, create, re-ingest)", tenant, tok, analysis.TokenizerVersion)
 	}
 	t.tables = tablesFor(t.schema)
+	t.name = tenant
 	return t, true, nil
 }
 

@@ -133,11 +133,32 @@ func putTx(ctx context.Context, tx pgx.Tx, tb tables, doc *cordontype.Document, 
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "postings"}, []string{"term", "chunk", "tf"}, pgx.CopyFromRows(postings)); err != nil {
 		return classify(err)
 	}
-	_, err = tx.Exec(ctx, `UPDATE `+tb.stats+` SET
+	var version int64
+	if err := tx.QueryRow(ctx, `UPDATE `+tb.stats+` SET
 		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
-		max_abs = greatest(max_abs, $5), version = version + 1`,
-		oldN, int64(len(prepared)), oldLen, newLen, maxAbs)
-	return classify(err)
+		max_abs = greatest(max_abs, $5), version = version + 1
+		RETURNING version`,
+		oldN, int64(len(prepared)), oldLen, newLen, maxAbs).Scan(&version); err != nil {
+		return classify(err)
+	}
+	return logChange(ctx, tx, tb, version, doc.DocID)
+}
+
+// changeLogKeep is how many versions of the change log writers keep; a
+// cache further behind reloads the tenant.
+const changeLogKeep = 100_000
+
+// logChange records that docID changed at version, and prunes the log.
+func logChange(ctx context.Context, tx pgx.Tx, tb tables, version int64, docID string) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO `+tb.changes+` (version, doc_id) VALUES ($1, $2)`, version, docID); err != nil {
+		return classify(err)
+	}
+	if version%1000 == 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+tb.changes+` WHERE version <= $1`, version-changeLogKeep); err != nil {
+			return classify(err)
+		}
+	}
+	return nil
 }
 
 // Delete removes a document in one transaction. It reports whether it existed;
@@ -164,8 +185,12 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 		if err != nil || !existed {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE `+t.tables.stats+` SET n_chunks = n_chunks - $1, sum_len = sum_len - $2, version = version + 1`, n, sumLen)
-		return classify(err)
+		var version int64
+		if err := tx.QueryRow(ctx, `UPDATE `+t.tables.stats+` SET n_chunks = n_chunks - $1, sum_len = sum_len - $2, version = version + 1
+			RETURNING version`, n, sumLen).Scan(&version); err != nil {
+			return classify(err)
+		}
+		return logChange(ctx, tx, t.tables, version, docID)
 	})
 	if err != nil {
 		return false, fmt.Errorf("delete document %q: %w", docID, err)
