@@ -16,7 +16,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-var diffScripts = flag.Int("diff-scripts", 300, "randomized scripts the differential test runs")
+var diffScripts = flag.Int("diff-scripts", 200, "randomized scripts the differential test runs")
 
 // runMemory runs a script on a fresh reference store.
 func runMemory(t *testing.T, script []byte) []byte {

@@ -14,8 +14,9 @@ LANGUAGE plpgsql AS $fn$
 BEGIN
     EXECUTE format($ddl$
         CREATE TABLE %I.changes (
-            version bigint PRIMARY KEY,
-            doc_id  text COLLATE "C" NOT NULL
+            version bigint NOT NULL,
+            doc_id  text COLLATE "C" NOT NULL,
+            PRIMARY KEY (version, doc_id)
         )$ddl$, s);
 END
 $fn$;

@@ -15,43 +15,99 @@ import (
 // Put validates, chunks and stores doc in one transaction, replacing any
 // document with the same id atomically. On any error nothing changes.
 func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.Chunk, error) {
-	if err := doc.Validate(); err != nil {
-		return nil, err
-	}
-	t, found, err := lookupTenant(ctx, s.pool, doc.Tenant)
+	chunks, err := s.PutBatch(ctx, []cordontype.Document{doc})
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		if s.opts.AutoCreate == nil {
-			return nil, fmt.Errorf("put document %q: %w: %q (create it with 'cordon tenant create %s')", doc.DocID, ErrTenantNotFound, doc.Tenant, doc.Tenant)
-		}
-		if _, err := createTenant(ctx, s.pool, doc.Tenant, *s.opts.AutoCreate); err != nil {
+	return chunks[0], nil
+}
+
+// PutBatch stores several documents of one tenant in one transaction: all of
+// them or none. It is the bulk-ingest path (one lock, one COPY of all chunks
+// and postings, one statistics update). A doc id given twice keeps its last
+// version. It returns each document's chunks in input order.
+func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]cordontype.Chunk, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	tenant := docs[0].Tenant
+	for i := range docs {
+		if err := docs[i].Validate(); err != nil {
 			return nil, err
 		}
-		if t, _, err = lookupTenant(ctx, s.pool, doc.Tenant); err != nil {
-			return nil, err
+		if docs[i].Tenant != tenant {
+			return nil, fmt.Errorf("%w: a batch holds documents of one tenant (%q and %q)", cordontype.ErrInvalid, tenant, docs[i].Tenant)
 		}
 	}
-	prepared, err := index.Prepare(&doc, t.settings)
+	t, err := s.tenantForWrite(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
-	meta, err := metadataJSON(doc.Metadata)
-	if err != nil {
-		return nil, err
+	batch := make([]preparedDoc, len(docs))
+	for i := range docs {
+		d := &batch[i]
+		d.doc = &docs[i]
+		if d.chunks, err = index.Prepare(d.doc, t.settings); err != nil {
+			return nil, err
+		}
+		if d.meta, err = metadataJSON(d.doc.Metadata); err != nil {
+			return nil, err
+		}
 	}
 	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		return putTx(ctx, tx, t.tables, &doc, meta, prepared)
+		return putTx(ctx, tx, t.tables, lastOfEach(batch))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("put document %q: %w", doc.DocID, err)
+		if len(docs) == 1 {
+			return nil, fmt.Errorf("put document %q: %w", docs[0].DocID, err)
+		}
+		return nil, fmt.Errorf("put %d documents: %w", len(docs), err)
 	}
-	out := make([]cordontype.Chunk, len(prepared))
-	for i := range prepared {
-		out[i] = prepared[i].Chunk
+	out := make([][]cordontype.Chunk, len(batch))
+	for i, d := range batch {
+		out[i] = make([]cordontype.Chunk, len(d.chunks))
+		for j := range d.chunks {
+			out[i][j] = d.chunks[j].Chunk
+		}
 	}
 	return out, nil
+}
+
+// tenantForWrite looks a tenant up, creating it when the store auto-creates.
+func (s *Store) tenantForWrite(ctx context.Context, tenant string) (tenantInfo, error) {
+	t, found, err := lookupTenant(ctx, s.pool, tenant)
+	if err != nil || found {
+		return t, err
+	}
+	if s.opts.AutoCreate == nil {
+		return t, fmt.Errorf("%w: %q (create it with 'cordon tenant create %s')", ErrTenantNotFound, tenant, tenant)
+	}
+	if _, err := createTenant(ctx, s.pool, tenant, *s.opts.AutoCreate); err != nil {
+		return t, err
+	}
+	t, _, err = lookupTenant(ctx, s.pool, tenant)
+	return t, err
+}
+
+type preparedDoc struct {
+	doc    *cordontype.Document
+	meta   string
+	chunks []index.PreparedChunk
+}
+
+// lastOfEach keeps the last version of each doc id, in input order.
+func lastOfEach(batch []preparedDoc) []preparedDoc {
+	last := make(map[string]int, len(batch))
+	for i, d := range batch {
+		last[d.doc.DocID] = i
+	}
+	out := make([]preparedDoc, 0, len(last))
+	for i, d := range batch {
+		if last[d.doc.DocID] == i {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // lockStats takes the tenant's write lock (its stats row).
@@ -60,74 +116,86 @@ func lockStats(ctx context.Context, tx pgx.Tx, tb tables) error {
 	return classify(err)
 }
 
-// removeDoc deletes a document (chunks and postings cascade) and returns how
-// many chunks and tokens it had.
-func removeDoc(ctx context.Context, tx pgx.Tx, tb tables, docID string) (existed bool, n, sumLen int64, err error) {
-	err = tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(length), 0)::bigint FROM `+tb.chunks+` WHERE doc_id = $1`, docID).Scan(&n, &sumLen)
+// removeDocs deletes documents (chunks and postings cascade) and returns how
+// many existed, and how many chunks and tokens they had.
+func removeDocs(ctx context.Context, tx pgx.Tx, tb tables, docIDs []string) (existed, n, sumLen int64, err error) {
+	err = tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(length), 0)::bigint FROM `+tb.chunks+` WHERE doc_id = ANY($1)`, docIDs).Scan(&n, &sumLen)
 	if err != nil {
-		return false, 0, 0, classify(err)
+		return 0, 0, 0, classify(err)
 	}
-	tag, err := tx.Exec(ctx, `DELETE FROM `+tb.documents+` WHERE doc_id = $1`, docID)
+	tag, err := tx.Exec(ctx, `DELETE FROM `+tb.documents+` WHERE doc_id = ANY($1)`, docIDs)
 	if err != nil {
-		return false, 0, 0, classify(err)
+		return 0, 0, 0, classify(err)
 	}
-	return tag.RowsAffected() > 0, n, sumLen, nil
+	return tag.RowsAffected(), n, sumLen, nil
 }
 
-func putTx(ctx context.Context, tx pgx.Tx, tb tables, doc *cordontype.Document, meta string, prepared []index.PreparedChunk) error {
+func putTx(ctx context.Context, tx pgx.Tx, tb tables, batch []preparedDoc) error {
 	if err := lockStats(ctx, tx, tb); err != nil {
 		return err
 	}
-	_, oldN, oldLen, err := removeDoc(ctx, tx, tb, doc.DocID)
+	docIDs := make([]string, len(batch))
+	for i, d := range batch {
+		docIDs[i] = d.doc.DocID
+	}
+	_, oldN, oldLen, err := removeDocs(ctx, tx, tb, docIDs)
 	if err != nil {
 		return err
 	}
-	hash := blake2b.Sum256([]byte(doc.Text))
-	if _, err := tx.Exec(ctx, `INSERT INTO `+tb.documents+`
-		(doc_id, classification, barriers, as_of_tick, title, metadata, text, content_hash)
-		VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)`,
-		doc.DocID, int16(doc.Classification), doc.Barriers, doc.AsOfTick, doc.Title, meta, doc.Text, hash[:]); err != nil {
-		return classify(err)
-	}
-	var newLen int64
+	docRows := make([][]any, len(batch))
+	var chunkRows [][]any
+	var newN, newLen int64
 	var maxAbs int32
-	rows := make([][]any, len(prepared))
-	for i := range prepared {
-		pc := &prepared[i]
-		c := &pc.Chunk
-		m := maxAbsOf(pc.Vector)
-		maxAbs = max(maxAbs, m)
-		newLen += int64(c.Length)
-		rows[i] = []any{c.ChunkID, c.DocID, int32(i), c.Section, c.Text, int32(c.StartChar), int32(c.EndChar), int32(c.Length),
-			int16(c.Classification), c.Barriers, c.AsOfTick, pgvector.NewVector(index.Float32s(pc.Vector)), pc.NormSq, m}
+	for i, d := range batch {
+		hash := blake2b.Sum256([]byte(d.doc.Text))
+		docRows[i] = []any{d.doc.DocID, int16(d.doc.Classification), d.doc.Barriers, d.doc.AsOfTick, d.doc.Title, d.meta, d.doc.Text, hash[:]}
+		for j := range d.chunks {
+			pc := &d.chunks[j]
+			c := &pc.Chunk
+			m := maxAbsOf(pc.Vector)
+			maxAbs = max(maxAbs, m)
+			newN++
+			newLen += int64(c.Length)
+			chunkRows = append(chunkRows, []any{c.ChunkID, c.DocID, int32(j), c.Section, c.Text, int32(c.StartChar), int32(c.EndChar), int32(c.Length),
+				int16(c.Classification), c.Barriers, c.AsOfTick, pgvector.NewVector(index.Float32s(pc.Vector)), pc.NormSq, m})
+		}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "documents"},
+		[]string{"doc_id", "classification", "barriers", "as_of_tick", "title", "metadata", "text", "content_hash"},
+		pgx.CopyFromRows(docRows)); err != nil {
+		return classify(err)
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "chunks"},
 		[]string{"chunk_id", "doc_id", "ord", "section", "text", "start_char", "end_char", "length",
 			"classification", "barriers", "as_of_tick", "embedding", "norm_sq", "max_abs"},
-		pgx.CopyFromRows(rows)); err != nil {
+		pgx.CopyFromRows(chunkRows)); err != nil {
 		return classify(err)
 	}
-	ids := make([]int64, len(prepared))
-	r, err := tx.Query(ctx, `SELECT id, ord FROM `+tb.chunks+` WHERE doc_id = $1`, doc.DocID)
+	ids := make(map[string]int64, len(chunkRows))
+	rows, err := tx.Query(ctx, `SELECT id, chunk_id FROM `+tb.chunks+` WHERE doc_id = ANY($1)`, docIDs)
 	if err != nil {
 		return classify(err)
 	}
-	for r.Next() {
+	for rows.Next() {
 		var id int64
-		var ord int32
-		if err := r.Scan(&id, &ord); err != nil {
-			r.Close()
+		var chunkID string
+		if err := rows.Scan(&id, &chunkID); err != nil {
+			rows.Close()
 			return err
 		}
-		ids[ord] = id
+		ids[chunkID] = id
 	}
-	if err := r.Err(); err != nil {
+	if err := rows.Err(); err != nil {
 		return classify(err)
 	}
 	var postings [][]any
-	for i := range prepared {
-		for j, term := range prepared[i].Terms {
-			postings = append(postings, []any{term, ids[i], prepared[i].TF[j]})
+	for _, d := range batch {
+		for j := range d.chunks {
+			pc := &d.chunks[j]
+			id := ids[pc.Chunk.ChunkID]
+			for k, term := range pc.Terms {
+				postings = append(postings, []any{term, id, pc.TF[k]})
+			}
 		}
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "postings"}, []string{"term", "chunk", "tf"}, pgx.CopyFromRows(postings)); err != nil {
@@ -138,19 +206,19 @@ func putTx(ctx context.Context, tx pgx.Tx, tb tables, doc *cordontype.Document, 
 		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
 		max_abs = greatest(max_abs, $5), version = version + 1
 		RETURNING version`,
-		oldN, int64(len(prepared)), oldLen, newLen, maxAbs).Scan(&version); err != nil {
+		oldN, newN, oldLen, newLen, maxAbs).Scan(&version); err != nil {
 		return classify(err)
 	}
-	return logChange(ctx, tx, tb, version, doc.DocID)
+	return logChanges(ctx, tx, tb, version, docIDs)
 }
 
 // changeLogKeep is how many versions of the change log writers keep; a
 // cache further behind reloads the tenant.
 const changeLogKeep = 100_000
 
-// logChange records that docID changed at version, and prunes the log.
-func logChange(ctx context.Context, tx pgx.Tx, tb tables, version int64, docID string) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO `+tb.changes+` (version, doc_id) VALUES ($1, $2)`, version, docID); err != nil {
+// logChanges records that docIDs changed at version, and prunes the log.
+func logChanges(ctx context.Context, tx pgx.Tx, tb tables, version int64, docIDs []string) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO `+tb.changes+` (version, doc_id) SELECT $1, unnest($2::text[])`, version, docIDs); err != nil {
 		return classify(err)
 	}
 	if version%1000 == 0 {
@@ -179,9 +247,8 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 		if err := lockStats(ctx, tx, t.tables); err != nil {
 			return err
 		}
-		var n, sumLen int64
-		var err error
-		existed, n, sumLen, err = removeDoc(ctx, tx, t.tables, docID)
+		count, n, sumLen, err := removeDocs(ctx, tx, t.tables, []string{docID})
+		existed = count > 0
 		if err != nil || !existed {
 			return err
 		}
@@ -190,7 +257,7 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 			RETURNING version`, n, sumLen).Scan(&version); err != nil {
 			return classify(err)
 		}
-		return logChange(ctx, tx, t.tables, version, docID)
+		return logChanges(ctx, tx, t.tables, version, []string{docID})
 	})
 	if err != nil {
 		return false, fmt.Errorf("delete document %q: %w", docID, err)
