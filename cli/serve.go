@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/cordon-rag/cordon/server"
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run the JSON-over-HTTP API over PostgreSQL",
+		usage: `Usage: cordon serve [flags]
+
+Serves Cordon's HTTP API (see server/openapi.yaml, also at GET /openapi.yaml)
+over the Postgres store until SIGTERM or SIGINT, then finishes in-flight
+requests and exits. Every flag has a CORDON_* environment variable; the flag
+wins. The configuration is logged at start with secrets redacted.
+
+Tokens: 'Authorization: Bearer <JWT>' with claims sub, exp (required),
+tenant, clearance, barriers, roles (reader, writer, auditor, admin). Keys come
+from exactly one of CORDON_JWT_HS256_SECRET (development and tests; environment
+only, never a flag), --jwks-file, --jwks-url or --oidc-issuer.
+
+Examples:
+  export CORDON_DATABASE_URL=postgres://cordon@127.0.0.1:5432/cordon
+  export CORDON_JWT_HS256_SECRET=$(head -c 32 /dev/urandom | base64)
+  cordon serve --listen 127.0.0.1:8080 --migrate
+  cordon serve --oidc-issuer https://login.example.com/realms/bank --jwt-audience cordon
+`,
+		run: runServe,
+	})
+}
+
+// envFlag registers a string flag whose default is the environment variable.
+func envString(fs *flag.FlagSet, env Env, name, envName, def, usage string) *string {
+	v := env.Getenv(envName)
+	if v == "" {
+		v = def
+	}
+	return fs.String(name, v, usage+" ($"+envName+")")
+}
+
+func envInt64(fs *flag.FlagSet, env Env, name, envName string, def int64, usage string) (*int64, error) {
+	if s := env.Getenv(envName); s != "" {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: $%s=%q is not an integer", errUsage, envName, s)
+		}
+		def = v
+	}
+	return fs.Int64(name, def, usage+" ($"+envName+")"), nil
+}
+
+func envDuration(fs *flag.FlagSet, env Env, name, envName string, def time.Duration, usage string) (*time.Duration, error) {
+	if s := env.Getenv(envName); s != "" {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: $%s=%q is not a duration such as 30s", errUsage, envName, s)
+		}
+		def = v
+	}
+	return fs.Duration(name, def, usage+" ($"+envName+")"), nil
+}
+
+// redactURL hides a URL's password.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || s == "" {
+		if s == "" {
+			return ""
+		}
+		return "[unparsable, redacted]"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "REDACTED")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+func runServe(ctx context.Context, env Env, args []string) error {
+	c := commands["serve"]
+	fs := newFlagSet(c, env)
+	d := server.DefaultConfig()
+	listen := envString(fs, env, "listen", "CORDON_LISTEN", "127.0.0.1:8080", "address to listen on")
+	dbURL := fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL)")
+	jwksFile := envString(fs, env, "jwks-file", "CORDON_JWKS_FILE", "", "JSON Web Key Set file (RS256, ES256, EdDSA)")
+	jwksURL := envString(fs, env, "jwks-url", "CORDON_JWKS_URL", "", "JSON Web Key Set URL, refreshed in the background")
+	oidc := envString(fs, env, "oidc-issuer", "CORDON_OIDC_ISSUER", "", "OIDC issuer whose discovery document names the JWKS")
+	issuer := envString(fs, env, "jwt-issuer", "CORDON_JWT_ISSUER", "", "required iss claim")
+	audience := envString(fs, env, "jwt-audience", "CORDON_JWT_AUDIENCE", "", "required aud claim")
+	migrate := fs.Bool("migrate", env.Getenv("CORDON_MIGRATE") == "1" || env.Getenv("CORDON_MIGRATE") == "true", "apply pending migrations before serving ($CORDON_MIGRATE=1)")
+	var errs []error
+	i64 := func(name, envName string, def int64, usage string) *int64 {
+		p, err := envInt64(fs, env, name, envName, def, usage)
+		if err != nil {
+			errs = append(errs, err)
+			p = new(int64)
+		}
+		return p
+	}
+	dur := func(name, envName string, def time.Duration, usage string) *time.Duration {
+		p, err := envDuration(fs, env, name, envName, def, usage)
+		if err != nil {
+			errs = append(errs, err)
+			p = new(time.Duration)
+		}
+		return p
+	}
+	maxConns := i64("max-conns", "CORDON_MAX_CONNS", 0, "database pool size (0: pgxpool's default)")
+	cacheBytes := i64("cache-bytes", "CORDON_CACHE_BYTES", 0, "memory budget of the in-memory query path (0: rank every query in SQL)")
+	maxBody := i64("max-body-bytes", "CORDON_MAX_BODY_BYTES", d.MaxBodyBytes, "limit of a JSON request body")
+	maxDoc := i64("max-document-bytes", "CORDON_MAX_DOCUMENT_BYTES", d.MaxDocumentBytes, "limit of a document PUT body")
+	maxBatch := i64("max-batch-bytes", "CORDON_MAX_BATCH_BYTES", d.MaxBatchBytes, "limit of an NDJSON batch body")
+	readHeader := dur("read-header-timeout", "CORDON_READ_HEADER_TIMEOUT", d.ReadHeaderTimeout, "time to read request headers")
+	read := dur("read-timeout", "CORDON_READ_TIMEOUT", d.ReadTimeout, "time to read a whole request")
+	write := dur("write-timeout", "CORDON_WRITE_TIMEOUT", d.WriteTimeout, "time to write a response")
+	idle := dur("idle-timeout", "CORDON_IDLE_TIMEOUT", d.IdleTimeout, "keep-alive idle time")
+	reqTimeout := dur("request-timeout", "CORDON_REQUEST_TIMEOUT", d.RequestTimeout, "bound of one request's work, database included")
+	shutdown := dur("shutdown-timeout", "CORDON_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "time in-flight requests get on SIGTERM")
+	if err := parseFlags(fs, c, env, args); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: serve takes no arguments", errUsage)
+	}
+	log := logger(env)
+	url := databaseURL(env, *dbURL)
+	secret := env.Getenv("CORDON_JWT_HS256_SECRET")
+	secretState := "unset"
+	if secret != "" {
+		secretState = "set (redacted)"
+	}
+	log.Info("config", "listen", *listen, "database_url", redactURL(url), "jwt_hs256_secret", secretState,
+		"jwks_file", *jwksFile, "jwks_url", *jwksURL, "oidc_issuer", *oidc, "jwt_issuer", *issuer, "jwt_audience", *audience,
+		"migrate", *migrate, "max_conns", *maxConns, "cache_bytes", *cacheBytes, "max_body_bytes", *maxBody, "max_document_bytes", *maxDoc,
+		"max_batch_bytes", *maxBatch, "read_header_timeout", readHeader.String(), "read_timeout", read.String(),
+		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
+		"shutdown_timeout", shutdown.String())
+	verifier, err := server.NewVerifier(ctx, server.AuthConfig{HS256Secret: secret, JWKSFile: *jwksFile, JWKSURL: *jwksURL,
+		OIDCIssuer: *oidc, Issuer: *issuer, Audience: *audience, Leeway: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	if *migrate {
+		res, err := postgres.Migrate(ctx, url)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			log.Info("migrated", "version", r.Version, "source", r.Source)
+		}
+	}
+	if *maxConns < 0 || *maxConns > 10000 {
+		return fmt.Errorf("%w: --max-conns %d out of range", errUsage, *maxConns)
+	}
+	if *cacheBytes < 0 {
+		return fmt.Errorf("%w: --cache-bytes %d must be >= 0", errUsage, *cacheBytes)
+	}
+	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := server.New(server.Config{
+		MaxBodyBytes: *maxBody, MaxDocumentBytes: *maxDoc, MaxBatchBytes: *maxBatch,
+		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
+		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, Logger: log,
+	}, st, verifier)
+	log.Info("listening", "addr", ln.Addr().String())
+	fmt.Fprintf(env.Stdout, "listening on http://%s\n", ln.Addr())
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,152 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cordon-rag/cordon/cli"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Main(context.Background(), cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }}, args)
+	return code, out.String(), errOut.String()
+}
+
+// TestServerCLI runs cordon serve, token, ingest and query together.
+func TestServerCLI(t *testing.T) {
+	dbURL := newDatabase(t)
+	u, _ := url.Parse(dbURL)
+	u.User = url.UserPassword(u.User.Username(), "hunter2-password")
+	env := map[string]string{"CORDON_JWT_HS256_SECRET": testSecret, "CORDON_DATABASE_URL": u.String(), "CORDON_LISTEN": "127.0.0.1:0", "CORDON_MIGRATE": "1"}
+
+	// serve, until its context ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, cli.Env{Stdout: stdout, Stderr: stderr, Getenv: func(k string) string { return env[k] }}, []string{"serve"})
+	}()
+	var base string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if s := stdout.String(); strings.Contains(s, "listening on ") {
+			base = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "listening on "))
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		default:
+		}
+	}
+	if base == "" {
+		t.Fatalf("serve did not start: %s", stderr.String())
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d: %s", code, stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("serve did not stop on cancel")
+		}
+	})
+	logs := stderr.String()
+	if strings.Contains(logs, "hunter2") || strings.Contains(logs, testSecret) || !strings.Contains(logs, "REDACTED") {
+		t.Fatalf("the config log is not redacted: %s", logs)
+	}
+	a := &apiServer{url: base, dbURL: dbURL, client: &http.Client{Timeout: 30 * time.Second}}
+	a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusOK)
+
+	// token
+	code, admin, errs := runCLI(t, env, "token", "--sub", "ops", "--role", "admin")
+	if code != 0 {
+		t.Fatalf("token: %d %s", code, errs)
+	}
+	a.want(t, a.call(t, "POST", "/v1/tenants", strings.TrimSpace(admin), map[string]string{"tenant": "wholesale"}), http.StatusCreated)
+	if code, _, errs := runCLI(t, env, "token", "--sub", "x", "--role", "superuser"); code != 2 {
+		t.Fatalf("token with a bad role: exit %d %s, want 2", code, errs)
+	}
+	if code, _, _ := runCLI(t, map[string]string{}, "token", "--sub", "x"); code != 2 {
+		t.Fatalf("token without a secret: exit %d, want 2", code)
+	}
+
+	// ingest: a folder with Markdown, text, an invalid file and a skipped
+	// extension.
+	dir := t.TempDir()
+	write := func(rel, text string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("payments/holds.md", "# Holds\nPMT-771 hold release requires dual approval by treasury.\n")
+	write("payments/settlement window.txt", "Settlement for wholesale payments is T+1.")
+	write("bad.md", "caf\xe9 latin-1")
+	write("image.png", "not text")
+	code, out, errs := runCLI(t, env, "ingest", "--tenant", "wholesale", "--classification", "internal", dir)
+	if code != 1 || !strings.Contains(out, "ingested 2, unchanged 0 (skipped), failed 1 of 3") || !strings.Contains(out, "bad.md") {
+		t.Fatalf("ingest: exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "files/s") || !strings.Contains(errs, "ETA") {
+		t.Fatalf("no progress bar on stderr: %q", errs)
+	}
+	write("bad.md", "fixed now")
+	code, out, errs = runCLI(t, env, "ingest", "--tenant", "wholesale", "--quiet", dir)
+	if code != 0 || !strings.Contains(out, "ingested 1, unchanged 2 (skipped), failed 0 of 3") {
+		t.Fatalf("resumed ingest: exit %d\n%s\n%s", code, out, errs)
+	}
+
+	// query, pretty and JSON.
+	code, reader, _ := runCLI(t, env, "token", "--sub", "alice", "--tenant", "wholesale", "--clearance", "internal", "--role", "reader")
+	if code != 0 {
+		t.Fatal("token")
+	}
+	qenv := map[string]string{"CORDON_SERVER": base, "CORDON_TOKEN": strings.TrimSpace(reader)}
+	code, out, errs = runCLI(t, qenv, "query", "PMT-771", "hold")
+	if code != 0 || !strings.Contains(out, "1. [payments/holds.md::0 | payments/holds.md | Holds | ") || !strings.Contains(out, "dual approval") {
+		t.Fatalf("query: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, _ = runCLI(t, qenv, "query", "--json", "settlement")
+	var res map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(resultIDs(t, res)) != 1 || resultIDs(t, res)[0] != "payments/settlement_window.txt::0" {
+		t.Fatalf("query --json: exit %d %s", code, out)
+	}
+	code, _, errs = runCLI(t, map[string]string{"CORDON_SERVER": base, "CORDON_TOKEN": "bogus.token.x"}, "query", "--tenant", "wholesale", "x")
+	if code != 1 || !strings.Contains(errs, "401") {
+		t.Fatalf("query with a bad token: exit %d %s", code, errs)
+	}
+}

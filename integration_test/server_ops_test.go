@@ -1,0 +1,261 @@
+package integration_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cordon-rag/cordon/server"
+)
+
+func TestServerMetrics(t *testing.T) {
+	a := startAPIServer(t, serverOpts{})
+	a.seed(t)
+	reader := tok(t, "p", "tenant=wholesale", "clearance=public", "reader")
+	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury hold approval"}), http.StatusOK)
+	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury", "policy": map[string]any{"enable_rerank": false}}), http.StatusOK)
+	r := a.want(t, a.call(t, "GET", "/metrics", "", nil), http.StatusOK)
+	body := string(r.body)
+	for _, want := range []string{
+		`cordon_http_request_duration_seconds_bucket{code="200",method="POST",route="POST /v1/tenants/{tenant}/retrieve",le="0.1"}`,
+		`cordon_retrievals_total{tenant="wholesale"} 2`,
+		`cordon_retrieval_considered_total{tenant="wholesale"}`,
+		`cordon_retrieval_excluded_by_entitlement_total{tenant="wholesale"}`,
+		`cordon_retrieval_excluded_by_freshness_total{tenant="wholesale"} 0`,
+		`cordon_retrieval_degraded_total{stage="rerank",tenant="wholesale"} 1`,
+		`cordon_db_pool_total_conns`,
+		`cordon_db_pool_acquires_total`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `cordon_retrieval_excluded_by_entitlement_total{tenant="wholesale"} 0`) {
+		t.Errorf("hidden chunks were not counted in metrics")
+	}
+}
+
+// tcpProxy forwards loopback connections to a target; stop cuts every
+// connection and refuses new ones, start listens again on the same address.
+type tcpProxy struct {
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	p := &tcpProxy{target: target, conns: map[net.Conn]struct{}{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(func() { p.stop(); p.wg.Wait() })
+	return p
+}
+
+func (p *tcpProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+			p.mu.Unlock()
+			pipe := func(dst, src net.Conn) {
+				defer p.wg.Done()
+				_, _ = io.Copy(dst, src)
+				dst.Close()
+				src.Close()
+			}
+			p.wg.Add(2)
+			go pipe(up, c)
+			go pipe(c, up)
+		}
+	}()
+}
+
+func (p *tcpProxy) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+func (p *tcpProxy) start(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatalf("re-listen on %s: %v", p.addr, err)
+	}
+	p.serve(ln)
+}
+
+// TestServerDatabaseOutage cuts the server's database connections while it
+// runs (through a TCP proxy: the shared test PostgreSQL must not be
+// stopped): requests get 503 and /readyz fails while /healthz stays up;
+// service recovers when the database is back; no goroutine leaks.
+func TestServerDatabaseOutage(t *testing.T) {
+	baseline := runtime.NumGoroutine()
+	dbURL := newDatabase(t)
+	u, _ := url.Parse(dbURL)
+	p := newTCPProxy(t, u.Host)
+	pu := *u
+	pu.Host = p.addr
+	func() {
+		a := startAPIServerScoped(t, serverOpts{dbURL: dbURL, storeURL: pu.String()})
+		defer a.close()
+		a.seed(t)
+		reader := tok(t, "r", "tenant=wholesale", "clearance=confidential", "reader")
+		writer := tok(t, "w", "tenant=wholesale", "writer")
+		retrieve := func() resp {
+			return a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "PMT-771 hold"})
+		}
+		a.want(t, retrieve(), http.StatusOK)
+		a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusOK)
+
+		p.stop()
+		for i := 0; i < 3; i++ {
+			r := retrieve()
+			if r.status != http.StatusServiceUnavailable || r.errCode(t) != "unavailable" || r.header.Get("Retry-After") == "" {
+				t.Fatalf("retrieve during the outage: %d %s, want 503 unavailable", r.status, r.body)
+			}
+		}
+		r := a.call(t, "PUT", "/v1/tenants/wholesale/documents/x", writer, map[string]any{"text": "during outage", "classification": "public"})
+		if r.status != http.StatusServiceUnavailable {
+			t.Fatalf("put during the outage: %d %s, want 503", r.status, r.body)
+		}
+		r = a.call(t, "POST", "/v1/tenants/wholesale/ground", reader, map[string]any{"claims": []string{"x"}, "chunk_ids": []string{"pay-001::0"}})
+		if r.status != http.StatusServiceUnavailable {
+			t.Fatalf("ground during the outage: %d %s, want 503", r.status, r.body)
+		}
+		a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusServiceUnavailable)
+		a.want(t, a.call(t, "GET", "/healthz", "", nil), http.StatusOK)
+
+		p.start(t)
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			r := retrieve()
+			if r.status == http.StatusOK {
+				break
+			}
+			if r.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				t.Fatalf("after the outage: %d %s", r.status, r.body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusOK)
+		a.want(t, a.call(t, "PUT", "/v1/tenants/wholesale/documents/x", writer, map[string]any{"text": "after outage", "classification": "public"}), http.StatusOK)
+		if _, err := a.store.VerifyAudit(context.Background(), "wholesale"); err != nil {
+			t.Fatalf("audit chain after the outage: %v", err)
+		}
+	}()
+	p.stop()
+	p.wg.Wait()
+	// Everything the server started has ended.
+	var n int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if n = runtime.NumGoroutine(); n <= baseline+2 {
+			return
+		}
+	}
+	buf := make([]byte, 1<<20)
+	t.Fatalf("goroutines: %d after the server stopped, %d before:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
+}
+
+// TestServerGracefulShutdown stops the server while a request is in flight
+// (its body still arriving): the request completes, and new connections are
+// refused.
+func TestServerGracefulShutdown(t *testing.T) {
+	a := startAPIServerScoped(t, serverOpts{})
+	defer a.close()
+	a.seed(t)
+	w := tok(t, "w", "tenant=wholesale", "writer")
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", a.url+"/v1/tenants/wholesale/documents:batch", pr)
+	req.Header.Set("Authorization", "Bearer "+w)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	type result struct {
+		r   *http.Response
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := a.client.Do(req)
+		done <- result{r, err}
+	}()
+	if _, err := pw.Write([]byte(`{"doc_id": "s1", "text": "first in flight", "classification": "public"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the server is now reading the body
+	stopped := make(chan struct{})
+	go func() { a.close(); close(stopped) }()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-stopped:
+		t.Fatalf("the server stopped with a request in flight")
+	default:
+	}
+	if _, err := pw.Write([]byte(`{"doc_id": "s2", "text": "second in flight", "classification": "public"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("in-flight request failed: %v", res.err)
+	}
+	body, _ := io.ReadAll(res.r.Body)
+	res.r.Body.Close()
+	if res.r.StatusCode != 200 || !strings.Contains(string(body), `"succeeded":2`) {
+		t.Fatalf("in-flight request: %d %s", res.r.StatusCode, body)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the server did not stop after the in-flight request finished")
+	}
+	if _, err := (&http.Client{Timeout: 2 * time.Second}).Get(a.url + "/healthz"); err == nil {
+		t.Fatalf("the stopped server still accepts connections")
+	}
+}
+
+// TestServerRequestTimeout: the request context (with the server's request
+// timeout) is the one the database calls run under.
+func TestServerRequestTimeout(t *testing.T) {
+	a := startAPIServer(t, serverOpts{cfg: server.Config{RequestTimeout: time.Microsecond}})
+	r := a.call(t, "POST", "/v1/tenants", tok(t, "root", "admin"), map[string]string{"tenant": "wholesale"})
+	if r.status != http.StatusServiceUnavailable || r.errCode(t) != "unavailable" {
+		t.Fatalf("a request past its deadline: %d %s, want 503", r.status, r.body)
+	}
+}

@@ -1,0 +1,28 @@
+// Package server is Cordon's JSON-over-HTTP API over the Postgres store.
+//
+// # Authentication and authorization
+//
+// Every /v1 request carries "Authorization: Bearer <JWT>". The principal
+// (tenant, clearance, barriers) comes only from the verified token
+// ([Verifier]), never from a request body. Roles: reader (retrieve, ground,
+// assemble), writer (documents), auditor (sees the retrieval funnel counters),
+// admin (creates tenants). A request for another tenant's path is a 404 with
+// the same body whether that tenant exists or not; a missing role for one's
+// own tenant is a 403.
+//
+// # Requests
+//
+// Bodies are decoded strictly ([DecodeStrict]): valid UTF-8 only, no
+// duplicate keys, no unknown fields, no trailing data, integers without
+// fractions. Bad input is a 400 with {"error": {"code", "message"}}, never a
+// 500; the database being unreachable is a 503.
+//
+// # Audit
+//
+// Every retrieve, ground and assemble appends a hash-chained record to the
+// tenant's audit table before the answer is sent; see store/postgres
+// (AppendAudit, VerifyAudit) and docs/operations.md.
+//
+// The routes and bodies are described by openapi.yaml, served at
+// GET /openapi.yaml.
+package server

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cordon-rag/cordon/assemble"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/grounding"
+	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+// apiError is an error response: {"error": {"code": ..., "message": ...}}.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func errf(status int, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// The responses that must not vary: a probe of another tenant, of a hidden
+// chunk or of a missing one gets exactly these bytes.
+var (
+	errNotFound     = &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "not found"}
+	errUnauthorized = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "a valid bearer token is required"}
+	errUnavailable  = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the database is unavailable; retry later"}
+	errInternal     = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="cordon"`)
+	}
+	if e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, e.Status, struct {
+		Error *apiError `json:"error"`
+	}{e})
+}
+
+// toAPIError maps an error from the store or the pure cores to a response.
+// Bad input is a 400, never a 500; database trouble is a 503; anything else
+// is a 500 whose details go to the log only.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, postgres.ErrChunkNotFound), errors.Is(err, postgres.ErrTenantNotFound):
+		return errNotFound
+	case errors.Is(err, assemble.ErrBudget):
+		return errf(http.StatusBadRequest, "budget_too_small", "%s", err.Error())
+	case errors.Is(err, cordontype.ErrInvalid), errors.Is(err, retrieval.ErrInvalidPolicy),
+		errors.Is(err, grounding.ErrInvalidThreshold), errors.Is(err, assemble.ErrInvalidBudget):
+		return errf(http.StatusBadRequest, "bad_request", "%s", err.Error())
+	case errors.Is(err, postgres.ErrTenantSettings):
+		return errf(http.StatusConflict, "conflict", "the tenant exists with other index settings")
+	case errors.Is(err, postgres.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, context.Canceled), pgconn.Timeout(err),
+		errors.Is(err, pgconn.ErrConnClosed), pgconn.SafeToRetry(err):
+		return errUnavailable
+	case errors.As(err, &pe):
+		switch pe.Code[:2] {
+		case "22": // data exception: a value the database refuses
+			return errf(http.StatusBadRequest, "bad_request", "a value was refused by the database: %s", pe.Message)
+		case "08", "53", "57": // connection, resources, operator intervention
+			return errUnavailable
+		}
+		return errInternal
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		return errUnavailable
+	}
+	return errInternal
+}

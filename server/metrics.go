@@ -1,0 +1,66 @@
+package server
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the service's Prometheus collectors, on a registry of their own
+// (so two servers in one process, as in tests, do not collide).
+type metrics struct {
+	reg           *prometheus.Registry
+	latency       *prometheus.HistogramVec
+	retrievals    *prometheus.CounterVec
+	considered    *prometheus.CounterVec
+	exclEnt       *prometheus.CounterVec
+	exclFresh     *prometheus.CounterVec
+	degraded      *prometheus.CounterVec
+	auditFailures prometheus.Counter
+}
+
+func newMetrics(pool func() *pgxpool.Pool) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "cordon_http_request_duration_seconds",
+		Help:    "HTTP request latency by route pattern, method and status code.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"route", "method", "code"})
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	m.retrievals = counter("cordon_retrievals_total", "Retrievals served, per tenant.", "tenant")
+	m.considered = counter("cordon_retrieval_considered_total", "Ranked candidates before the pre-filter (SPEC 5 'considered'), per tenant.", "tenant")
+	m.exclEnt = counter("cordon_retrieval_excluded_by_entitlement_total", "Candidates removed by classification or barriers, per tenant.", "tenant")
+	m.exclFresh = counter("cordon_retrieval_excluded_by_freshness_total", "Candidates removed by the freshness contract, per tenant.", "tenant")
+	m.degraded = counter("cordon_retrieval_degraded_total", "Retrievals with a shed stage, per tenant and stage.", "tenant", "stage")
+	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_audit_append_failures_total", Help: "Audit records that could not be written (the request failed)."})
+	m.reg.MustRegister(m.latency, m.retrievals, m.considered, m.exclEnt, m.exclFresh, m.degraded, m.auditFailures,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gauge := func(name, help string, f func(s *pgxpool.Stat) float64) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+			p := pool()
+			if p == nil {
+				return 0
+			}
+			return f(p.Stat())
+		}))
+	}
+	counterFunc := func(name, help string, f func(s *pgxpool.Stat) float64) {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			p := pool()
+			if p == nil {
+				return 0
+			}
+			return f(p.Stat())
+		}))
+	}
+	gauge("cordon_db_pool_acquired_conns", "Connections in use.", func(s *pgxpool.Stat) float64 { return float64(s.AcquiredConns()) })
+	gauge("cordon_db_pool_idle_conns", "Idle connections.", func(s *pgxpool.Stat) float64 { return float64(s.IdleConns()) })
+	gauge("cordon_db_pool_total_conns", "Open connections.", func(s *pgxpool.Stat) float64 { return float64(s.TotalConns()) })
+	gauge("cordon_db_pool_max_conns", "The pool's bound.", func(s *pgxpool.Stat) float64 { return float64(s.MaxConns()) })
+	counterFunc("cordon_db_pool_acquires_total", "Connection acquisitions.", func(s *pgxpool.Stat) float64 { return float64(s.AcquireCount()) })
+	counterFunc("cordon_db_pool_empty_acquires_total", "Acquisitions that had to wait for a connection.", func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) })
+	counterFunc("cordon_db_pool_acquire_wait_seconds_total", "Time spent waiting for connections.", func(s *pgxpool.Stat) float64 { return s.AcquireDuration().Seconds() })
+	return m
+}

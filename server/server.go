@@ -1,0 +1,365 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+// Config configures a Server. Zero durations and limits take the defaults of
+// [DefaultConfig].
+type Config struct {
+	// MaxBodyBytes bounds a JSON request that is not a document.
+	MaxBodyBytes int64
+	// MaxDocumentBytes bounds a PUT document body (text up to 10 MiB, and
+	// JSON escaping can double it).
+	MaxDocumentBytes int64
+	// MaxBatchBytes bounds a whole NDJSON batch.
+	MaxBatchBytes int64
+
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// ShutdownTimeout bounds how long a graceful shutdown waits for
+	// in-flight requests.
+	ShutdownTimeout time.Duration
+	// RequestTimeout bounds one request's work, database included.
+	RequestTimeout time.Duration
+
+	Logger *slog.Logger
+	// Now is the server clock; now_tick defaults to Now().Unix().
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxBodyBytes:      1 << 20,
+		MaxDocumentBytes:  32 << 20,
+		MaxBatchBytes:     256 << 20,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ShutdownTimeout:   30 * time.Second,
+		RequestTimeout:    30 * time.Second,
+	}
+}
+
+func (c *Config) defaults() {
+	d := DefaultConfig()
+	set := func(v *int64, def int64) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setD := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&c.MaxBodyBytes, d.MaxBodyBytes)
+	set(&c.MaxDocumentBytes, d.MaxDocumentBytes)
+	set(&c.MaxBatchBytes, d.MaxBatchBytes)
+	setD(&c.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	setD(&c.ReadTimeout, d.ReadTimeout)
+	setD(&c.WriteTimeout, d.WriteTimeout)
+	setD(&c.IdleTimeout, d.IdleTimeout)
+	setD(&c.ShutdownTimeout, d.ShutdownTimeout)
+	setD(&c.RequestTimeout, d.RequestTimeout)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Server is Cordon's HTTP API over a Postgres store.
+type Server struct {
+	cfg      Config
+	store    *postgres.Store
+	verifier *Verifier
+	metrics  *metrics
+	handler  http.Handler
+	// routes lists "METHOD /pattern" for every API route (the OpenAPI test
+	// compares them with openapi.yaml).
+	routes []string
+}
+
+//go:embed openapi.yaml
+var openAPI []byte
+
+// New returns a Server over st, authenticating with v.
+func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
+	cfg.defaults()
+	s := &Server{cfg: cfg, store: st, verifier: v}
+	s.metrics = newMetrics(st.Pool)
+	mux := http.NewServeMux()
+	handle := func(method, pattern string, h http.HandlerFunc) {
+		mux.Handle(method+" "+pattern, h)
+		s.routes = append(s.routes, method+" "+pattern)
+	}
+	handle("POST", "/v1/tenants", s.auth(RoleAdmin, false, s.createTenant))
+	handle("PUT", "/v1/tenants/{tenant}/documents/{doc_id...}", s.auth(RoleWriter, true, s.putDocument))
+	handle("DELETE", "/v1/tenants/{tenant}/documents/{doc_id...}", s.auth(RoleWriter, true, s.deleteDocument))
+	handle("POST", "/v1/tenants/{tenant}/documents:batch", s.auth(RoleWriter, true, s.batchDocuments))
+	handle("POST", "/v1/tenants/{tenant}/retrieve", s.auth(RoleReader, true, s.retrieve))
+	handle("POST", "/v1/tenants/{tenant}/ground", s.auth(RoleReader, true, s.ground))
+	handle("POST", "/v1/tenants/{tenant}/assemble", s.auth(RoleReader, true, s.assemble))
+	handle("GET", "/healthz", s.healthz)
+	handle("GET", "/readyz", s.readyz)
+	handle("GET", "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP)
+	handle("GET", "/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(openAPI)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.pathKnown(mux, r) {
+			writeError(w, errf(http.StatusMethodNotAllowed, "method_not_allowed", "method %s is not allowed here", r.Method))
+			return
+		}
+		writeError(w, errNotFound)
+	})
+	s.handler = s.middleware(mux)
+	return s
+}
+
+// pathKnown reports whether some route serves r's path with another method.
+func (s *Server) pathKnown(mux *http.ServeMux, r *http.Request) bool {
+	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := mux.Handler(probe); p != "/" && p != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Handler is the server's http.Handler, middleware included.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Routes returns "METHOD /pattern" for every route.
+func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
+// accepting, lets in-flight requests finish (up to ShutdownTimeout) and
+// returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.cfg.Logger.Info("shutting down: finishing in-flight requests", "timeout", s.cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// requestID returns the request's id.
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// validRequestID accepts a caller's X-Request-Id when it is short and plain.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// requestLog collects what the handlers learn for the access log line.
+type requestLog struct {
+	sub, tenant string
+	err         error
+}
+
+const requestLogKey ctxKey = 1
+
+func logInfo(ctx context.Context) *requestLog {
+	l, _ := ctx.Value(requestLogKey).(*requestLog)
+	if l == nil {
+		return &requestLog{}
+	}
+	return l
+}
+
+// middleware adds a request id, a per-request timeout, panic recovery,
+// latency metrics and one structured log line per request.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		rl := &requestLog{}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		ctx = context.WithValue(context.WithValue(ctx, requestIDKey, id), requestLogKey, rl)
+		r = r.WithContext(ctx)
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.cfg.Logger.Error("panic", "request_id", id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					writeError(sw, errInternal)
+				}
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			route := r.Pattern
+			if route == "" || route == "/" {
+				route = "unmatched"
+			}
+			d := time.Since(start)
+			s.metrics.latency.WithLabelValues(route, r.Method, fmt.Sprint(status)).Observe(d.Seconds())
+			attrs := []any{"request_id", id, "method", r.Method, "route", route, "status", status,
+				"duration_ms", float64(d.Microseconds()) / 1000}
+			if rl.sub != "" {
+				attrs = append(attrs, "sub", rl.sub, "tenant", rl.tenant)
+			}
+			level := slog.LevelInfo
+			if rl.err != nil {
+				attrs = append(attrs, "error", rl.err.Error())
+				if status >= 500 {
+					level = slog.LevelError
+				}
+			}
+			s.cfg.Logger.Log(ctx, level, "request", attrs...)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// auth wraps a tenant-scoped (or admin) handler: 401 without a valid token,
+// 404 when the path's tenant is not the token's (whether or not it exists,
+// before the body is read), 403 when the role is missing for one's own
+// tenant.
+func (s *Server) auth(role string, tenantScoped bool, h func(w http.ResponseWriter, r *http.Request, id Identity)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		authz := r.Header.Get("Authorization")
+		tok, ok := strings.CutPrefix(authz, "Bearer ")
+		if !ok {
+			tok, ok = strings.CutPrefix(authz, "bearer ")
+		}
+		if !ok || strings.TrimSpace(tok) == "" {
+			writeError(w, errUnauthorized)
+			return
+		}
+		id, err := s.verifier.Verify(strings.TrimSpace(tok))
+		if err != nil {
+			logInfo(r.Context()).err = err
+			writeError(w, errUnauthorized)
+			return
+		}
+		rl := logInfo(r.Context())
+		rl.sub, rl.tenant = id.Sub, id.Tenant
+		if tenantScoped && (id.Tenant == "" || r.PathValue("tenant") != id.Tenant) {
+			writeError(w, errNotFound)
+			return
+		}
+		if !id.Has(role) {
+			writeError(w, errf(http.StatusForbidden, "forbidden", "this operation needs the %s role", role))
+			return
+		}
+		h(w, r.WithContext(withIdentity(r.Context(), id)), id)
+	}
+}
+
+// fail writes err as a response and remembers it for the log.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := toAPIError(err)
+	logInfo(r.Context()).err = err
+	writeError(w, ae)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ready(ctx); err != nil {
+		logInfo(r.Context()).err = err
+		msg := "the database is unavailable"
+		if errors.Is(err, postgres.ErrNotReady) {
+			msg = "the database schema is not at this binary's version: run 'cordon migrate'"
+		}
+		writeError(w, errf(http.StatusServiceUnavailable, "not_ready", "%s", msg))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
