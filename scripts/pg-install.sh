@@ -146,7 +146,7 @@ cd "$build_dir"
 log "apt-get source pgvector (trixie)"
 # Sandbox user off: _apt cannot write into our private (0700) mktemp dir.
 run_logged apt-get source -t trixie -o APT::Sandbox::User=root pgvector
-src=$(find "$build_dir" -mindepth 1 -maxdepth 1 -type d -name 'pgvector-*' | head -n1)
+src=$(find "$build_dir" -mindepth 1 -maxdepth 1 -type d -name 'pgvector-*' -print -quit)
 [[ -n $src ]] || die "pgvector source directory not found in $build_dir"
 log "building $(basename "$src")"
 run_logged make -C "$src" -j"$(nproc)" PG_CONFIG="$PG_CONFIG"
