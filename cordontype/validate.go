@@ -3,6 +3,7 @@ package cordontype
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/cordon-rag/cordon/analysis"
@@ -116,9 +117,36 @@ func (d *Document) Validate() error {
 	if !utf8.ValidString(d.Text) {
 		return invalid(fmt.Sprintf("document %q: text is not valid UTF-8 (Cordon never repairs text: fix the encoding at the source)", d.DocID))
 	}
+	if strings.IndexByte(d.Text, 0) >= 0 || strings.IndexByte(d.Title, 0) >= 0 || hasNUL(d.Metadata) {
+		return invalid(fmt.Sprintf("document %q: text, title or metadata contains U+0000 (NUL), which PostgreSQL text cannot store: remove it at the source", d.DocID))
+	}
+	if !utf8.ValidString(d.Title) {
+		return invalid(fmt.Sprintf("document %q: title is not valid UTF-8", d.DocID))
+	}
 	if !analysis.HasToken(d.Text) {
 		return invalid(fmt.Sprintf("document %q: text has no token (no letter or number), so it could never be retrieved", d.DocID))
 	}
 	d.Barriers = b
 	return nil
+}
+
+// hasNUL reports whether a metadata value holds U+0000 in any key or string.
+func hasNUL(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.IndexByte(x, 0) >= 0
+	case map[string]any:
+		for k, e := range x {
+			if strings.IndexByte(k, 0) >= 0 || hasNUL(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasNUL(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

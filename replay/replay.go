@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cordon-rag/cordon/internal/jsontext"
 	"io"
 
 	"github.com/cordon-rag/cordon/bm25"
@@ -153,7 +154,7 @@ func (r *runner) step(ctx context.Context, raw json.RawMessage) any {
 	op := opOf(raw)
 	var out any
 	var err error
-	if !validUTF8JSON(raw) {
+	if !jsontext.ValidUTF8(raw) {
 		if op == "retrieve" {
 			r.last = nil
 		}

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cordon-rag/cordon/internal/jsontext"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 )
 
 // mediaJSON checks a request's Content-Type against the accepted types
@@ -66,7 +66,7 @@ func decodeJSONRequest(w http.ResponseWriter, r *http.Request, limit int64, dst 
 // last would win), keys that only match a field case-insensitively, unknown
 // fields, and trailing data.
 func DecodeStrict(data []byte, dst any) error {
-	if !validUTF8JSON(data) {
+	if !jsontext.ValidUTF8(data) {
 		return errors.New("the body is not valid UTF-8 (or has an unpaired surrogate escape); Cordon never repairs text")
 	}
 	if err := checkKeys(data); err != nil {
@@ -196,64 +196,6 @@ func cleanJSONError(err error) error {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "json: ")
 	return errors.New(msg)
-}
-
-// validUTF8JSON reports whether raw JSON text is valid UTF-8 and has no
-// unpaired surrogate escape (\ud800-\udfff not forming a pair).
-func validUTF8JSON(raw []byte) bool {
-	if !utf8.Valid(raw) {
-		return false
-	}
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		if i+1 < len(raw) && raw[i+1] != 'u' {
-			i++ // an escaped character such as \\ or \"
-			continue
-		}
-		r, ok := hex4(raw, i+2)
-		if !ok {
-			continue
-		}
-		switch {
-		case r >= 0xD800 && r <= 0xDBFF:
-			if i+12 > len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' {
-				return false
-			}
-			lo, ok := hex4(raw, i+8)
-			if !ok || lo < 0xDC00 || lo > 0xDFFF {
-				return false
-			}
-			i += 11
-		case r >= 0xDC00 && r <= 0xDFFF:
-			return false
-		default:
-			i += 5
-		}
-	}
-	return true
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[at : at+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			r |= rune(c-'A') + 10
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // noNUL rejects U+0000 in text fields: PostgreSQL text cannot store it.

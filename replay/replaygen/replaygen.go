@@ -196,7 +196,9 @@ func (g gen) assemble() map[string]any {
 // bad returns a step with invalid input, which every store must reject the same
 // way.
 func (g gen) bad() any {
-	switch g.r.IntN(6) {
+	switch g.r.IntN(7) {
+	case 6:
+		return map[string]any{"op": "put", "document": map[string]any{"tenant": "retail", "doc_id": "nul", "text": "hold\u0000release", "classification": "public"}}
 	case 0:
 		return map[string]any{"op": "put", "document": map[string]any{"tenant": "Bad-Tenant", "doc_id": "d", "text": "x", "classification": "public"}}
 	case 1:
