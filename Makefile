@@ -32,12 +32,12 @@ build: ## build the cordon binary into ./cordon
 test: ## run every test, against a throwaway PostgreSQL unless CORDON_TEST_DATABASE_URL is set
 	@set -euo pipefail; \
 	if [ -n "$${CORDON_TEST_DATABASE_URL:-}" ]; then \
-		$(GO) test $(GOFLAGS) -count=1 $(PKGS); \
+		$(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
 	else \
 		url=$$(bash scripts/db.sh start); \
 		trap 'bash scripts/db.sh stop >/dev/null 2>&1 || true' EXIT; \
 		echo "using throwaway PostgreSQL at $$url"; \
-		CORDON_TEST_DATABASE_URL=$$url CORDON_REQUIRE_DB=1 $(GO) test $(GOFLAGS) -count=1 $(PKGS); \
+		CORDON_TEST_DATABASE_URL=$$url CORDON_REQUIRE_DB=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
 	fi; \
 	if command -v qemu-aarch64-static >/dev/null; then \
 		echo "running the portable packages as GOARCH=arm64 under qemu-user-static"; \
