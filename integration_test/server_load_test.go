@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -173,12 +172,10 @@ func serverLoad(t *testing.T, cacheBytes int64) {
 }
 
 // TestServerLatency10k measures retrieve latency through HTTP with 10,000
-// chunks in the tenant. It is a measurement, not a check: it runs only with
-// CORDON_HTTP_LATENCY=1 (go test ./integration_test/ -run ServerLatency10k -v).
+// chunks in the tenant, through the SQL and the in-memory query paths. It
+// checks only that every request succeeds (no wall-clock assertion) and logs
+// the figures: go test ./integration_test/ -run ServerLatency10k -v
 func TestServerLatency10k(t *testing.T) {
-	if os.Getenv("CORDON_HTTP_LATENCY") == "" {
-		t.Skip("a measurement: set CORDON_HTTP_LATENCY=1 to run it")
-	}
 	a := startAPIServer(t, serverOpts{cfg: serverCfgLargeBatch()})
 	a.want(t, a.call(t, "POST", "/v1/tenants", tok(t, "root", "admin"), map[string]string{"tenant": "bank"}), http.StatusCreated)
 	w := tok(t, "w", "tenant=bank", "writer")
