@@ -26,7 +26,7 @@ func DefaultParams() Params { return Params{K1: DefaultK1, B: DefaultB} }
 
 // Validate checks k1 >= 0 and 0 <= b <= 1 (and that neither is NaN).
 func (p Params) Validate() error {
-	if !(p.K1 >= 0) || p.K1 > 1e300 {
+	if !(p.K1 >= 0) {
 		return fmt.Errorf("%w: k1 %v must be >= 0", ErrInvalidParams, p.K1)
 	}
 	if !(p.B >= 0 && p.B <= 1) {
