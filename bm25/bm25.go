@@ -3,6 +3,7 @@ package bm25
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Okapi BM25 parameter defaults (SPEC section 4).
@@ -26,8 +27,8 @@ func DefaultParams() Params { return Params{K1: DefaultK1, B: DefaultB} }
 
 // Validate checks k1 >= 0 and 0 <= b <= 1 (and that neither is NaN).
 func (p Params) Validate() error {
-	if !(p.K1 >= 0) {
-		return fmt.Errorf("%w: k1 %v must be >= 0", ErrInvalidParams, p.K1)
+	if !(p.K1 >= 0) || math.IsInf(p.K1, 1) {
+		return fmt.Errorf("%w: k1 %v must be a finite number >= 0", ErrInvalidParams, p.K1)
 	}
 	if !(p.B >= 0 && p.B <= 1) {
 		return fmt.Errorf("%w: b %v must be in [0, 1]", ErrInvalidParams, p.B)
