@@ -15,14 +15,27 @@ import (
 )
 
 func init() {
-	storeOpeners["postgres"] = func(ctx context.Context, env Env, url string) (replay.OpenFunc, func(), error) {
+	storeOpeners["postgres"] = func(ctx context.Context, env Env, url string, o replayOptions) (replay.OpenFunc, func(), error) {
 		if _, err := postgres.Migrate(ctx, url); err != nil {
 			return nil, nil, err
+		}
+		if len(o.reset) > 0 {
+			admin, err := postgres.Open(ctx, url, postgres.Options{})
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, t := range o.reset {
+				if _, err := admin.DropTenant(ctx, t); err != nil {
+					admin.Close()
+					return nil, nil, err
+				}
+			}
+			admin.Close()
 		}
 		var st *postgres.Store
 		open := func(ctx context.Context, s index.Settings) (replay.Store, error) {
 			var err error
-			st, err = postgres.Open(ctx, url, postgres.Options{AutoCreate: &s})
+			st, err = postgres.Open(ctx, url, postgres.Options{AutoCreate: &s, CacheBytes: o.cacheBytes})
 			return st, err
 		}
 		return open, func() {

@@ -11,10 +11,16 @@ import (
 	"github.com/cordon-rag/cordon/store/memory"
 )
 
+// replayOptions are the Postgres-only replay flags.
+type replayOptions struct {
+	reset      []string // tenants to drop before the replay
+	cacheBytes int64
+}
+
 // storeOpeners maps --store values to replay openers; the Postgres store adds
 // itself in postgres.go.
-var storeOpeners = map[string]func(ctx context.Context, env Env, dbURL string) (replay.OpenFunc, func(), error){
-	"memory": func(context.Context, Env, string) (replay.OpenFunc, func(), error) {
+var storeOpeners = map[string]func(ctx context.Context, env Env, dbURL string, o replayOptions) (replay.OpenFunc, func(), error){
+	"memory": func(context.Context, Env, string, replayOptions) (replay.OpenFunc, func(), error) {
 		return func(_ context.Context, s index.Settings) (replay.Store, error) { return memory.New(s) }, func() {}, nil
 	},
 }
@@ -33,6 +39,12 @@ parsed or the store cannot be opened. SCRIPT.json may be "-" for stdin.
 Examples:
   cordon replay testdata/replay/basic.json
   cordon replay --store postgres --database-url "$CORDON_DATABASE_URL" script.json
+  cordon replay --store postgres --reset --cache-bytes 1073741824 script.json
+
+Against Postgres, the replay applies the migrations and creates each tenant it
+meets with the script's config. Tenants that already exist keep their
+documents (and must have the same settings); --reset drops the script's
+tenants first so that the output is comparable with --store memory.
 `,
 		run: runReplay,
 	})
@@ -43,6 +55,8 @@ func runReplay(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(c, env)
 	storeName := fs.String("store", "memory", "store to run against: memory or postgres")
 	dbURL := fs.String("database-url", "", "PostgreSQL URL for --store postgres (default $CORDON_DATABASE_URL)")
+	reset := fs.Bool("reset", false, "postgres: first drop every tenant the script names (deletes their documents!) so the replay starts empty")
+	cacheBytes := fs.Int64("cache-bytes", 0, "postgres: rank through the in-memory query path with this memory budget (0: SQL path)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -61,7 +75,15 @@ func runReplay(ctx context.Context, env Env, args []string) error {
 	if url == "" {
 		url = env.Getenv("CORDON_DATABASE_URL")
 	}
-	open, closeFn, err := opener(ctx, env, url)
+	var o replayOptions
+	o.cacheBytes = *cacheBytes
+	if *reset {
+		if *storeName != "postgres" {
+			return fmt.Errorf("%w: --reset applies to --store postgres only", errUsage)
+		}
+		o.reset = replay.Tenants(data)
+	}
+	open, closeFn, err := opener(ctx, env, url, o)
 	if err != nil {
 		return err
 	}

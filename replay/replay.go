@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/cordon-rag/cordon/internal/jsontext"
 	"io"
+	"slices"
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
@@ -182,5 +183,35 @@ func (r *runner) step(ctx context.Context, raw json.RawMessage) any {
 	if err != nil {
 		return errorOut{Op: op, Error: err.Error()}
 	}
+	return out
+}
+
+// Tenants returns the valid tenant names a script's steps name (in puts,
+// deletes and principals), sorted and without repeats. The CLI uses it to
+// reset those tenants before a replay against a database.
+func Tenants(data []byte) []string {
+	var sc struct {
+		Steps []struct {
+			Tenant   string `json:"tenant"`
+			Document struct {
+				Tenant string `json:"tenant"`
+			} `json:"document"`
+			Principal struct {
+				Tenant string `json:"tenant"`
+			} `json:"principal"`
+		} `json:"steps"`
+	}
+	_ = json.Unmarshal(data, &sc) // a script that does not parse names nothing
+	seen := make(map[string]bool)
+	var out []string
+	for _, s := range sc.Steps {
+		for _, t := range []string{s.Tenant, s.Document.Tenant, s.Principal.Tenant} {
+			if cordontype.ValidateTenant(t) == nil && !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	slices.Sort(out)
 	return out
 }

@@ -1,0 +1,33 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/cordon-rag/cordon/cli"
+)
+
+func cordonCLI(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(context.Background(), cli.Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}, args)
+	if code != cli.ExitOK {
+		t.Fatalf("cordon %v: exit %d: %s", args, code, stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+// TestCLIReplayPostgresReset: 'cordon replay --store postgres --reset' gives
+// the memory store's output, run after run, through both query paths.
+func TestCLIReplayPostgresReset(t *testing.T) {
+	dbURL := newDatabase(t)
+	script := "../testdata/replay/lifecycle.json"
+	want := cordonCLI(t, "replay", script)
+	for i, extra := range [][]string{{}, {}, {"--cache-bytes", "100000000"}} {
+		args := append([]string{"replay", "--store", "postgres", "--database-url", dbURL, "--reset"}, extra...)
+		if got := cordonCLI(t, append(args, script)...); !bytes.Equal(got, want) {
+			t.Fatalf("run %d (%v): postgres output differs from memory\n%s", i+1, extra, firstDiff(want, got))
+		}
+	}
+}
