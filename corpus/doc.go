@@ -1,0 +1,36 @@
+// Package corpus turns real text nobody on the project wrote into Markdown
+// documents Cordon can index, and builds known-item query sets from them, for
+// the retrieval-quality evaluation of package eval.
+//
+// # Manual pages
+//
+// [ManPages] renders the machine's own manual pages with man-db
+// (man -l, groff's tty output) and converts each page with [ConvertRendered]:
+// the page's section titles (NAME, SYNOPSIS, DESCRIPTION, ...) become "#"
+// headings, its subsection titles "##" headings, and the body text is kept as
+// rendered. Everything that could vary between runs is pinned: pages are
+// visited in sorted order, the line width is fixed, the locale is C.UTF-8,
+// hyphenation and justification are off, and every environment variable man
+// reads is set explicitly. Two runs on the same installed pages write
+// byte-identical files.
+//
+// A page's document id is "man/<section>/<name>", its file
+// "<out>/man/<section>/<name>.md". Aliases (symbolic links and ".so" stubs
+// that point at another page in the same run) are skipped, so one text is
+// indexed once. A page that fails to render, renders to nothing, or would be
+// refused by Cordon (no token, not UTF-8, too large) is reported and skipped.
+//
+// # Loading
+//
+// [Load] reads every "*.md" file under a directory as a document whose id is
+// its path relative to the directory without ".md". Any directory of Markdown
+// files is a corpus, not just the man pages.
+//
+// # Known-item queries
+//
+// [KnownItemQueries] builds one query per page from its NAME line
+// ("ls - list directory contents" gives "list directory contents"), with
+// every token of the page's own names removed, so the query describes the page
+// without naming it. Pages whose descriptions give the same query are all
+// relevant to it.
+package corpus

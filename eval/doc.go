@@ -1,0 +1,44 @@
+// Package eval measures Cordon's retrieval quality the way IR people do:
+// known-item and ad-hoc queries with judged relevant documents, recall@k,
+// MRR@10 and nDCG@10, over four pipelines built from the same index.
+//
+// # Pipelines
+//
+//   - [BM25Only]: the store's lexical ranking alone (SPEC section 4).
+//   - [DenseOnly]: the store's signed-feature-hashing cosine ranking alone
+//     (SPEC section 3).
+//   - [HybridRRF]: [retrieval.Retriever] with rerank shed (EnableRerank false):
+//     both rankings fused by reciprocal rank fusion.
+//   - [HybridRerank]: [retrieval.Retriever] with the default policy: RRF, then
+//     the query-overlap rerank with its relevance floor.
+//
+// Every pipeline returns at most [K] (10) chunks: the single-retriever
+// pipelines take the first 10 chunks of the store's ranking (a principal with
+// clearance restricted, so nothing is filtered), the hybrid pipelines run with
+// Policy.Limit 10. The rerank floor may return fewer than 10, or none: that is
+// the design ("nothing relevant" stays empty) and the report counts it.
+//
+// # Document-level relevance
+//
+// Relevance is judged per document: a document is retrieved at the rank of its
+// best (first) chunk, and the ranking the metrics see is the list of distinct
+// documents in that order ([DocRanking]). Ten chunks may cover fewer than ten
+// documents.
+//
+// # Metrics
+//
+// Binary relevance, averaged over queries: [RecallAt] (share of the relevant
+// documents in the first k), [ReciprocalRankAt] (1/rank of the first relevant
+// document within k, else 0) and [NDCGAt] (DCG with gain 1/log2(rank+1) over
+// the ideal DCG of min(|relevant|, k) hits). Score ties do not need special
+// handling: every Cordon ranking breaks them by chunk id (SPEC section 8), so
+// the metrics are those of one deterministic order.
+//
+// # Chunking bake-off
+//
+// [BakeOff] re-indexes the same corpus under several chunkings ([Variant]):
+// fixed-size windows that ignore structure ([Flat]: heading and fence markers
+// are neutralised so the chunker sees one "body" section), structure-aware
+// windows without overlap, and structure-aware windows with overlap, at
+// several window sizes, and runs the same queries through all four pipelines.
+package eval

@@ -1,0 +1,146 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+// TestRunTies: two documents with the same text tie on every score; every
+// ranking breaks the tie by chunk id, so "a" comes first, and a query whose
+// relevant document is "b" finds it at rank 2 in every pipeline.
+func TestRunTies(t *testing.T) {
+	docs := []Document{
+		{ID: "a", Text: "alpha beta gamma"},
+		{ID: "b", Text: "alpha beta gamma"},
+		{ID: "c", Text: "delta epsilon"},
+	}
+	queries := []Query{{Query: "alpha beta", Relevant: []string{"b"}}}
+	rep, err := Run(context.Background(), docs, queries, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Documents != 3 || rep.Chunks != 3 || rep.Queries != 1 {
+		t.Errorf("counts: got %d docs, %d chunks, %d queries, want 3, 3, 1", rep.Documents, rep.Chunks, rep.Queries)
+	}
+	// Rank 2: recall@1 0, recall@5 1, RR 1/2, nDCG 1/log2(3).
+	want := Metrics{RecallAt1: 0, RecallAt5: 1, RecallAt10: 1, MRRAt10: 0.5, NDCGAt10: 1 / math.Log2(3)}
+	for _, p := range Pipelines {
+		if got := rep.Result(p).Metrics; got != want {
+			t.Errorf("%s: got %+v, want %+v", p, got, want)
+		}
+	}
+	if got := rep.Result(BM25Only).MeanDocs; got != 2 {
+		t.Errorf("bm25 documents returned: got %v, want 2 (c shares no term)", got)
+	}
+}
+
+// TestRunEmptyResults: a query that shares no term with the corpus gets
+// nothing from BM25 and nothing past the rerank floor (the dense side may
+// still return a chunk that shares only a hash bucket).
+func TestRunEmptyResults(t *testing.T) {
+	docs := []Document{{ID: "a", Text: "alpha"}}
+	queries := []Query{{Query: "zulu yankee", Relevant: []string{"a"}}}
+	rep, err := Run(context.Background(), docs, queries, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Result(HybridRerank); got.Empty != 1 || got.RecallAt10 != 0 {
+		t.Errorf("hybrid + rerank: got %+v, want one empty query and recall 0", got)
+	}
+	if got := rep.Result(BM25Only); got.Empty != 1 {
+		t.Errorf("bm25: got %d empty, want 1", got.Empty)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	docs := []Document{{ID: "a", Text: "alpha"}}
+	_, err := Run(context.Background(), docs, []Query{{Query: "alpha", Relevant: []string{"zz"}}}, DefaultOptions())
+	if !errors.Is(err, ErrRelevantMissing) {
+		t.Errorf("missing relevant: got %v, want ErrRelevantMissing", err)
+	}
+	if _, err := Run(context.Background(), docs, nil, DefaultOptions()); !errors.Is(err, ErrNoQueries) {
+		t.Errorf("no queries: got %v, want ErrNoQueries", err)
+	}
+	opts := DefaultOptions()
+	opts.Policy.Limit = 5
+	if _, err := Run(context.Background(), docs, []Query{{Query: "alpha", Relevant: []string{"a"}}}, opts); !errors.Is(err, retrieval.ErrInvalidPolicy) {
+		t.Errorf("limit 5: got %v, want ErrInvalidPolicy", err)
+	}
+	// A held-out section can leave a document without text: it is refused,
+	// counted, and stays a relevant document nothing can find.
+	opts = DefaultOptions()
+	opts.DropSections = []string{"NAME"}
+	docs = []Document{{ID: "a", Text: "# NAME\nalpha\n"}, {ID: "b", Text: "# NAME\nx\n# BODY\nalpha beta\n"}}
+	rep, err := Run(context.Background(), docs, []Query{{Query: "alpha", Relevant: []string{"a"}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Refused) != 1 || rep.Result(BM25Only).RecallAt10 != 0 {
+		t.Errorf("refused: got %v and recall %v, want a refused and recall 0", rep.Refused, rep.Result(BM25Only).RecallAt10)
+	}
+}
+
+// TestRankOnceIsTheRetriever: the hybrid pipelines run retrieval.Retriever
+// over rankOnce; its results must equal the Retriever over the store itself.
+func TestRankOnceIsTheRetriever(t *testing.T) {
+	docs := []Document{
+		{ID: "a", Text: "# NAME\nls - list directory contents\n# DESCRIPTION\nList information about the FILEs."},
+		{ID: "b", Text: "# NAME\ncp - copy files and directories\n# DESCRIPTION\nCopy SOURCE to DEST."},
+		{ID: "c", Text: "# NAME\nmv - move (rename) files\n"},
+	}
+	opts := DefaultOptions()
+	st, _, err := build(context.Background(), docs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	principal := cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restricted, Barriers: []string{}}
+	for _, q := range []string{"list files", "copy directories", "rename", "nothing matches zz"} {
+		req := retrieval.RankRequest{Principal: principal, Tokens: analysis.Tokenize(q), Terms: analysis.TokenSet(q), TopN: opts.Policy.TopN}
+		rk, err := st.Rank(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		once := &rankOnce{store: st, req: req, rk: rk}
+		for _, rerank := range []bool{false, true} {
+			pol := opts.Policy
+			pol.EnableRerank = rerank
+			query := retrieval.Query{Principal: principal, Text: q, Policy: pol}
+			want, err := retrieval.New(st).Retrieve(context.Background(), query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := retrieval.New(once).Retrieve(context.Background(), query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q rerank=%v: rankOnce gave %+v, the store %+v", q, rerank, got, want)
+			}
+		}
+		if once.hits != 2 {
+			t.Errorf("%q: rankOnce answered %d requests, want 2 (the Retriever asked for something else)", q, once.hits)
+		}
+	}
+}
+
+func TestBakeOffVariants(t *testing.T) {
+	vs := DefaultVariants()
+	if len(vs) != 9 {
+		t.Fatalf("got %d variants, want 9", len(vs))
+	}
+	for _, v := range vs {
+		if err := v.Chunking.Validate(); err != nil {
+			t.Errorf("%s: %v", v.Name, err)
+		}
+	}
+	if vs[0].Name != "fixed 50/0" || vs[0].Strategy != Flat || vs[8].Name != "structure 200/40" || vs[8].Chunking.OverlapWords != 40 {
+		t.Errorf("variants: got %+v", vs)
+	}
+}
