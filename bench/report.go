@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// Report is one run's result, written by 'cordon bench --json'.
+type Report struct {
+	Chunks      int `json:"chunks"`
+	Tenants     int `json:"tenants"`
+	Queries     int `json:"queries"`
+	Concurrency int `json:"concurrency"`
+	Writers     int `json:"writers"`
+	// Batch is the documents per ingest transaction.
+	Batch int `json:"batch"`
+	// CacheBytes is the cordon store's in-memory query path budget.
+	CacheBytes int64  `json:"cache_bytes"`
+	Seed       uint64 `json:"seed"`
+	// Reference is the system whose top-10 lists define recall and identity.
+	Reference string `json:"reference"`
+	// Systems has every system's key; a system not run is null.
+	Systems map[string]*SystemResult `json:"systems"`
+	Env     Env                      `json:"env"`
+}
+
+// SystemResult is one system's measurements. Pointer fields are null where
+// they do not apply.
+type SystemResult struct {
+	P50              float64  `json:"p50_ms"`
+	P95              float64  `json:"p95_ms"`
+	P99              float64  `json:"p99_ms"`
+	QPS              float64  `json:"qps"`
+	IngestChunksPerS *float64 `json:"ingest_chunks_per_s"`
+	IngestSeconds    *float64 `json:"ingest_s"`
+	BytesPerChunk    *float64 `json:"bytes_per_chunk"`
+	// RecallAt10 is the mean over queries with a non-empty reference list of
+	// |top10 ∩ reference top10| / |reference top10|.
+	RecallAt10 *float64 `json:"recall_at_10"`
+	// Identical counts queries whose list equals the reference's exactly.
+	Identical *int `json:"identical_lists"`
+	// PeakHeapBytes is the bench process's peak Go heap while this system
+	// ingested and answered: the whole index for the memory store, the
+	// client side (pool, rows, fusion, rerank) for the Postgres systems.
+	PeakHeapBytes int64 `json:"peak_heap_bytes"`
+	// MemoryBudgetBytes and MemoryUsedBytes are the cordon store's
+	// in-memory query path budget and its use after the queries (omitted
+	// when the path is off).
+	MemoryBudgetBytes *int64 `json:"memory_budget_bytes,omitempty"`
+	MemoryUsedBytes   *int64 `json:"memory_used_bytes,omitempty"`
+}
+
+// Env describes where the run happened.
+type Env struct {
+	GoVersion   string `json:"go"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	CPUs        int    `json:"cpus"`
+	Postgres    string `json:"postgres,omitempty"`
+	MaxRSSBytes int64  `json:"max_rss_bytes"`
+	// LoadAvg is the 1-minute load average at the start and the end of the
+	// run: other work on the machine shows here.
+	LoadAvg [2]float64 `json:"load_avg"`
+}
+
+// loadAvg reads the 1-minute load average (Linux), 0 elsewhere.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+func newReport(o Options) *Report {
+	r := &Report{
+		Chunks: o.Chunks, Tenants: o.Tenants, Queries: o.Queries,
+		Concurrency: o.Concurrency, Writers: o.Writers, Batch: o.Batch, Seed: o.Seed, CacheBytes: o.CacheBytes,
+		Systems: map[string]*SystemResult{},
+		Env:     Env{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
+	}
+	for _, s := range AllSystems {
+		r.Systems[s] = nil
+	}
+	return r
+}

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/cordon-rag/cordon/bench"
+)
+
+func init() {
+	register(&command{
+		name:    "bench",
+		summary: "benchmark Cordon against SQL baselines on one synthetic corpus",
+		usage: `Usage:
+  cordon bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
+               [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
+               [--warmup N] [--warm-tenants=false] [--cache-mib M]
+               [--create-database=false] [--keep] [--json]
+  cordon bench plot --out FILE.png REPORT.json...
+
+Generates a deterministic corpus of N chunks split across T tenants (Zipf
+vocabulary, Markdown sections of realistic sizes, rare identifiers such as
+tx4096 and PMT-771, classifications, information barriers, as-of ticks) and
+Q queries (2-8 terms, some with a rare identifier, a random tenant each,
+clearance confidential with one barrier, a freshness contract on half), then
+for each system ingests the corpus with W concurrent writers (one document
+per transaction, or B documents of one tenant with --batch: cordon's
+PutBatch) and runs the queries with C concurrent clients:
+
+  memory      the in-memory reference store (exact)
+  cordon      the Postgres store behind the retriever (exact), with its
+              in-memory query path within --cache-mib (0: ranked in SQL)
+  sql_exact   the same pipeline written entirely in SQL over Cordon's tables
+  sql_hybrid  the usual recipe: tsvector + GIN + ts_rank_cd, pgvector HNSW,
+              RRF in SQL (approximate)
+
+Before measuring, each system answers one unmeasured query per tenant
+(--warm-tenants) and the first --warmup queries, so stores that load a
+tenant on first use are measured warm. Every system returns a top-10 list
+under the same policy; recall@10 and the number of identical lists are
+measured against the memory store's lists (the reference), or cordon's when
+memory is not run. Latency is per query; qps is
+Q over the wall time of the measured run; ingest_chunks_per_s includes index
+builds; bytes_per_chunk is the Postgres storage of the system's relations
+(indexes and TOAST included) minus the bytes of document and chunk text.
+
+By default a fresh database is created on the server of --database-url for
+the run and dropped afterwards (the role needs CREATEDB); with
+--create-database=false the URL's database is migrated and used, and the
+bench replaces its own tenants (bench, bench_NNNNN) and schema bench_hybrid.
+
+Progress goes to stderr; the results go to stdout as a table, or with --json
+as one JSON object:
+  {"chunks": N, "tenants": T, "queries": Q, "systems": {"cordon": {"p50_ms",
+   "p95_ms", "p99_ms", "qps", "ingest_chunks_per_s", "bytes_per_chunk",
+   "recall_at_10", ...}, "sql_exact": ..., "sql_hybrid": ..., "memory": ...}, ...}
+
+plot draws p50 latency against corpus size, one line per system (and per
+tenant count when reports differ in it), from one or more --json reports.
+
+Examples:
+  cordon bench --database-url "$URL" --chunks 10000 --queries 500 --concurrency 8
+  cordon bench --database-url "$URL" --chunks 100000 --json > bench-100k.json
+  cordon bench --database-url "$URL" --chunks 100000 --tenants 100 --batch 50 --json > bench-100x1k.json
+  cordon bench --systems memory --chunks 100000
+  cordon bench plot --out docs/benchmarks.png bench-10k.json bench-100k.json
+`,
+		run: runBench,
+	})
+}
+
+func runBench(ctx context.Context, env Env, args []string) error {
+	c := commands["bench"]
+	if len(args) > 0 && args[0] == "plot" {
+		return runBenchPlot(env, c, args[1:])
+	}
+	fs := newFlagSet(c, env)
+	dbURL := fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL)")
+	chunks := fs.Int("chunks", 10_000, "chunks in the corpus, over all tenants")
+	tenants := fs.Int("tenants", 1, "tenants the corpus is split across")
+	queries := fs.Int("queries", 200, "measured queries per system")
+	concurrency := fs.Int("concurrency", 8, "concurrent query clients")
+	writers := fs.Int("writers", 0, "concurrent ingest writers (default: --concurrency)")
+	batch := fs.Int("batch", 1, "documents of one tenant per ingest transaction (1: Put; more: PutBatch)")
+	seed := fs.Uint64("seed", 1, "corpus and query seed")
+	systems := fs.String("systems", strings.Join(bench.AllSystems, ","), "systems to run, comma-separated")
+	warmup := fs.Int("warmup", 20, "unmeasured warm-up queries per system")
+	warmTenants := fs.Bool("warm-tenants", true, "before measuring, one unmeasured query per tenant per system")
+	cacheMiB := fs.Int64("cache-mib", 2048, "cordon's in-memory query path budget in MiB (0: every query in SQL)")
+	create := fs.Bool("create-database", true, "run in a fresh database created on the server, dropped afterwards")
+	keep := fs.Bool("keep", false, "keep the bench database (or tenants) afterwards")
+	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
+	quiet := fs.Bool("quiet", false, "no progress display on stderr")
+	if err := parseFlags(fs, c, env, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	opts := bench.Options{
+		DatabaseURL:    databaseURL(env, *dbURL),
+		CreateDatabase: *create,
+		Keep:           *keep,
+		Seed:           *seed,
+		Chunks:         *chunks,
+		Tenants:        *tenants,
+		Queries:        *queries,
+		Concurrency:    *concurrency,
+		Writers:        *writers,
+		Batch:          *batch,
+		Warmup:         *warmup,
+		WarmTenants:    *warmTenants,
+		CacheBytes:     *cacheMiB << 20,
+		Systems:        splitList(*systems),
+	}
+	if !*quiet {
+		opts.Progress = env.Stderr
+	}
+	rep, err := bench.Run(ctx, opts)
+	if opts.Progress != nil {
+		fmt.Fprint(env.Stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	writeBenchTable(env.Stdout, rep)
+	return nil
+}
+
+func writeBenchTable(w io.Writer, rep *bench.Report) {
+	fmt.Fprintf(w, "%d chunks, %d tenant(s), %d queries, %d clients, %d writers, %d documents per write; %d CPUs, %s",
+		rep.Chunks, rep.Tenants, rep.Queries, rep.Concurrency, rep.Writers, rep.Batch, rep.Env.CPUs, rep.Env.GoVersion)
+	if rep.Env.Postgres != "" {
+		fmt.Fprintf(w, ", %s", rep.Env.Postgres)
+	}
+	fmt.Fprint(w, "\n\n")
+	fmt.Fprintf(w, "%-11s %9s %9s %9s %8s %10s %10s %10s %10s %9s\n", "SYSTEM", "P50_MS", "P95_MS", "P99_MS", "QPS", "INGEST/S", "BYTES/CHK", "RECALL@10", "IDENTICAL", "HEAP_MIB")
+	opt := func(p *float64, format string) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf(format, *p)
+	}
+	for _, name := range bench.AllSystems {
+		s := rep.Systems[name]
+		if s == nil {
+			continue
+		}
+		ident := "-"
+		if s.Identical != nil {
+			ident = fmt.Sprintf("%d/%d", *s.Identical, rep.Queries)
+		}
+		fmt.Fprintf(w, "%-11s %9.2f %9.2f %9.2f %8.0f %10s %10s %10s %10s %9.0f\n", name, s.P50, s.P95, s.P99, s.QPS,
+			opt(s.IngestChunksPerS, "%.0f"), opt(s.BytesPerChunk, "%.0f"), opt(s.RecallAt10, "%.4f"), ident, float64(s.PeakHeapBytes)/(1<<20))
+	}
+	fmt.Fprintf(w, "\nreference for recall: %s; peak RSS of the bench process: %.0f MiB; load average %.2f at start, %.2f at end\n",
+		rep.Reference, float64(rep.Env.MaxRSSBytes)/(1<<20), rep.Env.LoadAvg[0], rep.Env.LoadAvg[1])
+}
+
+func runBenchPlot(env Env, c *command, args []string) error {
+	fs := newFlagSet(c, env)
+	out := fs.String("out", "", "PNG file to write (required)")
+	if err := parseFlags(fs, c, env, args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() == 0 {
+		return fmt.Errorf("%w: plot needs --out FILE.png and at least one REPORT.json", errUsage)
+	}
+	var reps []*bench.Report
+	for _, p := range fs.Args() {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var r bench.Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		reps = append(reps, &r)
+	}
+	if err := bench.Plot(reps, *out); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s\n", *out)
+	return nil
+}

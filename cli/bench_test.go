@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cordon-rag/cordon/bench"
+)
+
+func runBenchCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }},
+		append([]string{"bench"}, args...))
+	return out.String(), errb.String(), code
+}
+
+// benchDatabaseURL returns the test server's URL, skipping loudly without
+// one, except where a database is required (CI, CORDON_REQUIRE_DB).
+func benchDatabaseURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("CORDON_TEST_DATABASE_URL")
+	if u == "" {
+		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
+			t.Fatal("PostgreSQL is required here: set CORDON_TEST_DATABASE_URL")
+		}
+		t.Skip("SKIPPING bench end-to-end test: CORDON_TEST_DATABASE_URL is not set (run 'make test', which starts a throwaway PostgreSQL)")
+	}
+	return u
+}
+
+// An end-to-end run on a small corpus: the JSON has the documented shape,
+// the two exact stores return byte-identical top-10 lists, and the plot is
+// drawn from the report.
+func TestBenchEndToEnd(t *testing.T) {
+	url := benchDatabaseURL(t)
+	stdout, stderr, code := runBenchCLI(t, nil, "--database-url", url, "--chunks", "300", "--tenants", "2",
+		"--queries", "20", "--concurrency", "3", "--warmup", "2", "--json")
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "[cordon] ingested 300 chunks") {
+		t.Errorf("stderr has no progress display:\n%s", stderr)
+	}
+
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+	}
+	for _, k := range []string{"chunks", "tenants", "queries", "systems"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("JSON has no %q", k)
+		}
+	}
+	var systems map[string]map[string]any
+	if err := json.Unmarshal(raw["systems"], &systems); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"p50_ms", "p95_ms", "p99_ms", "qps", "ingest_chunks_per_s", "bytes_per_chunk", "recall_at_10"}
+	for _, name := range bench.AllSystems {
+		s, ok := systems[name]
+		if !ok || s == nil {
+			t.Fatalf("systems.%s is missing or null", name)
+		}
+		for _, k := range keys {
+			if _, ok := s[k]; !ok {
+				t.Errorf("systems.%s has no %q", name, k)
+			}
+		}
+		if p50, _ := s["p50_ms"].(float64); !(p50 > 0) {
+			t.Errorf("systems.%s.p50_ms = %v, want > 0", name, s["p50_ms"])
+		}
+	}
+	nulls := map[string][]string{
+		"memory":    {"bytes_per_chunk"},
+		"sql_exact": {"ingest_chunks_per_s", "bytes_per_chunk"},
+	}
+	for name, ks := range nulls {
+		for _, k := range ks {
+			if systems[name][k] != nil {
+				t.Errorf("systems.%s.%s = %v, want null", name, k, systems[name][k])
+			}
+		}
+	}
+	for _, name := range []string{"cordon", "sql_hybrid"} {
+		if b, _ := systems[name]["bytes_per_chunk"].(float64); !(b > 0) {
+			t.Errorf("systems.%s.bytes_per_chunk = %v, want > 0", name, systems[name]["bytes_per_chunk"])
+		}
+	}
+
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Chunks != 300 || rep.Tenants != 2 || rep.Queries != 20 || rep.Reference != "memory" {
+		t.Errorf("got chunks %d, tenants %d, queries %d, reference %q; want 300, 2, 20, memory", rep.Chunks, rep.Tenants, rep.Queries, rep.Reference)
+	}
+	for _, name := range []string{"memory", "cordon"} {
+		s := rep.Systems[name]
+		if s.RecallAt10 == nil || *s.RecallAt10 != 1 {
+			t.Errorf("systems.%s.recall_at_10 = %v, want 1", name, s.RecallAt10)
+		}
+		if s.Identical == nil || *s.Identical != rep.Queries {
+			t.Errorf("systems.%s: %v of %d top-10 lists identical to the reference, want all", name, s.Identical, rep.Queries)
+		}
+	}
+	if r := rep.Systems["sql_hybrid"].RecallAt10; r == nil || *r < 0 || *r > 1 {
+		t.Errorf("systems.sql_hybrid.recall_at_10 = %v, want a value in [0, 1]", r)
+	}
+
+	dir := t.TempDir()
+	report := filepath.Join(dir, "r.json")
+	if err := os.WriteFile(report, []byte(stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	png := filepath.Join(dir, "plot.png")
+	if _, stderr, code := runBenchCLI(t, nil, "plot", "--out", png, report); code != ExitOK {
+		t.Fatalf("plot: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Error("plot did not write a PNG")
+	}
+}
+
+// Without a database only the memory store runs, and the table lists it
+// alone.
+func TestBenchMemoryOnly(t *testing.T) {
+	stdout, stderr, code := runBenchCLI(t, nil, "--systems", "memory", "--chunks", "200", "--queries", "10", "--concurrency", "2", "--quiet")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"SYSTEM", "memory", "reference for recall: memory"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table has no %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "cordon ") {
+		t.Errorf("table lists a system that did not run:\n%s", stdout)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown system", []string{"--systems", "elastic", "--chunks", "10"}, "unknown system"},
+		{"sql_exact without cordon", []string{"--systems", "memory,sql_exact", "--database-url", "postgres://x/y"}, "run it with cordon"},
+		{"no database", []string{"--systems", "cordon"}, "no database URL"},
+		{"plot without reports", []string{"plot", "--out", "x.png"}, "at least one REPORT.json"},
+		{"stray argument", []string{"extra"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stderr, code := runBenchCLI(t, nil, tt.args...)
+			if code == ExitOK || !strings.Contains(stderr, tt.want) {
+				t.Errorf("got exit %d, stderr %q; want a failure mentioning %q", code, stderr, tt.want)
+			}
+		})
+	}
+	stdout, _, code := runBenchCLI(t, nil, "--help")
+	if code != ExitOK || !strings.Contains(stdout, "cordon bench plot") || !slices.ContainsFunc(bench.AllSystems, func(s string) bool { return strings.Contains(stdout, s) }) {
+		t.Errorf("--help: exit %d, output:\n%s", code, stdout)
+	}
+}
+
+// With --create-database=false the bench runs in the given database and
+// removes its tenants and schema afterwards.
+func TestBenchInPlace(t *testing.T) {
+	base := benchDatabaseURL(t)
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) })
+	name := fmt.Sprintf("cordon_bench_test_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)") //nolint:errcheck // best effort
+	})
+	u, err := neturl.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	_, stderr, code := runBenchCLI(t, nil, "--database-url", u.String(), "--create-database=false", "--chunks", "120",
+		"--tenants", "3", "--queries", "5", "--concurrency", "2", "--systems", "cordon,sql_hybrid", "--quiet")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var tenants, schemas int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM cordon.tenants`).Scan(&tenants); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'cordon_t_bench%' OR nspname = 'bench_hybrid'`).Scan(&schemas); err != nil {
+		t.Fatal(err)
+	}
+	if tenants != 0 || schemas != 0 {
+		t.Errorf("after the run: %d tenants, %d bench schemas left; want none", tenants, schemas)
+	}
+}
