@@ -67,8 +67,20 @@ func AvgDL(sumLen, n int64) float64 {
 // evaluated left to right as written, with no fused multiply-add.
 // A caller skips terms with tf == 0.
 func Term(idf float64, tf, dl int64, avgdl float64, p Params) float64 {
+	return TermNorm(idf, tf, LengthNorm(dl, avgdl, p), p)
+}
+
+// LengthNorm is Term's length normalisation, 1 - b + b * dl / avgdl, in
+// Term's operation order. A scorer may compute it once per distinct length.
+func LengthNorm(dl int64, avgdl float64, p Params) float64 {
+	return float64(float64(1-p.B) + float64(float64(p.B*float64(dl))/avgdl))
+}
+
+// TermNorm is Term with its length normalisation given: the same operations
+// in the same order, so Term(idf, tf, dl, avgdl, p) ==
+// TermNorm(idf, tf, LengthNorm(dl, avgdl, p), p) bit for bit.
+func TermNorm(idf float64, tf int64, norm float64, p Params) float64 {
 	ftf := float64(tf)
-	norm := float64(float64(1-p.B) + float64(float64(p.B*float64(dl))/avgdl))
 	denom := float64(ftf + float64(p.K1*norm))
 	num := float64(idf * float64(ftf*float64(p.K1+1)))
 	return float64(num / denom)

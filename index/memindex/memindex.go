@@ -50,6 +50,8 @@ type scratch struct {
 	mark    []bool
 	dot     []int64
 	touched []int32
+	norm    []float64 // length normalisation by chunk length, this query
+	normSet []bool
 }
 
 // New returns an empty index with the given settings.
@@ -243,6 +245,10 @@ func (x *Index) getScratch() *scratch {
 	return sc
 }
 
+// normCacheLen bounds the per-query cache of length normalisations; longer
+// chunks compute theirs directly.
+const normCacheLen = 4096
+
 // filter is one query's pre-filter over slots.
 type filter struct {
 	x         *Index
@@ -303,6 +309,21 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 		return nil
 	}
 	avgdl := bm25.AvgDL(x.sumLen, n)
+	// The length normalisation depends only on a chunk's length: compute it
+	// once per distinct length (same operations, so the same bits).
+	if len(sc.normSet) < normCacheLen {
+		sc.norm, sc.normSet = make([]float64, normCacheLen), make([]bool, normCacheLen)
+	}
+	clear(sc.normSet)
+	normOf := func(dl int32) float64 {
+		if int(dl) >= normCacheLen {
+			return bm25.LengthNorm(int64(dl), avgdl, x.settings.BM25)
+		}
+		if !sc.normSet[dl] {
+			sc.norm[dl], sc.normSet[dl] = bm25.LengthNorm(int64(dl), avgdl, x.settings.BM25), true
+		}
+		return sc.norm[dl]
+	}
 	touched := sc.touched[:0]
 	defer func() { sc.touched = touched[:0] }()
 	for _, t := range req.Terms {
@@ -320,7 +341,7 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 				sc.lex[s] = 0
 				touched = append(touched, s)
 			}
-			sc.lex[s] += bm25.Term(idf, int64(p.tfs[k]), int64(x.length[s]), avgdl, x.settings.BM25)
+			sc.lex[s] += bm25.TermNorm(idf, int64(p.tfs[k]), normOf(x.length[s]), x.settings.BM25)
 		}
 	}
 	top := topN{k: req.TopN, x: x}
