@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/cordon-rag/cordon/assemble"
 	"github.com/cordon-rag/cordon/cordontype"
@@ -233,8 +234,18 @@ func (p *policyIn) policy() retrieval.Policy {
 	return pol
 }
 
-// clampInt maps an int64 to int; on 64-bit platforms it is the identity.
-func clampInt(v int64) int { return int(v) }
+// clampInt maps an int64 to int, saturating where int is narrower (32-bit
+// platforms): a limit or budget beyond math.MaxInt behaves like math.MaxInt.
+// Values below 1 are left for validation to reject.
+func clampInt(v int64) int {
+	if v > math.MaxInt {
+		return math.MaxInt
+	}
+	if v < math.MinInt {
+		return math.MinInt
+	}
+	return int(v)
+}
 
 func (r *runner) retrieve(ctx context.Context, raw []byte) (any, error) {
 	var in retrieveIn

@@ -72,9 +72,6 @@ func (x *Index) Settings() index.Settings { return x.settings }
 // Len is the number of live chunks.
 func (x *Index) Len() int { return x.live }
 
-// Version-independent statistics, for checks against a database.
-func (x *Index) Stats() (n, sumLen int64) { return int64(x.live), x.sumLen }
-
 func (x *Index) internSet(labels []string) int32 {
 	key := ""
 	for _, l := range labels {
