@@ -2,6 +2,7 @@ package memindex
 
 import (
 	"container/heap"
+	"math"
 	"slices"
 	"sync"
 
@@ -29,6 +30,7 @@ type Index struct {
 	asOf     []int64
 	length   []int32
 	normSq   []int64
+	norm     []float64  // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
 	terms    [][]string // distinct terms of each slot, for removal
 	cols     [][]int8   // cols[d][slot]
 	overflow map[int32][]int32
@@ -48,10 +50,11 @@ type Index struct {
 type scratch struct {
 	lex     []float64
 	mark    []bool
-	dot     []int64
 	touched []int32
-	norm    []float64 // length normalisation by chunk length, this query
-	normSet []bool
+	// Per-query caches by chunk length (see lexical).
+	norm, one           []float64
+	normStamp, oneStamp []uint64
+	stamp               uint64
 }
 
 // New returns an empty index with the given settings.
@@ -112,6 +115,7 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 	x.asOf = append(x.asOf, c.AsOfTick)
 	x.length = append(x.length, int32(c.Length))
 	x.normSq = append(x.normSq, pc.NormSq)
+	x.norm = append(x.norm, math.Sqrt(float64(pc.NormSq)))
 	x.terms = append(x.terms, pc.Terms)
 	fits := true
 	for _, v := range pc.Vector {
@@ -198,7 +202,7 @@ func (x *Index) maybeCompact() {
 		n.docs[id] = slots
 	}
 	*x = Index{settings: n.settings, chunks: n.chunks, alive: n.alive, class: n.class, barrier: n.barrier,
-		asOf: n.asOf, length: n.length, normSq: n.normSq, terms: n.terms, cols: n.cols, overflow: n.overflow,
+		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
 		docs: n.docs, postings: n.postings, sets: n.sets, setIDs: n.setIDs, live: n.live, sumLen: n.sumLen,
 		compactions: old.compactions + 1}
 }
@@ -236,9 +240,8 @@ func (x *Index) getScratch() *scratch {
 	if cap(sc.lex) < n {
 		sc.lex = make([]float64, n)
 		sc.mark = make([]bool, n)
-		sc.dot = make([]int64, n)
 	}
-	sc.lex, sc.mark, sc.dot = sc.lex[:n], sc.mark[:n], sc.dot[:n]
+	sc.lex, sc.mark = sc.lex[:n], sc.mark[:n]
 	return sc
 }
 
@@ -286,19 +289,52 @@ func subset(a, b []string) bool {
 	return true
 }
 
+// parallelMin is the fewest slots for which Rank scores its two sides on two
+// goroutines; tests lower it.
+var parallelMin = 32768
+
 // Rank implements the store side of SPEC section 5 (steps 2-4) for one
 // tenant: both rankings filtered, counted and truncated. The principal's
-// tenant is the caller's business: an Index holds one tenant.
+// tenant is the caller's business: an Index holds one tenant. On a large
+// index the lexical and dense sides run in parallel; each counts into its
+// own funnel, summed after, so the counters do not depend on scheduling.
 func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
-	var rk retrieval.Rankings
-	f := &filter{x: x, clearance: int8(req.Principal.Clearance), setOK: make([]int8, len(x.sets)),
-		principal: req.Principal.Barriers, now: req.NowTick, maxStale: req.MaxStaleTicks}
-	sc := x.getScratch()
-	defer x.pool.Put(sc)
-	rk.Lexical = x.lexical(req, f, sc, &rk)
-	rk.Dense = x.dense(req, f, sc, &rk)
-	return rk
+	newFilter := func() *filter {
+		return &filter{x: x, clearance: int8(req.Principal.Clearance), setOK: make([]int8, len(x.sets)),
+			principal: req.Principal.Barriers, now: req.NowTick, maxStale: req.MaxStaleTicks}
+	}
+	var lex, dense retrieval.Rankings
+	if len(x.chunks) >= parallelMin {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			dense.Dense = x.dense(req, newFilter(), &dense)
+		}()
+		sc := x.getScratch()
+		lex.Lexical = x.lexical(req, newFilter(), sc, &lex)
+		x.pool.Put(sc)
+		<-done
+	} else {
+		sc := x.getScratch()
+		lex.Lexical = x.lexical(req, newFilter(), sc, &lex)
+		x.pool.Put(sc)
+		dense.Dense = x.dense(req, newFilter(), &dense)
+	}
+	return retrieval.Rankings{
+		Lexical:               lex.Lexical,
+		Dense:                 dense.Dense,
+		Considered:            lex.Considered + dense.Considered,
+		ExcludedByEntitlement: lex.ExcludedByEntitlement + dense.ExcludedByEntitlement,
+		ExcludedByFreshness:   lex.ExcludedByFreshness + dense.ExcludedByFreshness,
+	}
 }
+
+// longPostings is the posting-list length from which lexical caches a term's
+// whole contribution by (tf, chunk length) for tf <= cachedTF.
+const (
+	longPostings = 2048
+	cachedTF     = 8
+)
 
 func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *retrieval.Rankings) []retrieval.Hit {
 	n := int64(x.live)
@@ -306,18 +342,24 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 		return nil
 	}
 	avgdl := bm25.AvgDL(x.sumLen, n)
+	params := x.settings.BM25
 	// The length normalisation depends only on a chunk's length: compute it
-	// once per distinct length (same operations, so the same bits).
-	if len(sc.normSet) < normCacheLen {
-		sc.norm, sc.normSet = make([]float64, normCacheLen), make([]bool, normCacheLen)
+	// once per distinct length (same operations, so the same bits). For a
+	// long posting list, a term's contribution depends only on (tf, length):
+	// compute it once per pair for small tf. Entries are valid when their
+	// stamp is the current one, so nothing is cleared per term.
+	if len(sc.norm) < normCacheLen {
+		sc.norm, sc.normStamp = make([]float64, normCacheLen), make([]uint64, normCacheLen)
+		sc.one, sc.oneStamp = make([]float64, cachedTF*normCacheLen), make([]uint64, cachedTF*normCacheLen)
 	}
-	clear(sc.normSet)
+	sc.stamp++
+	normStamp := sc.stamp
 	normOf := func(dl int32) float64 {
 		if int(dl) >= normCacheLen {
-			return bm25.LengthNorm(int64(dl), avgdl, x.settings.BM25)
+			return bm25.LengthNorm(int64(dl), avgdl, params)
 		}
-		if !sc.normSet[dl] {
-			sc.norm[dl], sc.normSet[dl] = bm25.LengthNorm(int64(dl), avgdl, x.settings.BM25), true
+		if sc.normStamp[dl] != normStamp {
+			sc.norm[dl], sc.normStamp[dl] = bm25.LengthNorm(int64(dl), avgdl, params), normStamp
 		}
 		return sc.norm[dl]
 	}
@@ -329,6 +371,11 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 			continue
 		}
 		idf := bm25.IDF(n, p.df)
+		long := len(p.slots) >= longPostings
+		if long {
+			sc.stamp++
+		}
+		oneStamp := sc.stamp
 		for k, s := range p.slots {
 			if !x.alive[s] {
 				continue
@@ -338,15 +385,24 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 				sc.lex[s] = 0
 				touched = append(touched, s)
 			}
-			sc.lex[s] += bm25.TermNorm(idf, int64(p.tfs[k]), normOf(x.length[s]), x.settings.BM25)
+			tf, dl := p.tfs[k], x.length[s]
+			if long && tf <= cachedTF && int(dl) < normCacheLen {
+				i := int(tf-1)*normCacheLen + int(dl)
+				if sc.oneStamp[i] != oneStamp {
+					sc.one[i], sc.oneStamp[i] = bm25.TermNorm(idf, int64(tf), normOf(dl), params), oneStamp
+				}
+				sc.lex[s] += sc.one[i]
+				continue
+			}
+			sc.lex[s] += bm25.TermNorm(idf, int64(tf), normOf(dl), params)
 		}
 	}
 	top := topN{k: req.TopN, x: x}
-	for _, s := range touched {
+	visit := func(s int32) {
 		sc.mark[s] = false
 		score := sc.lex[s]
 		if !(score > 0) {
-			continue
+			return
 		}
 		rk.Considered++
 		switch f.verdict(s) {
@@ -358,44 +414,86 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 			top.offer(s, score)
 		}
 	}
+	// Many touched chunks are cheaper to visit in slot order (sequential
+	// memory) than in the order they were touched.
+	if len(touched) > len(sc.mark)/16 {
+		for s, m := range sc.mark {
+			if m {
+				visit(int32(s))
+			}
+		}
+	} else {
+		for _, s := range touched {
+			visit(s)
+		}
+	}
 	return top.hits()
 }
 
-func (x *Index) dense(req retrieval.RankRequest, f *filter, sc *scratch, rk *retrieval.Rankings) []retrieval.Hit {
+// denseBlock is how many slots the dense side scores at a time: the block's
+// dot products stay in L1 while the query's columns stream past. Tests
+// lower it.
+var denseBlock = 2048
+
+func (x *Index) dense(req retrieval.RankRequest, f *filter, rk *retrieval.Rankings) []retrieval.Hit {
 	q := hashembed.Vector(req.Tokens, x.settings.Dims)
 	qn := hashembed.NormSq(q)
-	if qn == 0 || len(x.chunks) == 0 {
+	n := len(x.chunks)
+	if qn == 0 || n == 0 {
 		return nil
 	}
-	dot := sc.dot
-	clear(dot)
+	type dim struct {
+		col []int8
+		w   int64
+	}
+	var dims []dim
 	for d, qv := range q {
-		if qv == 0 {
-			continue
-		}
-		w := int64(qv)
-		col := x.cols[d]
-		for i, c := range col {
-			dot[i] += w * int64(c)
+		if qv != 0 {
+			dims = append(dims, dim{col: x.cols[d], w: int64(qv)})
 		}
 	}
-	for s, v := range x.overflow {
-		dot[s] = hashembed.Dot(q, v)
+	// Chunks whose vectors do not fit int8 are scored exactly on their own.
+	var over []int32
+	for s := range x.overflow {
+		over = append(over, s)
 	}
+	slices.Sort(over)
+	qnorm := math.Sqrt(float64(qn))
 	top := topN{k: req.TopN, x: x}
-	for i, dv := range dot {
-		if dv <= 0 || !x.alive[i] {
-			continue
+	acc := make([]int64, min(denseBlock, n))
+	for base := 0; base < n; base += denseBlock {
+		end := min(base+denseBlock, n)
+		a := acc[:end-base]
+		clear(a)
+		for _, d := range dims {
+			col := d.col[base:end]
+			w := d.w
+			for i, c := range col {
+				a[i] += w * int64(c)
+			}
 		}
-		s := int32(i)
-		rk.Considered++
-		switch f.verdict(s) {
-		case 1:
-			rk.ExcludedByEntitlement++
-		case 2:
-			rk.ExcludedByFreshness++
-		default:
-			top.offer(s, hashembed.Cosine(dv, qn, x.normSq[s]))
+		for len(over) > 0 && int(over[0]) < end {
+			a[int(over[0])-base] = hashembed.Dot(q, x.overflow[over[0]])
+			over = over[1:]
+		}
+		for i, dv := range a {
+			if dv <= 0 {
+				continue
+			}
+			s := int32(base + i)
+			if !x.alive[s] {
+				continue
+			}
+			rk.Considered++
+			switch f.verdict(s) {
+			case 1:
+				rk.ExcludedByEntitlement++
+			case 2:
+				rk.ExcludedByFreshness++
+			default:
+				// hashembed.Cosine with both square roots taken once.
+				top.offer(s, float64(dv)/float64(qnorm*x.norm[s]))
+			}
 		}
 	}
 	return top.hits()

@@ -1,0 +1,91 @@
+package memindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/replay"
+	"github.com/cordon-rag/cordon/replay/replaygen"
+	"github.com/cordon-rag/cordon/store/memory"
+)
+
+func compare(t *testing.T, name string, script []byte) {
+	t.Helper()
+	var want, got bytes.Buffer
+	if err := replay.Run(context.Background(), script, func(_ context.Context, s index.Settings) (replay.Store, error) { return memory.New(s) }, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := replay.Run(context.Background(), script, func(_ context.Context, s index.Settings) (replay.Store, error) { return NewStore(s) }, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want.Bytes(), got.Bytes()) {
+		t.Fatalf("%s: memindex differs from the reference\nwant %s\ngot  %s", name, want.Bytes(), got.Bytes())
+	}
+}
+
+// overflowScript puts documents whose chunks repeat a word more than 127
+// times (their vectors do not fit the int8 columns) among ordinary ones, and
+// queries them.
+func overflowScript() []byte {
+	type m = map[string]any
+	var steps []m
+	words := []string{"ledger", "swap", "tx4096", "margin", "hold", "pmt"}
+	for d := 0; d < 12; d++ {
+		var text strings.Builder
+		fmt.Fprintf(&text, "# Part %d\n", d)
+		for i := 0; i < 20; i++ {
+			text.WriteString(words[(d+i*i)%len(words)] + " ")
+		}
+		if d%3 == 0 {
+			text.WriteString(strings.Repeat(words[d%len(words)]+" ", 150+d))
+		}
+		steps = append(steps, m{"op": "put", "document": m{"tenant": "t", "doc_id": fmt.Sprintf("d%d", d), "text": text.String(),
+			"classification": []string{"public", "internal", "confidential", "restricted"}[d%4], "as_of_tick": d * 10}})
+	}
+	for i, q := range []string{"ledger swap", "tx4096", "hold hold margin", "pmt ledger tx4096 swap"} {
+		steps = append(steps, m{"op": "retrieve", "principal": m{"tenant": "t", "clearance": "confidential"},
+			"query": q, "now_tick": 100, "policy": m{"max_stale_ticks": 60 + i*10, "enable_rerank": i%2 == 0, "top_n": 3 + i}})
+	}
+	b, err := json.Marshal(m{"config": m{"max_words": 200, "overlap_words": 40}, "steps": steps})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TestParallelBlockedRank forces the two-goroutine Rank and tiny dense blocks
+// (so block edges and int8 overflow slots fall everywhere) and compares with
+// the reference.
+func TestParallelBlockedRank(t *testing.T) {
+	oldP, oldB := parallelMin, denseBlock
+	t.Cleanup(func() { parallelMin, denseBlock = oldP, oldB })
+	parallelMin = 0
+	for _, blk := range []int{1, 3, 64} {
+		denseBlock = blk
+		compare(t, fmt.Sprintf("overflow script, block %d", blk), overflowScript())
+		for seed := uint64(2000); seed < 2100; seed++ {
+			compare(t, fmt.Sprintf("seed %d, block %d", seed, blk), replaygen.Generate(seed, 60))
+		}
+	}
+}
+
+// TestOverflowScriptOverflows guards the test above: its documents must
+// really hold vectors that do not fit int8.
+func TestOverflowScriptOverflows(t *testing.T) {
+	var st *Store
+	if err := replay.Run(context.Background(), overflowScript(), func(_ context.Context, s index.Settings) (replay.Store, error) {
+		var err error
+		st, err = NewStore(s)
+		return st, err
+	}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.tenants["t"].overflow); n == 0 {
+		t.Fatal("no chunk overflowed int8: the overflow path is untested")
+	}
+}
