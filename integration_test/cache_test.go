@@ -99,3 +99,37 @@ func TestCacheBudgetFallsBackToSQL(t *testing.T) {
 		t.Fatalf("cache stats %+v: the tenant should not be cached", st)
 	}
 }
+
+// TestCacheTenantRecreated: a tenant dropped and created again starts over at
+// the same index versions; the cached index of its previous incarnation must
+// never answer for it (a deleted document would come back).
+func TestCacheTenantRecreated(t *testing.T) {
+	ctx := context.Background()
+	dbURL := migrated(t)
+	settings := index.DefaultSettings()
+	writer := openStore(t, dbURL, postgres.Options{AutoCreate: &settings})
+	cached := openStore(t, dbURL, postgres.Options{CacheBytes: 1 << 30})
+	q := retrieval.Query{Principal: cordontype.Principal{Tenant: "again", Clearance: cordontype.Public}, Text: "wire hold", Policy: retrieval.DefaultPolicy()}
+	retrieve := func(step string) retrieval.Result {
+		t.Helper()
+		r, err := retrieval.New(cached).Retrieve(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return r
+	}
+	put(t, writer, cordontype.Document{Tenant: "again", DocID: "a", Text: "wire hold secret alpha", Classification: cordontype.Public})
+	if r := retrieve("first incarnation"); len(r.Chunks) != 1 || r.Chunks[0].Chunk.Text != "wire hold secret alpha" {
+		t.Fatalf("first incarnation: %s", ids(r))
+	}
+	if _, err := writer.DropTenant(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if r := retrieve("dropped"); len(r.Chunks) != 0 || r.Considered != 0 {
+		t.Fatalf("dropped tenant still answers: %s", ids(r))
+	}
+	put(t, writer, cordontype.Document{Tenant: "again", DocID: "a", Text: "wire hold public beta", Classification: cordontype.Public})
+	if r := retrieve("second incarnation"); len(r.Chunks) != 1 || r.Chunks[0].Chunk.Text != "wire hold public beta" {
+		t.Fatalf("second incarnation at the same version answered from the first: %s", ids(r))
+	}
+}

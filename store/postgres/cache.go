@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/index/memindex"
@@ -31,12 +32,16 @@ type cache struct {
 }
 
 type cachedTenant struct {
-	mu       sync.RWMutex
-	x        *memindex.Index
-	version  int64
-	settings index.Settings
-	bytes    int64
-	lastUse  int64
+	mu      sync.RWMutex
+	x       *memindex.Index
+	version int64
+	// incarnation is the OID of the tenant's stats table: a tenant dropped
+	// and created again starts over at version 0 with a new OID, so its old
+	// index can never pass for the new one.
+	incarnation int64
+	settings    index.Settings
+	bytes       int64
+	lastUse     int64
 	// tooBig records that the tenant exceeded the budget at this chunk count;
 	// it is retried only once the tenant has shrunk.
 	tooBig int64
@@ -86,62 +91,104 @@ func (c *cache) entry(schema string) *cachedTenant {
 
 // bytesPerChunk estimates one cached chunk's memory: its int8 vector column
 // entries, per-slot arrays and chunk record, and its distinct terms with their
-// postings.
+// postings. Chunk texts are counted on top (chunkBytes).
 func bytesPerChunk(dims int, terms int) int64 {
 	return int64(dims) + 320 + int64(terms)*40
+}
+
+func chunkBytes(dims int, pc *index.PreparedChunk) int64 {
+	return bytesPerChunk(dims, len(pc.Terms)) + int64(len(pc.Chunk.Text))
+}
+
+// fastRank answers req from a cached index in one statement, without a
+// transaction: the statement reads the tenant's registry row and committed
+// index version together, and a cached index at that version or newer (a
+// later committed state) answers, texts included. ok is false when the
+// caller must take the transactional path, which refreshes the cache; any
+// error there is reported by that path.
+func (c *cache) fastRank(ctx context.Context, db DBTX, req retrieval.RankRequest) (rk retrieval.Rankings, version int64, ok bool) {
+	schema, err := SchemaName(req.Principal.Tenant)
+	if err != nil {
+		return rk, 0, false
+	}
+	var st index.Settings
+	var tok string
+	var incarnation int64
+	err = db.QueryRow(ctx, `
+		SELECT t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, s.tableoid::bigint, s.version
+		FROM cordon.tenants t, `+tablesFor(schema).stats+` s WHERE t.name = $1`, req.Principal.Tenant).Scan(
+		&st.Dims, &st.BM25.K1, &st.BM25.B, &st.Chunking.MaxWords, &st.Chunking.OverlapWords, &tok, &incarnation, &version)
+	if err != nil || tok != analysis.TokenizerVersion {
+		return rk, 0, false
+	}
+	c.mu.Lock()
+	ct := c.tenants[schema]
+	if ct != nil {
+		c.clock++
+		ct.lastUse = c.clock
+	}
+	c.mu.Unlock()
+	if ct == nil {
+		return rk, 0, false
+	}
+	ct.mu.RLock()
+	defer ct.mu.RUnlock()
+	if ct.x == nil || ct.incarnation != incarnation || ct.settings != st || ct.version < version {
+		return rk, 0, false
+	}
+	return ct.x.Rank(req), ct.version, true
 }
 
 // rank answers req from the cached index when it can. ok is false when the
 // caller must use the SQL path (the tenant does not fit the budget, or
 // another query moved the cache past this query's snapshot).
 func (c *cache) rank(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest) (retrieval.Rankings, bool, error) {
-	var version, n int64
-	if err := tx.QueryRow(ctx, `SELECT version, n_chunks FROM `+t.tables.stats).Scan(&version, &n); err != nil {
+	var version, n, incarnation int64
+	if err := tx.QueryRow(ctx, `SELECT version, n_chunks, tableoid::bigint FROM `+t.tables.stats).Scan(&version, &n, &incarnation); err != nil {
 		return retrieval.Rankings{}, false, classify(err)
 	}
 	ct := c.entry(t.schema)
+	current := func() bool {
+		return ct.x != nil && ct.version == version && ct.incarnation == incarnation && ct.settings == t.settings
+	}
 	ct.mu.RLock()
-	current := ct.x != nil && ct.version == version && ct.settings == t.settings
-	if !current {
+	if !current() {
 		ct.mu.RUnlock()
 		ct.mu.Lock()
-		err := c.refresh(ctx, tx, t, ct, version, n)
+		err := c.refresh(ctx, tx, t, ct, version, n, incarnation)
 		ct.mu.Unlock()
 		if err != nil {
 			return retrieval.Rankings{}, false, err
 		}
 		ct.mu.RLock()
-		current = ct.x != nil && ct.version == version && ct.settings == t.settings
-		if !current {
+		if !current() {
 			ct.mu.RUnlock()
 			return retrieval.Rankings{}, false, nil
 		}
 	}
 	rk := ct.x.Rank(req)
 	ct.mu.RUnlock()
-	if err := fillTexts(ctx, tx, t, req, &rk); err != nil {
-		return retrieval.Rankings{}, false, err
-	}
 	return rk, true, nil
 }
 
 // refresh brings ct to version (with the write lock held). It leaves ct
 // unusable (x nil) when the tenant does not fit, and untouched when ct is
 // already newer than this snapshot.
-func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant, version, n int64) error {
+func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant, version, n, incarnation int64) error {
+	same := ct.x != nil && ct.settings == t.settings && ct.incarnation == incarnation
 	switch {
-	case ct.x != nil && ct.settings == t.settings && ct.version == version:
+	case same && ct.version == version:
 		return nil // another query refreshed it
-	case ct.x != nil && ct.settings == t.settings && ct.version > version:
+	case same && ct.version > version:
 		return nil // newer than this snapshot: this query uses SQL
-	case ct.tooBig > 0 && n >= ct.tooBig:
+	case ct.incarnation == incarnation && ct.tooBig > 0 && n >= ct.tooBig:
 		return nil
 	}
 	if bytesPerChunk(t.settings.Dims, 0)*n > c.budget {
 		ct.tooBig = max(n, 1)
 		return nil
 	}
-	if ct.x != nil && ct.settings == t.settings {
+	if same {
 		ok, err := applyChanges(ctx, tx, t, ct, version)
 		if err != nil || ok {
 			return err
@@ -154,9 +201,9 @@ func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cached
 	}
 	var bytes int64
 	err = forEachDoc(rows, t, func(doc *cordontype.Document, pcs []index.PreparedChunk) error {
-		x.Put(doc.DocID, pcs, true)
+		x.Put(doc.DocID, pcs, false)
 		for i := range pcs {
-			bytes += bytesPerChunk(t.settings.Dims, len(pcs[i].Terms))
+			bytes += chunkBytes(t.settings.Dims, &pcs[i])
 		}
 		if bytes > c.budget {
 			return errTooBig
@@ -164,13 +211,13 @@ func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cached
 		return nil
 	})
 	if errors.Is(err, errTooBig) {
-		ct.x, ct.bytes, ct.tooBig = nil, 0, max(n, 1)
+		ct.x, ct.bytes, ct.tooBig, ct.incarnation = nil, 0, max(n, 1), incarnation
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	ct.x, ct.version, ct.settings, ct.bytes, ct.tooBig = x, version, t.settings, bytes, 0
+	ct.x, ct.version, ct.incarnation, ct.settings, ct.bytes, ct.tooBig = x, version, incarnation, t.settings, bytes, 0
 	c.evict(ct)
 	return nil
 }
@@ -203,9 +250,9 @@ func applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant
 	seen := make(map[string]bool, len(ids))
 	err = forEachDoc(rows, t, func(doc *cordontype.Document, pcs []index.PreparedChunk) error {
 		seen[doc.DocID] = true
-		ct.x.Put(doc.DocID, pcs, true)
+		ct.x.Put(doc.DocID, pcs, false)
 		for i := range pcs {
-			ct.bytes += bytesPerChunk(t.settings.Dims, len(pcs[i].Terms))
+			ct.bytes += chunkBytes(t.settings.Dims, &pcs[i])
 		}
 		return nil
 	})
@@ -265,47 +312,4 @@ func (c *cache) evict(keep *cachedTenant) {
 		victim.x, victim.bytes = nil, 0
 		victim.mu.Unlock()
 	}
-}
-
-// fillTexts loads the texts of the ranked chunks in this snapshot, with the
-// pre-filter repeated in SQL.
-func fillTexts(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, rk *retrieval.Rankings) error {
-	ids := make([]string, 0, len(rk.Lexical)+len(rk.Dense))
-	for _, h := range rk.Lexical {
-		ids = append(ids, h.Chunk.ChunkID)
-	}
-	for _, h := range rk.Dense {
-		ids = append(ids, h.Chunk.ChunkID)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	rows, err := tx.Query(ctx, `SELECT c.chunk_id, c.text FROM `+t.tables.chunks+` c
-		WHERE c.chunk_id = ANY($1) AND `+visibleSQL+` AND NOT `+staleSQL,
-		ids, int16(req.Principal.Clearance), req.Principal.Barriers, req.NowTick, req.MaxStaleTicks)
-	if err != nil {
-		return classify(err)
-	}
-	texts := make(map[string]string, len(ids))
-	for rows.Next() {
-		var id, text string
-		if err := rows.Scan(&id, &text); err != nil {
-			rows.Close()
-			return err
-		}
-		texts[id] = text
-	}
-	if err := rows.Err(); err != nil {
-		return classify(err)
-	}
-	for _, hs := range [][]retrieval.Hit{rk.Lexical, rk.Dense} {
-		for i := range hs {
-			text, ok := texts[hs[i].Chunk.ChunkID]
-			if !ok {
-				return errors.New("a cached chunk is missing from its snapshot: this is a bug, please report it with a replay script")
-			}
-			hs[i].Chunk.Text = text
-		}
-	}
-	return nil
 }

@@ -24,11 +24,20 @@ var ErrChunkNotFound = errors.New("chunk not found")
 // its migrations or tenant schemas are behind this binary.
 var ErrNotReady = errors.New("database not ready")
 
-// RankVersion is [Store.Rank] (in-memory path included) that also returns the tenant's index version
-// (stats.version) read in the same snapshot as the rankings, so an audit
-// record can cite exactly which index answered. An unknown tenant has no
-// chunks and version 0.
+// RankVersion ranks req (SPEC section 5, steps 2-4) and returns the tenant's
+// index version (stats.version) that answered, so an audit record can cite
+// exactly which index it was. An unknown tenant has no chunks and version 0.
+//
+// With the in-memory path enabled, a query whose tenant is cached at its
+// committed version (or newer) is answered in one statement; otherwise, and
+// always without the cache, everything is read in one read-only
+// REPEATABLE READ snapshot, refreshing the cache on the way.
 func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
+	if s.cache != nil {
+		if rk, version, ok := s.cache.fastRank(ctx, s.pool, req); ok {
+			return rk, version, nil
+		}
+	}
 	var out retrieval.Rankings
 	var version int64
 	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {

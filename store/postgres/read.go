@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 
@@ -30,31 +29,10 @@ const (
 	staleSQL   = `($5::bigint IS NOT NULL AND $4::bigint - c.as_of_tick > $5::bigint)`
 )
 
-// Rank implements [retrieval.Store] in one read-only snapshot.
+// Rank implements [retrieval.Store] (see RankVersion).
 func (s *Store) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, error) {
-	var out retrieval.Rankings
-	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		t, found, err := lookupTenant(ctx, tx, req.Principal.Tenant)
-		if err != nil || !found {
-			// An unknown tenant has no chunks: an empty answer, like the
-			// reference store's.
-			out = retrieval.Funnel(req, nil, nil)
-			return err
-		}
-		if s.cache != nil {
-			rk, ok, err := s.cache.rank(ctx, tx, t, req)
-			if err != nil || ok {
-				out = rk
-				return err
-			}
-		}
-		out, err = rankTx(ctx, tx, t, req)
-		return err
-	})
-	if err != nil {
-		return retrieval.Rankings{}, fmt.Errorf("rank tenant %q: %w", req.Principal.Tenant, err)
-	}
-	return out, nil
+	rk, _, err := s.RankVersion(ctx, req)
+	return rk, err
 }
 
 // candidate is one chunk found by a side, before its text is fetched.
