@@ -43,7 +43,7 @@ func openPool(ctx context.Context, url string, conns int32, settings ...string) 
 }
 
 // sqlExactSystem answers the whole retrieve pipeline with one SQL statement
-// over Cordon's own tables: BM25 from the postings table with SQL's ln() and
+// over Cordon's own tables: BM25 from the postings blocks with SQL's ln() and
 // an unordered sum(), the dense side as a full scan of pgvector's inner
 // product, the entitlement and freshness filter in WHERE, RRF and the rerank
 // floor in SQL. It is what "just write it in SQL" gives: exact in intent,
@@ -76,13 +76,17 @@ WITH q AS (
 ), st AS (
 	SELECT n_chunks::float8 AS n, sum_len::float8 / greatest(n_chunks, 1) AS avgdl FROM %[1]s.stats
 ), hits AS (
-	SELECT p.term, p.chunk, p.tf FROM q JOIN %[1]s.postings p ON p.term = q.term
+	SELECT p.term, u.chunk, u.tf
+	FROM q JOIN %[1]s.postings p ON p.term = q.term
+	CROSS JOIN LATERAL unnest(p.chunks, p.tfs) AS u(chunk, tf)
+	JOIN %[1]s.chunks c ON c.id = u.chunk
 ), df AS (
 	SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
 ), lex AS (
 	SELECT c.id, c.chunk_id,
 	       sum(greatest(0, ln((st.n - df.df + 0.5) / (df.df + 0.5) + 1))
-	           * (h.tf * ($7::float8 + 1)) / (h.tf + $7::float8 * (1 - $8::float8 + $8::float8 * c.length / st.avgdl))) AS score
+	           * (h.tf * ($7::float8 + 1)) / (h.tf + $7::float8 * (1 - $8::float8 + $8::float8 * c.length / st.avgdl))) AS score,
+	       count(*) AS nterms
 	FROM hits h JOIN df ON df.term = h.term JOIN %[1]s.chunks c ON c.id = h.chunk CROSS JOIN st
 	WHERE c.classification <= $3 AND c.barriers <@ $4::text[]
 	  AND NOT ($6::bigint IS NOT NULL AND $5::bigint - c.as_of_tick > $6::bigint)
@@ -105,9 +109,8 @@ WITH q AS (
 	GROUP BY id, chunk_id ORDER BY fused DESC, chunk_id LIMIT $11
 ), reranked AS (
 	SELECT f.chunk_id, f.fused,
-	       (SELECT count(*) FROM %[1]s.postings p WHERE p.chunk = f.id AND p.term = ANY($1::text[]))::float8
-	         / greatest(cardinality($1::text[]), 1) AS overlap
-	FROM fused f
+	       coalesce(l.nterms, 0)::float8 / greatest(cardinality($1::text[]), 1) AS overlap
+	FROM fused f LEFT JOIN lex l ON l.id = f.id
 )
 SELECT chunk_id FROM reranked
 WHERE overlap > 0 AND overlap >= $12

@@ -7,8 +7,11 @@
 //
 // The control schema "cordon" holds the tenant registry and each tenant's
 // index settings. Tenant t lives in schema cordon_t_<t>: documents, chunks
-// (with a vector column), postings (term, chunk, tf) and a one-row stats table
-// (N, the sum of chunk lengths, the largest vector component, a version).
+// (with a vector column), postings and a one-row stats table (N, the sum of
+// chunk lengths, the largest vector component, a version). Postings are
+// blocks: a row holds one term's postings for many chunks as parallel arrays
+// (chunk ids, tfs), written one block per term per write and merged
+// size-tiered by writers (postings.go, migration 00006).
 // Tenant schema DDL comes from the migrations (cordon.create_tenant), never from
 // this package. Schema names are derived from validated tenant names, quoted
 // with pgx.Identifier, and every table reference is schema-qualified; nothing
@@ -21,8 +24,9 @@
 // freshness pre-filter is evaluated in SQL: a chunk the principal may not see
 // contributes only a count, never its id or text.
 //
-//   - Lexical: the postings of the query's distinct terms are read with each
-//     chunk's length and filter flags. df is counted from those rows, N and the
+//   - Lexical: the postings blocks of the query's distinct terms are unnested
+//     and joined to chunks for each chunk's length and filter flags (a posting
+//     whose chunk is gone finds no row). df is counted from those rows, N and the
 //     length sum come from stats, and Go computes BM25 with package bm25 in the
 //     pinned summation order (SQL's sum() has no defined order and SQL's ln() is
 //     glibc's, which differs from ours in the last bit).
@@ -39,5 +43,15 @@
 //
 // A put or delete is one transaction that locks the tenant's stats row first:
 // writes to one tenant are serialised, so N, df and lengths stay exact under
-// concurrency, and a failure anywhere rolls back to the previous version.
+// concurrency, and a failure anywhere rolls back to the previous version. A
+// delete removes documents and chunks; their postings stay in their blocks,
+// unread, until a merge drops them.
+//
+// # In-memory query path
+//
+// With Options.CacheBytes, a tenant's index is also kept in process memory
+// (package memindex, texts included) and checked against the committed
+// stats.version and the stats table's OID (the tenant's incarnation) in one
+// statement per query; a cache that is behind is brought forward from the
+// change log in a snapshot, one that does not fit falls back to SQL.
 package postgres

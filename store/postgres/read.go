@@ -73,17 +73,20 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequ
 	return rk, nil
 }
 
-// lexical scores the postings of the query's distinct terms in Go.
+// lexical scores the postings of the query's distinct terms in Go. The join
+// to chunks drops postings of deleted chunks still in unmerged blocks, so df
+// counts current chunks only.
 func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, n, sumLen int64, filterArgs []any, rk *retrieval.Rankings) ([]candidate, error) {
 	if len(req.Terms) == 0 || n == 0 {
 		return nil, nil
 	}
 	rows, err := tx.Query(ctx, `
-		SELECT q.ord::int, p.chunk, p.tf, c.length, `+visibleSQL+`, `+staleSQL+`,
+		SELECT q.ord::int, u.chunk, u.tf, c.length, `+visibleSQL+`, `+staleSQL+`,
 		       CASE WHEN `+visibleSQL+` AND NOT `+staleSQL+` THEN c.chunk_id END
 		FROM unnest($1::text[]) WITH ORDINALITY AS q(term, ord)
 		JOIN `+t.tables.postings+` p ON p.term = q.term
-		JOIN `+t.tables.chunks+` c ON c.id = p.chunk`,
+		CROSS JOIN LATERAL unnest(p.chunks, p.tfs) AS u(chunk, tf)
+		JOIN `+t.tables.chunks+` c ON c.id = u.chunk`,
 		append([]any{req.Terms}, filterArgs...)...)
 	if err != nil {
 		return nil, classify(err)

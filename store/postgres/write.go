@@ -110,13 +110,16 @@ func lastOfEach(batch []preparedDoc) []preparedDoc {
 	return out
 }
 
-// lockStats takes the tenant's write lock (its stats row).
-func lockStats(ctx context.Context, tx pgx.Tx, tb tables) error {
-	_, err := tx.Exec(ctx, `SELECT 1 FROM `+tb.stats+` FOR UPDATE`)
-	return classify(err)
+// lockStats takes the tenant's write lock (its stats row) and returns the
+// tenant's current version; this transaction commits version+1.
+func lockStats(ctx context.Context, tx pgx.Tx, tb tables) (int64, error) {
+	var version int64
+	err := tx.QueryRow(ctx, `SELECT version FROM `+tb.stats+` FOR UPDATE`).Scan(&version)
+	return version, classify(err)
 }
 
-// removeDocs deletes documents (chunks and postings cascade) and returns how
+// removeDocs deletes documents (their chunks cascade; their postings stay
+// until their blocks are merged, and readers never see them) and returns how
 // many existed, and how many chunks and tokens they had.
 func removeDocs(ctx context.Context, tx pgx.Tx, tb tables, docIDs []string) (existed, n, sumLen int64, err error) {
 	err = tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(length), 0)::bigint FROM `+tb.chunks+` WHERE doc_id = ANY($1)`, docIDs).Scan(&n, &sumLen)
@@ -131,7 +134,8 @@ func removeDocs(ctx context.Context, tx pgx.Tx, tb tables, docIDs []string) (exi
 }
 
 func putTx(ctx context.Context, tx pgx.Tx, tb tables, batch []preparedDoc) error {
-	if err := lockStats(ctx, tx, tb); err != nil {
+	current, err := lockStats(ctx, tx, tb)
+	if err != nil {
 		return err
 	}
 	docIDs := make([]string, len(batch))
@@ -188,18 +192,24 @@ func putTx(ctx context.Context, tx pgx.Tx, tb tables, batch []preparedDoc) error
 	if err := rows.Err(); err != nil {
 		return classify(err)
 	}
-	var postings [][]any
+	postings := make(map[string]*postingList)
 	for _, d := range batch {
 		for j := range d.chunks {
 			pc := &d.chunks[j]
 			id := ids[pc.Chunk.ChunkID]
 			for k, term := range pc.Terms {
-				postings = append(postings, []any{term, id, pc.TF[k]})
+				p := postings[term]
+				if p == nil {
+					p = &postingList{}
+					postings[term] = p
+				}
+				p.chunks = append(p.chunks, id)
+				p.tfs = append(p.tfs, pc.TF[k])
 			}
 		}
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "postings"}, []string{"term", "chunk", "tf"}, pgx.CopyFromRows(postings)); err != nil {
-		return classify(err)
+	if err := writePostings(ctx, tx, tb, current+1, postings); err != nil {
+		return err
 	}
 	var version int64
 	if err := tx.QueryRow(ctx, `UPDATE `+tb.stats+` SET
@@ -244,7 +254,7 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 	}
 	var existed bool
 	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockStats(ctx, tx, t.tables); err != nil {
+		if _, err := lockStats(ctx, tx, t.tables); err != nil {
 			return err
 		}
 		count, n, sumLen, err := removeDocs(ctx, tx, t.tables, []string{docID})

@@ -1,0 +1,90 @@
+-- Tenant schema version 5: BM25 postings stored in blocks.
+--
+-- Version 1 kept one row per (term, chunk): about 90 rows per chunk, with a
+-- primary key, an index on chunk and a foreign key to chunks, which made
+-- postings 90% of a tenant's storage (about 9 KB per chunk) and most of its
+-- ingest time. From version 5 a row holds one term's postings for many
+-- chunks, as parallel arrays sorted by chunk id:
+--
+--   postings (term, block, n, chunks bigint[], tfs integer[])
+--
+-- A write adds one row per distinct term of its batch (block = the tenant
+-- version it commits). Rows are merged size-tiered, as a search engine
+-- merges segments: when a term has 8 rows of the new row's size class
+-- (powers of 8 postings) or smaller, the writer merges them into one, in the
+-- same transaction, dropping postings of chunks that no longer exist. A
+-- deleted or replaced chunk leaves its postings behind until then: readers
+-- join postings to chunks (as before), so a posting whose chunk is gone is
+-- never counted, in df or anywhere else. Chunk ids are never reused.
+--
+-- The upgrade rewrites every existing tenant's postings into one block per
+-- term; the downgrade expands them back into rows.
+
+-- +goose Up
+-- +goose StatementBegin
+CREATE FUNCTION cordon.tenant_upgrade_5(s text) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    EXECUTE format('ALTER TABLE %I.postings RENAME TO postings_v1', s);
+    EXECUTE format('ALTER TABLE %I.postings_v1 RENAME CONSTRAINT postings_pkey TO postings_v1_pkey', s);
+    EXECUTE format($ddl$
+        CREATE TABLE %I.postings (
+            term   text COLLATE "C" NOT NULL,
+            block  bigint NOT NULL,
+            n      integer NOT NULL CHECK (n > 0),
+            chunks bigint[] NOT NULL,
+            tfs    integer[] NOT NULL,
+            PRIMARY KEY (term, block),
+            CHECK (cardinality(chunks) = n AND cardinality(tfs) = n)
+        )$ddl$, s);
+    EXECUTE format($ddl$
+        INSERT INTO %1$I.postings (term, block, n, chunks, tfs)
+        SELECT term, 0, count(*), array_agg(chunk ORDER BY chunk), array_agg(tf ORDER BY chunk)
+        FROM %1$I.postings_v1 GROUP BY term$ddl$, s);
+    EXECUTE format('DROP TABLE %I.postings_v1', s);
+END
+$fn$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION cordon.tenant_latest_version() RETURNS integer
+LANGUAGE sql STABLE AS $fn$ SELECT 5 $fn$;
+-- +goose StatementEnd
+
+SELECT cordon.apply_tenant_upgrades(name) FROM cordon.tenants ORDER BY name;
+
+-- +goose Down
+-- +goose StatementBegin
+DO $do$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT schema_name FROM cordon.tenants WHERE schema_version >= 5 LOOP
+        EXECUTE format('ALTER TABLE %I.postings RENAME TO postings_v5', r.schema_name);
+        EXECUTE format('ALTER TABLE %I.postings_v5 RENAME CONSTRAINT postings_pkey TO postings_v5_pkey', r.schema_name);
+        EXECUTE format($ddl$
+            CREATE TABLE %1$I.postings (
+                term  text COLLATE "C" NOT NULL,
+                chunk bigint NOT NULL REFERENCES %1$I.chunks (id) ON DELETE CASCADE,
+                tf    integer NOT NULL CHECK (tf > 0),
+                PRIMARY KEY (term, chunk)
+            )$ddl$, r.schema_name);
+        EXECUTE format('CREATE INDEX ON %I.postings (chunk)', r.schema_name);
+        EXECUTE format($ddl$
+            INSERT INTO %1$I.postings (term, chunk, tf)
+            SELECT p.term, u.chunk, u.tf
+            FROM %1$I.postings_v5 p CROSS JOIN LATERAL unnest(p.chunks, p.tfs) AS u(chunk, tf)
+            WHERE EXISTS (SELECT 1 FROM %1$I.chunks c WHERE c.id = u.chunk)$ddl$, r.schema_name);
+        EXECUTE format('DROP TABLE %I.postings_v5', r.schema_name);
+    END LOOP;
+    UPDATE cordon.tenants SET schema_version = 4 WHERE schema_version >= 5;
+END
+$do$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION cordon.tenant_latest_version() RETURNS integer
+LANGUAGE sql STABLE AS $fn$ SELECT 4 $fn$;
+-- +goose StatementEnd
+
+DROP FUNCTION cordon.tenant_upgrade_5(text);
