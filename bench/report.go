@@ -29,10 +29,15 @@ type Report struct {
 // SystemResult is one system's measurements. Pointer fields are null where
 // they do not apply.
 type SystemResult struct {
-	P50              float64  `json:"p50_ms"`
-	P95              float64  `json:"p95_ms"`
-	P99              float64  `json:"p99_ms"`
-	QPS              float64  `json:"qps"`
+	P50 float64 `json:"p50_ms"`
+	P95 float64 `json:"p95_ms"`
+	P99 float64 `json:"p99_ms"`
+	QPS float64 `json:"qps"`
+	// SerialP50..99 are the latencies of Options.Serial queries run again
+	// with one client (omitted when not run).
+	SerialP50        *float64 `json:"serial_p50_ms,omitempty"`
+	SerialP95        *float64 `json:"serial_p95_ms,omitempty"`
+	SerialP99        *float64 `json:"serial_p99_ms,omitempty"`
 	IngestChunksPerS *float64 `json:"ingest_chunks_per_s"`
 	IngestSeconds    *float64 `json:"ingest_s"`
 	BytesPerChunk    *float64 `json:"bytes_per_chunk"`

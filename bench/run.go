@@ -47,6 +47,10 @@ type Options struct {
 	// tenant on its first query is measured in its steady state.
 	Warmup      int
 	WarmTenants bool
+	// Serial, when > 0, runs the first Serial queries again with one client
+	// after the measured run and reports their latency (serial_p50_ms...):
+	// latency without queueing behind other clients.
+	Serial int
 	// CacheBytes is the cordon system's in-memory query path budget
 	// (postgres.Options.CacheBytes); 0 ranks every query in SQL.
 	CacheBytes int64
@@ -275,6 +279,35 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 			return nil, nil, fmt.Errorf("warm-up query %d: %w", i, err)
 		}
 	}
+	lat, lists, wall, err := runQueries(ctx, name, sys, queries, opts.Concurrency, pr)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.P50 = ms(Percentile(lat, 50))
+	res.P95 = ms(Percentile(lat, 95))
+	res.P99 = ms(Percentile(lat, 99))
+	res.QPS = float64(len(queries)) / wall.Seconds()
+	if c, ok := sys.(*cordonSystem); ok && opts.CacheBytes > 0 {
+		st := c.st.CacheStats()
+		res.MemoryBudgetBytes, res.MemoryUsedBytes = &st.Budget, &st.Bytes
+	}
+	pr.logf("[%s] %d queries, %d clients: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f qps\n",
+		name, len(queries), opts.Concurrency, res.P50, res.P95, res.P99, res.QPS)
+	if n := min(opts.Serial, len(queries)); n > 0 {
+		lat, _, _, err := runQueries(ctx, name+" serial", sys, queries[:n], 1, pr)
+		if err != nil {
+			return nil, nil, err
+		}
+		p50, p95, p99 := ms(Percentile(lat, 50)), ms(Percentile(lat, 95)), ms(Percentile(lat, 99))
+		res.SerialP50, res.SerialP95, res.SerialP99 = &p50, &p95, &p99
+		pr.logf("[%s] %d queries, 1 client: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms\n", name, n, p50, p95, p99)
+	}
+	return res, lists, nil
+}
+
+// runQueries runs queries with conc clients and returns each query's latency
+// and top-10 list, and the wall time.
+func runQueries(ctx context.Context, name string, sys System, queries []Query, conc int, pr *progress) ([]time.Duration, [][]string, time.Duration, error) {
 	lat := make([]time.Duration, len(queries))
 	lists := make([][]string, len(queries))
 	var next, finished atomic.Int64
@@ -283,12 +316,12 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	qstart := time.Now()
-	stop = pr.every(func() string {
+	stop := pr.every(func() string {
 		n := finished.Load()
 		return fmt.Sprintf("[%s] query %d/%d, %.0f qps", name, n, len(queries), float64(n)/time.Since(qstart).Seconds())
 	})
 	var wg sync.WaitGroup
-	for range opts.Concurrency {
+	for range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -317,20 +350,7 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	wg.Wait()
 	wall := time.Since(qstart)
 	stop()
-	if firstErr != nil {
-		return nil, nil, firstErr
-	}
-	res.P50 = ms(Percentile(lat, 50))
-	res.P95 = ms(Percentile(lat, 95))
-	res.P99 = ms(Percentile(lat, 99))
-	res.QPS = float64(len(queries)) / wall.Seconds()
-	if c, ok := sys.(*cordonSystem); ok && opts.CacheBytes > 0 {
-		st := c.st.CacheStats()
-		res.MemoryBudgetBytes, res.MemoryUsedBytes = &st.Budget, &st.Bytes
-	}
-	pr.logf("[%s] %d queries, %d clients: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f qps\n",
-		name, len(queries), opts.Concurrency, res.P50, res.P95, res.P99, res.QPS)
-	return res, lists, nil
+	return lat, lists, wall, firstErr
 }
 
 // sampleHeap samples the Go heap (live and not yet collected objects) every

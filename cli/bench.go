@@ -18,7 +18,7 @@ func init() {
 		usage: `Usage:
   cordon bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
-               [--warmup N] [--warm-tenants=false] [--cache-mib M]
+               [--warmup N] [--warm-tenants=false] [--cache-mib M] [--serial N]
                [--create-database=false] [--keep] [--json]
   cordon bench plot --out FILE.png REPORT.json...
 
@@ -43,8 +43,9 @@ Before measuring, each system answers one unmeasured query per tenant
 tenant on first use are measured warm. Every system returns a top-10 list
 under the same policy; recall@10 and the number of identical lists are
 measured against the memory store's lists (the reference), or cordon's when
-memory is not run. Latency is per query; qps is
-Q over the wall time of the measured run; ingest_chunks_per_s includes index
+memory is not run. Latency is per query, with C clients queueing for the
+machine's cores; --serial N adds the latency of N queries run one at a
+time (serial_p50_ms, ...). qps is Q over the wall time of the measured run; ingest_chunks_per_s includes index
 builds; bytes_per_chunk is the Postgres storage of the system's relations
 (indexes and TOAST included) minus the bytes of document and chunk text.
 
@@ -89,6 +90,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	seed := fs.Uint64("seed", 1, "corpus and query seed")
 	systems := fs.String("systems", strings.Join(bench.AllSystems, ","), "systems to run, comma-separated")
 	warmup := fs.Int("warmup", 20, "unmeasured warm-up queries per system")
+	serial := fs.Int("serial", 0, "after the measured run, run the first N queries again with one client and report their latency (serial_p50_ms, serial_p95_ms, serial_p99_ms)")
 	warmTenants := fs.Bool("warm-tenants", true, "before measuring, one unmeasured query per tenant per system")
 	cacheMiB := fs.Int64("cache-mib", 2048, "cordon's in-memory query path budget in MiB (0: every query in SQL)")
 	create := fs.Bool("create-database", true, "run in a fresh database created on the server, dropped afterwards")
@@ -113,6 +115,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		Writers:        *writers,
 		Batch:          *batch,
 		Warmup:         *warmup,
+		Serial:         *serial,
 		WarmTenants:    *warmTenants,
 		CacheBytes:     *cacheMiB << 20,
 		Systems:        splitList(*systems),

@@ -12,10 +12,13 @@
 -- version it commits). Rows are merged size-tiered, as a search engine
 -- merges segments: when a term has 8 rows of the new row's size class
 -- (powers of 8 postings) or smaller, the writer merges them into one, in the
--- same transaction, dropping postings of chunks that no longer exist. A
--- deleted or replaced chunk leaves its postings behind until then: readers
--- join postings to chunks (as before), so a posting whose chunk is gone is
--- never counted, in df or anywhere else. Chunk ids are never reused.
+-- same transaction, by concatenation. A deleted or replaced chunk leaves its
+-- postings behind: readers join postings to chunks (as before), so a posting
+-- whose chunk is gone is never counted, in df or anywhere else (chunk ids are
+-- never reused). stats.dead_postings bounds how many there are (the token
+-- count of removed chunks); once it exceeds a quarter of the live tokens a
+-- writer rewrites the blocks without them, so the garbage costs O(1) per
+-- removed posting, amortised.
 --
 -- The upgrade rewrites every existing tenant's postings into one block per
 -- term; the downgrade expands them back into rows.
@@ -42,6 +45,7 @@ BEGIN
         SELECT term, 0, count(*), array_agg(chunk ORDER BY chunk), array_agg(tf ORDER BY chunk)
         FROM %1$I.postings_v1 GROUP BY term$ddl$, s);
     EXECUTE format('DROP TABLE %I.postings_v1', s);
+    EXECUTE format('ALTER TABLE %I.stats ADD COLUMN dead_postings bigint NOT NULL DEFAULT 0', s);
 END
 $fn$;
 -- +goose StatementEnd
@@ -76,6 +80,7 @@ BEGIN
             FROM %1$I.postings_v5 p CROSS JOIN LATERAL unnest(p.chunks, p.tfs) AS u(chunk, tf)
             WHERE EXISTS (SELECT 1 FROM %1$I.chunks c WHERE c.id = u.chunk)$ddl$, r.schema_name);
         EXECUTE format('DROP TABLE %I.postings_v5', r.schema_name);
+        EXECUTE format('ALTER TABLE %I.stats DROP COLUMN dead_postings', r.schema_name);
     END LOOP;
     UPDATE cordon.tenants SET schema_version = 4 WHERE schema_version >= 5;
 END

@@ -67,8 +67,7 @@ type postingList struct {
 // writePostings stores the batch's postings (term -> list, chunk ids
 // ascending) as blocks numbered block, merging each term's blocks as
 // mergeSelect decides. It runs in the writer's transaction, under the
-// tenant's write lock, after the batch's chunks were inserted and replaced
-// ones deleted, so "live" below is exactly the committed state to be.
+// tenant's write lock, after the batch's chunks were inserted.
 func writePostings(ctx context.Context, tx pgx.Tx, tb tables, block int64, batch map[string]*postingList) error {
 	if len(batch) == 0 {
 		return nil
@@ -119,35 +118,49 @@ func writePostings(ctx context.Context, tx pgx.Tx, tb tables, block int64, batch
 		}
 	}
 
-	// Merge: take the chosen blocks out and fold their live postings into
-	// the batch's lists.
+	// Merge: take the chosen blocks out and put their postings, in block
+	// order, in front of the batch's (chunk ids grow and writes are
+	// serialised, so this is usually sorted already; a block merged past an
+	// older, bigger one is not, and sortPostings repairs that). Postings of
+	// removed chunks are carried along: maybeCollect drops them.
 	if len(delTerms) > 0 {
 		rows, err := tx.Query(ctx, `
-			WITH gone AS (
-				DELETE FROM `+tb.postings+` p
-				USING unnest($1::text[], $2::bigint[]) AS d(term, block)
-				WHERE p.term = d.term AND p.block = d.block
-				RETURNING p.term, p.chunks, p.tfs)
-			SELECT g.term, u.chunk, u.tf
-			FROM gone g CROSS JOIN LATERAL unnest(g.chunks, g.tfs) AS u(chunk, tf)
-			WHERE EXISTS (SELECT 1 FROM `+tb.chunks+` c WHERE c.id = u.chunk)`, delTerms, delBlocks)
+			DELETE FROM `+tb.postings+` p
+			USING unnest($1::text[], $2::bigint[]) AS d(term, block)
+			WHERE p.term = d.term AND p.block = d.block
+			RETURNING p.term, p.block, p.chunks, p.tfs`, delTerms, delBlocks)
 		if err != nil {
 			return classify(err)
 		}
+		type gone struct {
+			block  int64
+			chunks []int64
+			tfs    []int32
+		}
+		merged := make(map[string][]gone)
 		for rows.Next() {
 			var term string
-			var chunk int64
-			var tf int32
-			if err := rows.Scan(&term, &chunk, &tf); err != nil {
+			var g gone
+			if err := rows.Scan(&term, &g.block, &g.chunks, &g.tfs); err != nil {
 				rows.Close()
 				return err
 			}
-			p := batch[term]
-			p.chunks = append(p.chunks, chunk)
-			p.tfs = append(p.tfs, tf)
+			merged[term] = append(merged[term], g)
 		}
 		if err := rows.Err(); err != nil {
 			return classify(err)
+		}
+		for term, gs := range merged {
+			slices.SortFunc(gs, func(a, b gone) int { return cmpInt64(a.block, b.block) })
+			p := batch[term]
+			var chunks []int64
+			var tfs []int32
+			for _, g := range gs {
+				chunks = append(chunks, g.chunks...)
+				tfs = append(tfs, g.tfs...)
+			}
+			p.chunks = append(chunks, p.chunks...)
+			p.tfs = append(tfs, p.tfs...)
 		}
 	}
 
@@ -187,4 +200,45 @@ func cmpInt64(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// gcMinDead is the fewest dead postings (as counted in stats.dead_postings)
+// worth a rewrite.
+const gcMinDead = 4096
+
+// maybeCollect rewrites the tenant's postings without those of removed
+// chunks once stats.dead_postings exceeds a quarter of the live tokens.
+// It runs in the writer's transaction, under the tenant's write lock.
+func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables) error {
+	var dead, live int64
+	if err := tx.QueryRow(ctx, `SELECT dead_postings, sum_len FROM `+tb.stats).Scan(&dead, &live); err != nil {
+		return classify(err)
+	}
+	if dead < gcMinDead || dead*4 <= live {
+		return nil
+	}
+	return collectPostings(ctx, tx, tb)
+}
+
+// collectPostings drops every posting whose chunk no longer exists, and
+// blocks left empty, and resets stats.dead_postings.
+func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
+	if _, err := tx.Exec(ctx, `
+		UPDATE `+tb.postings+` p SET n = f.n, chunks = f.chunks, tfs = f.tfs
+		FROM (
+			SELECT q.term, q.block, count(*)::int AS n,
+			       array_agg(u.chunk ORDER BY u.ord) AS chunks, array_agg(u.tf ORDER BY u.ord) AS tfs
+			FROM `+tb.postings+` q CROSS JOIN LATERAL unnest(q.chunks, q.tfs) WITH ORDINALITY AS u(chunk, tf, ord)
+			WHERE EXISTS (SELECT 1 FROM `+tb.chunks+` c WHERE c.id = u.chunk)
+			GROUP BY q.term, q.block) f
+		WHERE p.term = f.term AND p.block = f.block AND p.n <> f.n`); err != nil {
+		return classify(err)
+	}
+	if _, err := tx.Exec(ctx, `
+		DELETE FROM `+tb.postings+` p
+		WHERE NOT EXISTS (SELECT 1 FROM unnest(p.chunks) AS u(chunk) JOIN `+tb.chunks+` c ON c.id = u.chunk)`); err != nil {
+		return classify(err)
+	}
+	_, err := tx.Exec(ctx, `UPDATE `+tb.stats+` SET dead_postings = 0`)
+	return classify(err)
 }

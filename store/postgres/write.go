@@ -214,10 +214,14 @@ func putTx(ctx context.Context, tx pgx.Tx, tb tables, batch []preparedDoc) error
 	var version int64
 	if err := tx.QueryRow(ctx, `UPDATE `+tb.stats+` SET
 		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
-		max_abs = greatest(max_abs, $5), version = version + 1
+		max_abs = greatest(max_abs, $5), version = version + 1,
+		dead_postings = dead_postings + $3
 		RETURNING version`,
 		oldN, newN, oldLen, newLen, maxAbs).Scan(&version); err != nil {
 		return classify(err)
+	}
+	if err := maybeCollect(ctx, tx, tb); err != nil {
+		return err
 	}
 	return logChanges(ctx, tx, tb, version, docIDs)
 }
@@ -263,9 +267,13 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 			return err
 		}
 		var version int64
-		if err := tx.QueryRow(ctx, `UPDATE `+t.tables.stats+` SET n_chunks = n_chunks - $1, sum_len = sum_len - $2, version = version + 1
+		if err := tx.QueryRow(ctx, `UPDATE `+t.tables.stats+` SET n_chunks = n_chunks - $1, sum_len = sum_len - $2, version = version + 1,
+			dead_postings = dead_postings + $2
 			RETURNING version`, n, sumLen).Scan(&version); err != nil {
 			return classify(err)
+		}
+		if err := maybeCollect(ctx, tx, t.tables); err != nil {
+			return err
 		}
 		return logChanges(ctx, tx, t.tables, version, []string{docID})
 	})

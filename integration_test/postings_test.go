@@ -1,0 +1,101 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/memory"
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+// TestPostingsGarbageCollected: removed chunks leave their postings in
+// blocks until the dead ones outweigh a quarter of the live tokens; then a
+// writer rewrites the blocks without them. Before and after, retrievals
+// equal the reference's, and blocks stay few per term.
+func TestPostingsGarbageCollected(t *testing.T) {
+	ctx := context.Background()
+	dbURL := migrated(t)
+	settings := index.DefaultSettings()
+	ref, err := memory.New(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t, dbURL, postgres.Options{AutoCreate: &settings})
+	words := []string{"wire", "hold", "release", "ledger", "swap", "margin", "tx4096", "desk", "limit", "breach", "audit", "nostro"}
+	doc := func(i, round int) cordontype.Document {
+		var text strings.Builder
+		for j := range 90 {
+			text.WriteString(words[(i*7+j*j+round)%len(words)] + fmt.Sprint((i+j)%13) + " ")
+		}
+		return cordontype.Document{Tenant: "gc", DocID: fmt.Sprintf("d%d", i), Text: text.String(), Classification: cordontype.Classification(i % 3)}
+	}
+	apply := func(d cordontype.Document) {
+		t.Helper()
+		put(t, st, d)
+		if _, err := ref.Put(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string) {
+		t.Helper()
+		for _, text := range []string{"wire3 hold", "tx40966 ledger breach", "desk1 limit2 margin swap", "nostro"} {
+			q := retrieval.Query{Principal: cordontype.Principal{Tenant: "gc", Clearance: cordontype.Confidential}, Text: text, Policy: retrieval.DefaultPolicy()}
+			want, err := retrieval.New(ref).Retrieve(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := retrieval.New(st).Retrieve(ctx, q)
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			if ids(got) != ids(want) {
+				t.Fatalf("%s, query %q: got %s, want %s", step, text, ids(got), ids(want))
+			}
+		}
+	}
+	dead := func() int64 { return queryInt(t, dbURL, `SELECT dead_postings FROM cordon_t_gc.stats`) }
+	stored := func() int64 { return queryInt(t, dbURL, `SELECT coalesce(sum(n), 0)::bigint FROM cordon_t_gc.postings`) }
+	live := func() int64 {
+		return queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.postings p
+			CROSS JOIN LATERAL unnest(p.chunks) AS u(chunk) JOIN cordon_t_gc.chunks c ON c.id = u.chunk`)
+	}
+	for i := range 80 {
+		apply(doc(i, 0))
+	}
+	check("written")
+	// Replace a few: their old postings stay, counted as dead.
+	for i := range 10 {
+		apply(doc(i, 1))
+	}
+	if d := dead(); d == 0 || stored() <= live() {
+		t.Fatalf("after replacements: dead_postings %d, %d stored, %d live: want garbage", d, stored(), live())
+	}
+	check("replaced")
+	// Delete most: the dead outweigh the live and the next write collects.
+	for i := 10; i < 75; i++ {
+		if _, err := st.Delete(ctx, "gc", fmt.Sprintf("d%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ref.Delete(ctx, "gc", fmt.Sprintf("d%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 75 documents of 90 tokens were removed or replaced: 6,750 dead tokens,
+	// past the 4,096 threshold and a quarter of the live ones, so a writer
+	// collected on the way; what is left is bounded by the counter.
+	if d, s, l := dead(), stored(), live(); d >= 75*90 || s-l > d {
+		t.Fatalf("after deleting most documents: dead_postings %d, %d postings stored, %d live: want a collection, and garbage <= the counter", d, s, l)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.postings WHERE n = 0 OR cardinality(chunks) <> n`); n != 0 {
+		t.Fatalf("%d blocks empty or miscounted after collection", n)
+	}
+	check("collected")
+	if n := queryInt(t, dbURL, `SELECT coalesce(max(c), 0)::bigint FROM (SELECT count(*) AS c FROM cordon_t_gc.postings GROUP BY term) x`); n > 7*4 {
+		t.Fatalf("a term has %d blocks", n)
+	}
+}
