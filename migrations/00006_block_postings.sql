@@ -1,4 +1,4 @@
--- Tenant schema version 5: BM25 postings stored in blocks.
+-- Tenant schema version 5: BM25 postings stored in segments of blocks.
 --
 -- Version 1 kept one row per (term, chunk): about 90 rows per chunk, with a
 -- primary key, an index on chunk and a foreign key to chunks, which made
@@ -8,20 +8,21 @@
 --
 --   postings (term, block, n, chunks bigint[], tfs integer[])
 --
--- A write adds one row per distinct term of its batch (block = the tenant
--- version it commits). Rows are merged size-tiered, as a search engine
--- merges segments: when a term has 8 rows of the new row's size class
--- (powers of 8 postings) or smaller, the writer merges them into one, in the
--- same transaction, by concatenation. A deleted or replaced chunk leaves its
--- postings behind: readers join postings to chunks (as before), so a posting
--- whose chunk is gone is never counted, in df or anywhere else (chunk ids are
--- never reused). stats.dead_postings bounds how many there are (the token
--- count of removed chunks); once it exceeds a quarter of the live tokens a
--- writer rewrites the blocks without them, so the garbage costs O(1) per
--- removed posting, amortised.
+-- as a search engine keeps segments: a write adds one segment (a block
+-- number from postings_block, registered in segments with its posting
+-- count) holding one row per distinct term of its batch. After it commits,
+-- segments are merged size-tiered (8 of a size class or smaller into one)
+-- in a transaction of their own, outside the tenant's write lock: writers
+-- never wait for a merge, readers see the old segments or the new one.
+-- A deleted or replaced chunk leaves its postings behind: readers join
+-- postings to chunks (as before), so a posting whose chunk is gone is never
+-- counted, in df or anywhere else (chunk ids are never reused). Merges drop
+-- them, and stats.dead_postings (the token count of removed chunks) makes a
+-- writer rewrite every block without them once they exceed a quarter of the
+-- live tokens, so garbage is bounded.
 --
--- The upgrade rewrites every existing tenant's postings into one block per
--- term; the downgrade expands them back into rows.
+-- The upgrade rewrites every existing tenant's postings into one segment
+-- (block 0); the downgrade expands them back into rows.
 
 -- +goose Up
 -- +goose StatementBegin
@@ -40,10 +41,20 @@ BEGIN
             PRIMARY KEY (term, block),
             CHECK (cardinality(chunks) = n AND cardinality(tfs) = n)
         )$ddl$, s);
+    EXECUTE format('CREATE INDEX ON %I.postings (block)', s);
+    EXECUTE format($ddl$
+        CREATE TABLE %I.segments (
+            block    bigint PRIMARY KEY,
+            postings bigint NOT NULL CHECK (postings > 0)
+        )$ddl$, s);
+    EXECUTE format('CREATE SEQUENCE %I.postings_block START 1', s);
     EXECUTE format($ddl$
         INSERT INTO %1$I.postings (term, block, n, chunks, tfs)
         SELECT term, 0, count(*), array_agg(chunk ORDER BY chunk), array_agg(tf ORDER BY chunk)
         FROM %1$I.postings_v1 GROUP BY term$ddl$, s);
+    EXECUTE format($ddl$
+        INSERT INTO %1$I.segments (block, postings)
+        SELECT 0, sum(n) FROM %1$I.postings HAVING count(*) > 0$ddl$, s);
     EXECUTE format('DROP TABLE %I.postings_v1', s);
     EXECUTE format('ALTER TABLE %I.stats ADD COLUMN dead_postings bigint NOT NULL DEFAULT 0', s);
 END
@@ -80,6 +91,8 @@ BEGIN
             FROM %1$I.postings_v5 p CROSS JOIN LATERAL unnest(p.chunks, p.tfs) AS u(chunk, tf)
             WHERE EXISTS (SELECT 1 FROM %1$I.chunks c WHERE c.id = u.chunk)$ddl$, r.schema_name);
         EXECUTE format('DROP TABLE %I.postings_v5', r.schema_name);
+        EXECUTE format('DROP TABLE %I.segments', r.schema_name);
+        EXECUTE format('DROP SEQUENCE %I.postings_block', r.schema_name);
         EXECUTE format('ALTER TABLE %I.stats DROP COLUMN dead_postings', r.schema_name);
     END LOOP;
     UPDATE cordon.tenants SET schema_version = 4 WHERE schema_version >= 5;

@@ -7,15 +7,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Postings are stored in blocks: one row holds one term's postings for many
-// chunks (migration 00006). A write adds one block per distinct term of its
-// batch and merges a term's blocks size-tiered, so a term has few blocks
-// (at most mergeFanout-1 per size class) and a posting is rewritten about
-// once per size class it climbs.
+// Postings are stored in segments (migration 00006): a write adds one
+// segment, a block number holding one row per distinct term of its batch,
+// with the term's postings as parallel arrays (chunk ids, tfs). After the
+// write commits, segments are merged size-tiered in a transaction of their
+// own, so a tenant has few segments (at most mergeFanout-1 per size class)
+// and a posting is rewritten about once per size class it climbs.
 
-// mergeFanout is the merge factor: a term's blocks are merged when it has
-// this many of the new block's size class or smaller. Size classes are
-// powers of mergeFanout postings.
+// mergeFanout is the merge factor: segments are merged when there are this
+// many of one size class or smaller. Size classes are powers of mergeFanout
+// postings.
 const mergeFanout = 8
 
 // sizeClass is floor(log_mergeFanout(n)) for n >= 1.
@@ -28,34 +29,31 @@ func sizeClass(n int64) int {
 	return c
 }
 
-// mergeSelect decides which of a term's existing blocks (their posting
-// counts) to merge with a new block of n postings: every block of the
-// merged result's size class or smaller, repeatedly, as long as there are
-// mergeFanout-1 of them besides the result. It returns their indexes in
-// ascending order, or none.
-func mergeSelect(existing []int64, n int64) []int {
-	picked := make([]bool, len(existing))
-	total := n
-	var out []int
-	for {
-		class := sizeClass(total)
-		var cand []int
-		for i, m := range existing {
-			if !picked[i] && sizeClass(m) <= class {
-				cand = append(cand, i)
+// mergePick chooses segments (by posting count) to merge: for the smallest
+// size class c that has mergeFanout segments, those and every smaller one.
+// It returns their indexes in ascending order, or none.
+func mergePick(sizes []int64) []int {
+	classes := make([]int, len(sizes))
+	count := map[int]int{}
+	top := 0
+	for i, n := range sizes {
+		classes[i] = sizeClass(n)
+		count[classes[i]]++
+		top = max(top, classes[i])
+	}
+	for c := 0; c <= top; c++ {
+		if count[c] < mergeFanout {
+			continue
+		}
+		var pick []int
+		for i, k := range classes {
+			if k <= c {
+				pick = append(pick, i)
 			}
 		}
-		if len(cand)+1 < mergeFanout {
-			break
-		}
-		for _, i := range cand {
-			picked[i] = true
-			total += existing[i]
-			out = append(out, i)
-		}
+		return pick
 	}
-	slices.Sort(out)
-	return out
+	return nil
 }
 
 // postingList is one term's postings, parallel slices in chunk id order.
@@ -64,114 +62,172 @@ type postingList struct {
 	tfs    []int32
 }
 
-// writePostings stores the batch's postings (term -> list, chunk ids
-// ascending) as blocks numbered block, merging each term's blocks as
-// mergeSelect decides. It runs in the writer's transaction, under the
-// tenant's write lock, after the batch's chunks were inserted.
-func writePostings(ctx context.Context, tx pgx.Tx, tb tables, block int64, batch map[string]*postingList) error {
+// nextBlock draws a block number from the tenant's sequence.
+func nextBlock(ctx context.Context, tx pgx.Tx, tb tables) (int64, error) {
+	var b int64
+	err := tx.QueryRow(ctx, `SELECT nextval($1::regclass)`, tb.blockSeq).Scan(&b)
+	return b, classify(err)
+}
+
+// writeSegment stores the batch's postings (term -> list, chunk ids
+// ascending) as a new segment. It runs in the writer's transaction, under
+// the tenant's write lock, after the batch's chunks were inserted.
+func writeSegment(ctx context.Context, tx pgx.Tx, tb tables, batch map[string]*postingList) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	terms := make([]string, 0, len(batch))
-	for t := range batch {
-		terms = append(terms, t)
+	block, err := nextBlock(ctx, tx, tb)
+	if err != nil {
+		return err
+	}
+	return copySegment(ctx, tx, tb, block, batch)
+}
+
+func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists map[string]*postingList) error {
+	terms := make([]string, 0, len(lists))
+	for t := range lists {
+		if len(lists[t].chunks) > 0 {
+			terms = append(terms, t)
+		}
+	}
+	if len(terms) == 0 {
+		return nil
 	}
 	slices.Sort(terms)
-
-	// The existing blocks of the batch's terms.
-	type blk struct {
-		block, n int64
-	}
-	existing := make(map[string][]blk)
-	rows, err := tx.Query(ctx, `SELECT term, block, n FROM `+tb.postings+` WHERE term = ANY($1)`, terms)
-	if err != nil {
-		return classify(err)
-	}
-	for rows.Next() {
-		var term string
-		var b blk
-		if err := rows.Scan(&term, &b.block, &b.n); err != nil {
-			rows.Close()
-			return err
-		}
-		existing[term] = append(existing[term], b)
-	}
-	if err := rows.Err(); err != nil {
-		return classify(err)
-	}
-
-	var delTerms []string
-	var delBlocks []int64
+	var total int64
+	out := make([][]any, 0, len(terms))
 	for _, t := range terms {
-		bs := existing[t]
-		if len(bs) == 0 {
-			continue
-		}
-		slices.SortFunc(bs, func(a, b blk) int { return cmpInt64(a.block, b.block) })
-		ns := make([]int64, len(bs))
-		for i, b := range bs {
-			ns[i] = b.n
-		}
-		for _, i := range mergeSelect(ns, int64(len(batch[t].chunks))) {
-			delTerms = append(delTerms, t)
-			delBlocks = append(delBlocks, bs[i].block)
-		}
+		p := lists[t]
+		sortPostings(p)
+		total += int64(len(p.chunks))
+		out = append(out, []any{t, block, int32(len(p.chunks)), p.chunks, p.tfs})
 	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "postings"}, []string{"term", "block", "n", "chunks", "tfs"}, pgx.CopyFromRows(out)); err != nil {
+		return classify(err)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO `+tb.segments+` (block, postings) VALUES ($1, $2)`, block, total)
+	return classify(err)
+}
 
-	// Merge: take the chosen blocks out and put their postings, in block
-	// order, in front of the batch's (chunk ids grow and writes are
-	// serialised, so this is usually sorted already; a block merged past an
-	// older, bigger one is not, and sortPostings repairs that). Postings of
-	// removed chunks are carried along: maybeCollect drops them.
-	if len(delTerms) > 0 {
-		rows, err := tx.Query(ctx, `
-			DELETE FROM `+tb.postings+` p
-			USING unnest($1::text[], $2::bigint[]) AS d(term, block)
-			WHERE p.term = d.term AND p.block = d.block
-			RETURNING p.term, p.block, p.chunks, p.tfs`, delTerms, delBlocks)
+// mergeLockClass is the first key of the advisory lock that serialises a
+// tenant's merges and collections (the second is hashtext(schema)).
+const mergeLockClass = 0x436f7264 // "Cord"
+
+// mergeSegments merges one set of segments chosen by mergePick, if any, in
+// its own transaction: the merged segments' rows are read, the postings of
+// removed chunks dropped, one row per term written as a new segment and the
+// old ones deleted, atomically, so readers see either. It does not take the
+// tenant's write lock (writers only add segments); a merge already running
+// on the tenant makes it return at once. It reports whether it merged.
+func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
+	merged := false
+	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		var got bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema).Scan(&got); err != nil {
+			return classify(err)
+		}
+		if !got {
+			return nil
+		}
+		rows, err := tx.Query(ctx, `SELECT block, postings FROM `+tb.segments+` ORDER BY block`)
 		if err != nil {
 			return classify(err)
 		}
-		type gone struct {
-			block  int64
-			chunks []int64
-			tfs    []int32
-		}
-		merged := make(map[string][]gone)
-		for rows.Next() {
-			var term string
-			var g gone
-			if err := rows.Scan(&term, &g.block, &g.chunks, &g.tfs); err != nil {
-				rows.Close()
-				return err
-			}
-			merged[term] = append(merged[term], g)
-		}
-		if err := rows.Err(); err != nil {
+		type seg struct{ block, postings int64 }
+		segs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[seg])
+		if err != nil {
 			return classify(err)
 		}
-		for term, gs := range merged {
-			slices.SortFunc(gs, func(a, b gone) int { return cmpInt64(a.block, b.block) })
-			p := batch[term]
-			var chunks []int64
-			var tfs []int32
-			for _, g := range gs {
-				chunks = append(chunks, g.chunks...)
-				tfs = append(tfs, g.tfs...)
-			}
-			p.chunks = append(chunks, p.chunks...)
-			p.tfs = append(tfs, p.tfs...)
+		sizes := make([]int64, len(segs))
+		for i, sg := range segs {
+			sizes[i] = sg.postings
 		}
-	}
+		pick := mergePick(sizes)
+		if pick == nil {
+			return nil
+		}
+		blocks := make([]int64, len(pick))
+		for i, j := range pick {
+			blocks[i] = segs[j].block
+		}
+		lists, err := readSegments(ctx, tx, tb, blocks)
+		if err != nil {
+			return err
+		}
+		block, err := nextBlock(ctx, tx, tb)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM `+tb.postings+` WHERE block = ANY($1)`, blocks); err != nil {
+			return classify(err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM `+tb.segments+` WHERE block = ANY($1)`, blocks); err != nil {
+			return classify(err)
+		}
+		merged = true
+		return copySegment(ctx, tx, tb, block, lists)
+	})
+	return merged, err
+}
 
-	out := make([][]any, 0, len(terms))
-	for _, t := range terms {
-		p := batch[t]
-		sortPostings(p)
-		out = append(out, []any{t, block, int32(len(p.chunks)), p.chunks, p.tfs})
+// readSegments reads the postings of blocks, in block order, keeping only
+// those whose chunk still exists.
+func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64) (map[string]*postingList, error) {
+	rows, err := tx.Query(ctx, `SELECT term, block, chunks, tfs FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
+	if err != nil {
+		return nil, classify(err)
 	}
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "postings"}, []string{"term", "block", "n", "chunks", "tfs"}, pgx.CopyFromRows(out))
-	return classify(err)
+	lists := make(map[string]*postingList)
+	var ids []int64
+	for rows.Next() {
+		var term string
+		var block int64
+		var chunks []int64
+		var tfs []int32
+		if err := rows.Scan(&term, &block, &chunks, &tfs); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		p := lists[term]
+		if p == nil {
+			p = &postingList{}
+			lists[term] = p
+		}
+		p.chunks = append(p.chunks, chunks...)
+		p.tfs = append(p.tfs, tfs...)
+		ids = append(ids, chunks...)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	rows, err = tx.Query(ctx, `SELECT id FROM `+tb.chunks+` WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, classify(err)
+	}
+	liveIDs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, classify(err)
+	}
+	if len(liveIDs) == len(ids) {
+		return lists, nil
+	}
+	live := make(map[int64]bool, len(liveIDs))
+	for _, id := range liveIDs {
+		live[id] = true
+	}
+	for _, p := range lists {
+		k := 0
+		for i, c := range p.chunks {
+			if live[c] {
+				p.chunks[k], p.tfs[k] = c, p.tfs[i]
+				k++
+			}
+		}
+		p.chunks, p.tfs = p.chunks[:k], p.tfs[:k]
+	}
+	return lists, nil
 }
 
 // sortPostings orders a list by chunk id (merged blocks arrive in any order).
@@ -223,6 +279,10 @@ func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables) error {
 // collectPostings drops every posting whose chunk no longer exists, and
 // blocks left empty, and resets stats.dead_postings.
 func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
+	// Wait for a running merge, and keep merges out until this commits.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema); err != nil {
+		return classify(err)
+	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE `+tb.postings+` p SET n = f.n, chunks = f.chunks, tfs = f.tfs
 		FROM (
@@ -237,6 +297,16 @@ func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 	if _, err := tx.Exec(ctx, `
 		DELETE FROM `+tb.postings+` p
 		WHERE NOT EXISTS (SELECT 1 FROM unnest(p.chunks) AS u(chunk) JOIN `+tb.chunks+` c ON c.id = u.chunk)`); err != nil {
+		return classify(err)
+	}
+	if _, err := tx.Exec(ctx, `
+		DELETE FROM `+tb.segments+` s WHERE NOT EXISTS (SELECT 1 FROM `+tb.postings+` p WHERE p.block = s.block)`); err != nil {
+		return classify(err)
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE `+tb.segments+` s SET postings = t.total
+		FROM (SELECT block, sum(n) AS total FROM `+tb.postings+` GROUP BY block) t
+		WHERE t.block = s.block AND s.postings <> t.total`); err != nil {
 		return classify(err)
 	}
 	_, err := tx.Exec(ctx, `UPDATE `+tb.stats+` SET dead_postings = 0`)

@@ -16,64 +16,75 @@ func TestSizeClass(t *testing.T) {
 	}
 }
 
-func TestMergeSelect(t *testing.T) {
-	if got := mergeSelect([]int64{1, 1, 1, 1, 1, 1}, 1); got != nil {
-		t.Errorf("7 blocks of class 0: merged %v, want none", got)
+func TestMergePick(t *testing.T) {
+	if got := mergePick([]int64{1, 1, 1, 1, 1, 1, 1}); got != nil {
+		t.Errorf("7 segments of class 0: merged %v, want none", got)
 	}
-	if got := mergeSelect([]int64{1, 1, 1, 1, 1, 1, 1}, 1); len(got) != 7 {
-		t.Errorf("8 blocks of class 0: merged %v, want all 7", got)
+	if got := mergePick([]int64{1, 1, 1, 1, 1, 1, 1, 1}); len(got) != 8 {
+		t.Errorf("8 segments of class 0: merged %v, want all 8", got)
 	}
-	// A big block is left alone by small writes.
-	if got := mergeSelect([]int64{4096, 1, 1, 1, 1, 1, 1, 1}, 1); len(got) != 7 || got[0] != 1 {
-		t.Errorf("merged %v, want the seven small blocks only", got)
+	// A big segment is left alone while small ones merge.
+	if got := mergePick([]int64{4096, 1, 1, 1, 1, 1, 1, 1, 1}); len(got) != 8 || got[0] != 1 {
+		t.Errorf("merged %v, want the eight small segments only", got)
 	}
-	// A merge that reaches the next class cascades into it.
-	if got := mergeSelect([]int64{8, 8, 8, 8, 8, 8, 8, 1, 1, 1, 1, 1, 1, 1}, 2); len(got) != 14 {
-		t.Errorf("cascade: merged %v, want all 14", got)
+	// Fewer than 8 of every class: nothing to do.
+	if got := mergePick([]int64{8, 8, 8, 8, 1, 1, 1, 2, 1000}); got != nil {
+		t.Errorf("merged %v, want none", got)
+	}
+	// Eight of class 1: merged with the smaller ones, not the bigger.
+	if got := mergePick([]int64{8, 9, 10, 11, 12, 13, 14, 15, 1, 2, 1000}); len(got) != 10 || got[9] != 9 {
+		t.Errorf("merged %v, want the eight of class 1 and the two of class 0", got)
 	}
 }
 
-// TestMergeSelectBoundsBlocks simulates many writes to one term and checks
-// the invariants the read and write paths rely on: few blocks per term, and
-// each posting rewritten a logarithmic number of times.
-func TestMergeSelectBoundsBlocks(t *testing.T) {
+// TestMergePickBoundsSegments simulates many writes, each followed by one
+// merge (as Store.merge does, up to maxMergesPerWrite), and checks the
+// invariants the read and write paths rely on: few segments, and each
+// posting rewritten a logarithmic number of times.
+func TestMergePickBoundsSegments(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	var blocks []int64
+	var segs []int64
 	var written, total int64
-	maxBlocks := 0
+	maxSegs := 0
 	for range 20000 {
 		n := int64(1 + r.IntN(40))
 		total += n
-		sel := mergeSelect(blocks, n)
-		merged := n
-		var keep []int64
-		j := 0
-		for i, b := range blocks {
-			if j < len(sel) && sel[j] == i {
-				merged += b
-				j++
-				continue
+		segs = append(segs, n)
+		for range maxMergesPerWrite {
+			pick := mergePick(segs)
+			if pick == nil {
+				break
 			}
-			keep = append(keep, b)
+			var merged int64
+			var keep []int64
+			j := 0
+			for i, b := range segs {
+				if j < len(pick) && pick[j] == i {
+					merged += b
+					j++
+					continue
+				}
+				keep = append(keep, b)
+			}
+			written += merged
+			segs = append(keep, merged)
 		}
-		written += merged
-		blocks = append(keep, merged)
-		maxBlocks = max(maxBlocks, len(blocks))
+		maxSegs = max(maxSegs, len(segs))
 		var sum int64
-		for _, b := range blocks {
+		for _, b := range segs {
 			sum += b
 		}
 		if sum != total {
-			t.Fatalf("blocks hold %d postings, want %d", sum, total)
+			t.Fatalf("segments hold %d postings, want %d", sum, total)
 		}
 	}
-	// About 400k postings: at most 7 blocks in each of 7 size classes.
-	if maxBlocks > 7*7+1 {
-		t.Errorf("a term reached %d blocks", maxBlocks)
+	// About 400k postings: at most 7 segments in each of 7 size classes.
+	if maxSegs > 7*7+1 {
+		t.Errorf("%d segments at once", maxSegs)
 	}
 	amp := float64(written) / float64(total)
 	if amp > 8 {
 		t.Errorf("write amplification %.1f: each posting rewritten too often", amp)
 	}
-	t.Logf("%d postings, at most %d blocks, write amplification %.2f", total, maxBlocks, amp)
+	t.Logf("%d postings, at most %d segments, write amplification %.2f", total, maxSegs, amp)
 }

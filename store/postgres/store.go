@@ -147,11 +147,16 @@ type tenantInfo struct {
 type tables struct {
 	schema                                      string
 	documents, chunks, postings, stats, changes string
+	segments                                    string
+	// blockSeq is the postings block sequence's quoted name, passed to
+	// nextval as a regclass parameter.
+	blockSeq string
 }
 
 func tablesFor(schema string) tables {
 	q := func(t string) string { return pgx.Identifier{schema, t}.Sanitize() }
-	return tables{schema: schema, documents: q("documents"), chunks: q("chunks"), postings: q("postings"), stats: q("stats"), changes: q("changes")}
+	return tables{schema: schema, documents: q("documents"), chunks: q("chunks"), postings: q("postings"), stats: q("stats"),
+		changes: q("changes"), segments: q("segments"), blockSeq: q("postings_block")}
 }
 
 // lookupTenant reads a tenant's registry row. found is false when the tenant is

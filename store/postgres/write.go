@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -63,6 +64,7 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 		}
 		return nil, fmt.Errorf("put %d documents: %w", len(docs), err)
 	}
+	s.merge(ctx, t)
 	out := make([][]cordontype.Chunk, len(batch))
 	for i, d := range batch {
 		out[i] = make([]cordontype.Chunk, len(d.chunks))
@@ -134,8 +136,7 @@ func removeDocs(ctx context.Context, tx pgx.Tx, tb tables, docIDs []string) (exi
 }
 
 func putTx(ctx context.Context, tx pgx.Tx, tb tables, batch []preparedDoc) error {
-	current, err := lockStats(ctx, tx, tb)
-	if err != nil {
+	if _, err := lockStats(ctx, tx, tb); err != nil {
 		return err
 	}
 	docIDs := make([]string, len(batch))
@@ -208,7 +209,7 @@ func putTx(ctx context.Context, tx pgx.Tx, tb tables, batch []preparedDoc) error
 			}
 		}
 	}
-	if err := writePostings(ctx, tx, tb, current+1, postings); err != nil {
+	if err := writeSegment(ctx, tx, tb, postings); err != nil {
 		return err
 	}
 	var version int64
@@ -289,4 +290,26 @@ func maxAbsOf(v []int32) int32 {
 		m = max(m, x, -x)
 	}
 	return m
+}
+
+// maxMergesPerWrite bounds the merges one write runs after it commits; a
+// cascade left over continues at the next write.
+const maxMergesPerWrite = 3
+
+// merge runs the merges a committed write made due. The write is durable
+// whatever happens here: a failed merge is logged and retried by the next
+// write.
+func (s *Store) merge(ctx context.Context, t tenantInfo) {
+	for range maxMergesPerWrite {
+		merged, err := s.mergeSegments(ctx, t.tables)
+		if err != nil {
+			if ctx.Err() == nil {
+				slog.Warn("postings merge failed; the next write retries it", "tenant", t.name, "err", err)
+			}
+			return
+		}
+		if !merged {
+			return
+		}
+	}
 }
