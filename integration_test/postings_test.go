@@ -68,6 +68,17 @@ func TestPostingsGarbageCollected(t *testing.T) {
 		apply(doc(i, 0))
 	}
 	check("written")
+	// 80 writes, one segment each, merged size-tiered after each write: at
+	// most 7 segments per size class remain.
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.segments`); n > 7*3 {
+		t.Fatalf("%d segments after 80 writes: merges did not run", n)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.postings p WHERE NOT EXISTS (SELECT 1 FROM cordon_t_gc.segments s WHERE s.block = p.block)`); n != 0 {
+		t.Fatalf("%d postings rows outside any segment", n)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.segments s WHERE postings <> (SELECT sum(n) FROM cordon_t_gc.postings p WHERE p.block = s.block)`); n != 0 {
+		t.Fatalf("%d segments miscounted", n)
+	}
 	// Replace a few: their old postings stay, counted as dead.
 	for i := range 10 {
 		apply(doc(i, 1))

@@ -133,14 +133,14 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 		if err != nil {
 			return classify(err)
 		}
-		type seg struct{ block, postings int64 }
+		type seg struct{ Block, Postings int64 }
 		segs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[seg])
 		if err != nil {
 			return classify(err)
 		}
 		sizes := make([]int64, len(segs))
 		for i, sg := range segs {
-			sizes[i] = sg.postings
+			sizes[i] = sg.Postings
 		}
 		pick := mergePick(sizes)
 		if pick == nil {
@@ -148,7 +148,7 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 		}
 		blocks := make([]int64, len(pick))
 		for i, j := range pick {
-			blocks[i] = segs[j].block
+			blocks[i] = segs[j].Block
 		}
 		lists, err := readSegments(ctx, tx, tb, blocks)
 		if err != nil {
