@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/cordon-rag/cordon/bench"
@@ -19,6 +20,7 @@ func init() {
   cordon bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
                [--warmup N] [--warm-tenants=false] [--cache-mib M] [--serial N]
+               [--cpuprofile FILE]
                [--create-database=false] [--keep] [--json]
   cordon bench plot --out FILE.png REPORT.json...
 
@@ -97,11 +99,23 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	keep := fs.Bool("keep", false, "keep the bench database (or tenants) afterwards")
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (ingest and queries) to this file, for go tool pprof")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	opts := bench.Options{
 		DatabaseURL:    databaseURL(env, *dbURL),

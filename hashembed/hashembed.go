@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 
 	"golang.org/x/crypto/blake2b"
@@ -76,4 +77,42 @@ func Cosine(dot, qNormSq, dNormSq int64) float64 {
 	}
 	den := float64(math.Sqrt(float64(qNormSq)) * math.Sqrt(float64(dNormSq)))
 	return float64(dot) / den
+}
+
+// Cache hashes tokens like Bucket, once per distinct token, reusing one
+// BLAKE2b state. It is for one goroutine (index.Prepare uses one per
+// document).
+type Cache struct {
+	dims int
+	h    hash.Hash
+	m    map[string]cached
+	d    [8]byte
+}
+
+type cached struct {
+	index int32
+	sign  int32
+}
+
+// NewCache returns an empty cache for dims dimensions.
+func NewCache(dims int) *Cache {
+	h, _ := blake2b.New(8, nil) // cannot fail: 8 is a valid size and there is no key
+	return &Cache{dims: dims, h: h, m: make(map[string]cached)}
+}
+
+// Bucket is [Bucket](token, dims), memoised.
+func (c *Cache) Bucket(token string) (index int, sign int32) {
+	if b, ok := c.m[token]; ok {
+		return int(b.index), b.sign
+	}
+	c.h.Reset()
+	c.h.Write([]byte(token))
+	d := c.h.Sum(c.d[:0])
+	index = int(binary.BigEndian.Uint32(d[0:4]) % uint32(c.dims))
+	sign = -1
+	if d[4]%2 == 0 {
+		sign = 1
+	}
+	c.m[token] = cached{index: int32(index), sign: sign}
+	return index, sign
 }

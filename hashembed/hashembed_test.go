@@ -214,3 +214,17 @@ func BenchmarkVector(b *testing.B) {
 		Vector(toks, DefaultDims)
 	}
 }
+
+func TestCacheMatchesBucket(t *testing.T) {
+	for _, dims := range []int{1, 7, 256, 16000} {
+		c := NewCache(dims)
+		for i := range 3000 {
+			tok := fmt.Sprintf("t%d", i%1700) // repeats hit the memo
+			wi, ws := Bucket(tok, dims)
+			gi, gs := c.Bucket(tok)
+			if gi != wi || gs != ws {
+				t.Fatalf("dims %d, %q: cache (%d, %d), Bucket (%d, %d)", dims, tok, gi, gs, wi, ws)
+			}
+		}
+	}
+}

@@ -70,6 +70,7 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 		return nil, err
 	}
 	out := make([]PreparedChunk, len(pieces))
+	buckets := hashembed.NewCache(s.Dims)
 	for i, p := range pieces {
 		toks := analysis.Tokenize(p.Text)
 		pc := PreparedChunk{
@@ -86,7 +87,6 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 				Barriers:       doc.Barriers,
 				AsOfTick:       doc.AsOfTick,
 			},
-			Vector: hashembed.Vector(toks, s.Dims),
 		}
 		pos := make(map[string]int, len(toks))
 		for _, t := range toks {
@@ -98,6 +98,13 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 				pc.TF = append(pc.TF, 0)
 			}
 			pc.TF[j]++
+		}
+		// hashembed.Vector(toks, s.Dims), each distinct token hashed once
+		// per document: integer sums do not depend on their order.
+		pc.Vector = make([]int32, s.Dims)
+		for j, t := range pc.Terms {
+			d, sign := buckets.Bucket(t)
+			pc.Vector[d] += sign * pc.TF[j]
 		}
 		for _, v := range pc.Vector {
 			if v > MaxCount || v < -MaxCount {
