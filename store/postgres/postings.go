@@ -63,24 +63,10 @@ type postingList struct {
 }
 
 // nextBlock draws a block number from the tenant's sequence.
-func nextBlock(ctx context.Context, tx pgx.Tx, tb tables) (int64, error) {
+func nextBlock(ctx context.Context, db DBTX, tb tables) (int64, error) {
 	var b int64
-	err := tx.QueryRow(ctx, `SELECT nextval($1::regclass)`, tb.blockSeq).Scan(&b)
+	err := db.QueryRow(ctx, `SELECT nextval($1::regclass)`, tb.blockSeq).Scan(&b)
 	return b, classify(err)
-}
-
-// writeSegment stores the batch's postings (term -> list, chunk ids
-// ascending) as a new segment. It runs in the writer's transaction, under
-// the tenant's write lock, after the batch's chunks were inserted.
-func writeSegment(ctx context.Context, tx pgx.Tx, tb tables, batch map[string]*postingList) error {
-	if len(batch) == 0 {
-		return nil
-	}
-	block, err := nextBlock(ctx, tx, tb)
-	if err != nil {
-		return err
-	}
-	return copySegment(ctx, tx, tb, block, batch)
 }
 
 func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists map[string]*postingList) error {
@@ -263,13 +249,10 @@ func cmpInt64(a, b int64) int {
 const gcMinDead = 4096
 
 // maybeCollect rewrites the tenant's postings without those of removed
-// chunks once stats.dead_postings exceeds a quarter of the live tokens.
+// chunks once dead (stats.dead_postings) exceeds a quarter of live (the live
+// tokens, stats.sum_len), both as the writer just updated them.
 // It runs in the writer's transaction, under the tenant's write lock.
-func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables) error {
-	var dead, live int64
-	if err := tx.QueryRow(ctx, `SELECT dead_postings, sum_len FROM `+tb.stats).Scan(&dead, &live); err != nil {
-		return classify(err)
-	}
+func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables, dead, live int64) error {
 	if dead < gcMinDead || dead*4 <= live {
 		return nil
 	}

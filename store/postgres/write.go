@@ -55,9 +55,12 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 			return nil, err
 		}
 	}
-	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		return putTx(ctx, tx, t.tables, lastOfEach(batch))
-	})
+	w, err := s.prepareWrite(ctx, t.tables, lastOfEach(batch))
+	if err == nil {
+		err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			return putTx(ctx, tx, t.tables, w)
+		})
+	}
 	if err != nil {
 		if len(docs) == 1 {
 			return nil, fmt.Errorf("put document %q: %w", docs[0].DocID, err)
@@ -135,96 +138,104 @@ func removeDocs(ctx context.Context, tx pgx.Tx, tb tables, docIDs []string) (exi
 	return tag.RowsAffected(), n, sumLen, nil
 }
 
-func putTx(ctx context.Context, tx pgx.Tx, tb tables, batch []preparedDoc) error {
-	if _, err := lockStats(ctx, tx, tb); err != nil {
-		return err
+// write is a batch ready to store: its rows built, chunk ids and the
+// postings block number drawn from the tenant's sequences, all before the
+// tenant's write lock is taken, so the lock covers only the writes.
+type write struct {
+	docIDs       []string
+	docRows      [][]any
+	chunkRows    [][]any
+	postings     map[string]*postingList
+	block        int64
+	newN, newLen int64
+	maxAbs       int32
+}
+
+// prepareWrite builds a batch's rows. Chunk ids come from the chunks
+// table's identity sequence (COPY writes given identity values); ids and
+// block numbers drawn for a write that then fails are simply never used.
+func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc) (*write, error) {
+	w := &write{docIDs: make([]string, len(batch)), docRows: make([][]any, len(batch)), postings: make(map[string]*postingList)}
+	total := 0
+	for _, d := range batch {
+		total += len(d.chunks)
 	}
-	docIDs := make([]string, len(batch))
-	for i, d := range batch {
-		docIDs[i] = d.doc.DocID
-	}
-	_, oldN, oldLen, err := removeDocs(ctx, tx, tb, docIDs)
+	rows, err := s.pool.Query(ctx, `SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)`, tb.chunks, total)
 	if err != nil {
-		return err
+		return nil, classify(err)
 	}
-	docRows := make([][]any, len(batch))
-	var chunkRows [][]any
-	var newN, newLen int64
-	var maxAbs int32
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, classify(err)
+	}
+	if w.block, err = nextBlock(ctx, s.pool, tb); err != nil {
+		return nil, err
+	}
+	k := 0
 	for i, d := range batch {
+		w.docIDs[i] = d.doc.DocID
 		hash := blake2b.Sum256([]byte(d.doc.Text))
-		docRows[i] = []any{d.doc.DocID, int16(d.doc.Classification), d.doc.Barriers, d.doc.AsOfTick, d.doc.Title, d.meta, d.doc.Text, hash[:]}
+		w.docRows[i] = []any{d.doc.DocID, int16(d.doc.Classification), d.doc.Barriers, d.doc.AsOfTick, d.doc.Title, d.meta, d.doc.Text, hash[:]}
 		for j := range d.chunks {
 			pc := &d.chunks[j]
 			c := &pc.Chunk
+			id := ids[k]
+			k++
 			m := maxAbsOf(pc.Vector)
-			maxAbs = max(maxAbs, m)
-			newN++
-			newLen += int64(c.Length)
-			chunkRows = append(chunkRows, []any{c.ChunkID, c.DocID, int32(j), c.Section, c.Text, int32(c.StartChar), int32(c.EndChar), int32(c.Length),
+			w.maxAbs = max(w.maxAbs, m)
+			w.newN++
+			w.newLen += int64(c.Length)
+			w.chunkRows = append(w.chunkRows, []any{id, c.ChunkID, c.DocID, int32(j), c.Section, c.Text, int32(c.StartChar), int32(c.EndChar), int32(c.Length),
 				int16(c.Classification), c.Barriers, c.AsOfTick, pgvector.NewVector(index.Float32s(pc.Vector)), pc.NormSq, m})
-		}
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "documents"},
-		[]string{"doc_id", "classification", "barriers", "as_of_tick", "title", "metadata", "text", "content_hash"},
-		pgx.CopyFromRows(docRows)); err != nil {
-		return classify(err)
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "chunks"},
-		[]string{"chunk_id", "doc_id", "ord", "section", "text", "start_char", "end_char", "length",
-			"classification", "barriers", "as_of_tick", "embedding", "norm_sq", "max_abs"},
-		pgx.CopyFromRows(chunkRows)); err != nil {
-		return classify(err)
-	}
-	ids := make(map[string]int64, len(chunkRows))
-	rows, err := tx.Query(ctx, `SELECT id, chunk_id FROM `+tb.chunks+` WHERE doc_id = ANY($1)`, docIDs)
-	if err != nil {
-		return classify(err)
-	}
-	for rows.Next() {
-		var id int64
-		var chunkID string
-		if err := rows.Scan(&id, &chunkID); err != nil {
-			rows.Close()
-			return err
-		}
-		ids[chunkID] = id
-	}
-	if err := rows.Err(); err != nil {
-		return classify(err)
-	}
-	postings := make(map[string]*postingList)
-	for _, d := range batch {
-		for j := range d.chunks {
-			pc := &d.chunks[j]
-			id := ids[pc.Chunk.ChunkID]
-			for k, term := range pc.Terms {
-				p := postings[term]
+			for x, term := range pc.Terms {
+				p := w.postings[term]
 				if p == nil {
 					p = &postingList{}
-					postings[term] = p
+					w.postings[term] = p
 				}
 				p.chunks = append(p.chunks, id)
-				p.tfs = append(p.tfs, pc.TF[k])
+				p.tfs = append(p.tfs, pc.TF[x])
 			}
 		}
 	}
-	if err := writeSegment(ctx, tx, tb, postings); err != nil {
+	return w, nil
+}
+
+func putTx(ctx context.Context, tx pgx.Tx, tb tables, w *write) error {
+	if _, err := lockStats(ctx, tx, tb); err != nil {
 		return err
 	}
-	var version int64
+	_, oldN, oldLen, err := removeDocs(ctx, tx, tb, w.docIDs)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "documents"},
+		[]string{"doc_id", "classification", "barriers", "as_of_tick", "title", "metadata", "text", "content_hash"},
+		pgx.CopyFromRows(w.docRows)); err != nil {
+		return classify(err)
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "chunks"},
+		[]string{"id", "chunk_id", "doc_id", "ord", "section", "text", "start_char", "end_char", "length",
+			"classification", "barriers", "as_of_tick", "embedding", "norm_sq", "max_abs"},
+		pgx.CopyFromRows(w.chunkRows)); err != nil {
+		return classify(err)
+	}
+	if err := copySegment(ctx, tx, tb, w.block, w.postings); err != nil {
+		return err
+	}
+	var version, dead, live int64
 	if err := tx.QueryRow(ctx, `UPDATE `+tb.stats+` SET
 		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
 		max_abs = greatest(max_abs, $5), version = version + 1,
 		dead_postings = dead_postings + $3
-		RETURNING version`,
-		oldN, newN, oldLen, newLen, maxAbs).Scan(&version); err != nil {
+		RETURNING version, dead_postings, sum_len`,
+		oldN, w.newN, oldLen, w.newLen, w.maxAbs).Scan(&version, &dead, &live); err != nil {
 		return classify(err)
 	}
-	if err := maybeCollect(ctx, tx, tb); err != nil {
+	if err := maybeCollect(ctx, tx, tb, dead, live); err != nil {
 		return err
 	}
-	return logChanges(ctx, tx, tb, version, docIDs)
+	return logChanges(ctx, tx, tb, version, w.docIDs)
 }
 
 // changeLogKeep is how many versions of the change log writers keep; a
@@ -267,13 +278,13 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 		if err != nil || !existed {
 			return err
 		}
-		var version int64
+		var version, dead, live int64
 		if err := tx.QueryRow(ctx, `UPDATE `+t.tables.stats+` SET n_chunks = n_chunks - $1, sum_len = sum_len - $2, version = version + 1,
 			dead_postings = dead_postings + $2
-			RETURNING version`, n, sumLen).Scan(&version); err != nil {
+			RETURNING version, dead_postings, sum_len`, n, sumLen).Scan(&version, &dead, &live); err != nil {
 			return classify(err)
 		}
-		if err := maybeCollect(ctx, tx, t.tables); err != nil {
+		if err := maybeCollect(ctx, tx, t.tables, dead, live); err != nil {
 			return err
 		}
 		return logChanges(ctx, tx, t.tables, version, []string{docID})
