@@ -41,6 +41,9 @@ type SystemResult struct {
 	IngestChunksPerS *float64 `json:"ingest_chunks_per_s"`
 	IngestSeconds    *float64 `json:"ingest_s"`
 	BytesPerChunk    *float64 `json:"bytes_per_chunk"`
+	// CompactedBytesPerChunk is BytesPerChunk after VACUUM FULL (cordon
+	// only; omitted otherwise): storage without reclaimable row versions.
+	CompactedBytesPerChunk *float64 `json:"compacted_bytes_per_chunk,omitempty"`
 	// RecallAt10 is the mean over queries with a non-empty reference list of
 	// |top10 ∩ reference top10| / |reference top10|.
 	RecallAt10 *float64 `json:"recall_at_10"`

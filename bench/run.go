@@ -264,6 +264,16 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	} else if ok {
 		res.BytesPerChunk = &b
 	}
+	if c, ok := sys.(interface {
+		CompactedBytesPerChunk(context.Context) (float64, error)
+	}); ok {
+		pr.logf("[%s] VACUUM FULL to measure compacted storage\n", name)
+		b, err := c.CompactedBytesPerChunk(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("compacted storage: %w", err)
+		}
+		res.CompactedBytesPerChunk = &b
+	}
 
 	if opts.WarmTenants {
 		for t := range g.Config().Tenants {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/fusion"
@@ -256,6 +258,36 @@ func (c *cordonSystem) BytesPerChunk(ctx context.Context) (float64, bool, error)
 		text += docText + chunkText
 	}
 	return float64(total-text) / float64(c.g.Config().Chunks), true, nil
+}
+
+// CompactedBytesPerChunk is BytesPerChunk after VACUUM FULL of the
+// system's tables: without the row versions that merges and replacements
+// leave until (auto)vacuum reclaims their space, which right after a bulk
+// ingest is most of the postings table.
+func (c *cordonSystem) CompactedBytesPerChunk(ctx context.Context) (float64, error) {
+	pool := c.st.Pool()
+	for t := range c.g.Config().Tenants {
+		schema, err := postgres.SchemaName(c.g.TenantName(t))
+		if err != nil {
+			return 0, err
+		}
+		rows, err := pool.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY c.relname`, schema)
+		if err != nil {
+			return 0, err
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return 0, err
+		}
+		for _, name := range names {
+			if _, err := pool.Exec(ctx, `VACUUM FULL `+pgx.Identifier{schema, name}.Sanitize()); err != nil {
+				return 0, fmt.Errorf("vacuum full %s.%s: %w", schema, name, err)
+			}
+		}
+	}
+	b, _, err := c.BytesPerChunk(ctx)
+	return b, err
 }
 
 func (c *cordonSystem) Close() { c.st.Close() }

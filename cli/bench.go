@@ -49,7 +49,9 @@ memory is not run. Latency is per query, with C clients queueing for the
 machine's cores; --serial N adds the latency of N queries run one at a
 time (serial_p50_ms, ...). qps is Q over the wall time of the measured run; ingest_chunks_per_s includes index
 builds; bytes_per_chunk is the Postgres storage of the system's relations
-(indexes and TOAST included) minus the bytes of document and chunk text.
+(indexes and TOAST included) minus the bytes of document and chunk text,
+right after ingest; for cordon, compacted_bytes_per_chunk is the same after
+VACUUM FULL (without row versions that merges leave for vacuum).
 
 By default a fresh database is created on the server of --database-url for
 the run and dropped afterwards (the role needs CREATEDB); with
@@ -59,7 +61,7 @@ bench replaces its own tenants (bench, bench_NNNNN) and schema bench_hybrid.
 Progress goes to stderr; the results go to stdout as a table, or with --json
 as one JSON object:
   {"chunks": N, "tenants": T, "queries": Q, "systems": {"cordon": {"p50_ms",
-   "p95_ms", "p99_ms", "qps", "ingest_chunks_per_s", "bytes_per_chunk",
+   "p95_ms", "p99_ms", "qps", "ingest_chunks_per_s", "bytes_per_chunk", "compacted_bytes_per_chunk",
    "recall_at_10", ...}, "sql_exact": ..., "sql_hybrid": ..., "memory": ...}, ...}
 
 plot draws p50 latency against corpus size, one line per system (and per

@@ -29,9 +29,15 @@ func sizeClass(n int64) int {
 	return c
 }
 
+// fullClass is the size class from which a segment is never merged again
+// (8^7, about 2.1 million postings or 23,000 chunks): it bounds how often a
+// posting is rewritten, and costs a big tenant one more row per common term
+// per full segment (about 43 at a million chunks).
+const fullClass = 7
+
 // mergePick chooses segments (by posting count) to merge: for the smallest
-// size class c that has mergeFanout segments, those and every smaller one.
-// It returns their indexes in ascending order, or none.
+// size class c below fullClass that has mergeFanout segments, those and
+// every smaller one. It returns their indexes in ascending order, or none.
 func mergePick(sizes []int64) []int {
 	classes := make([]int, len(sizes))
 	count := map[int]int{}
@@ -41,7 +47,7 @@ func mergePick(sizes []int64) []int {
 		count[classes[i]]++
 		top = max(top, classes[i])
 	}
-	for c := 0; c <= top; c++ {
+	for c := 0; c <= min(top, fullClass-1); c++ {
 		if count[c] < mergeFanout {
 			continue
 		}

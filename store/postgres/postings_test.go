@@ -27,6 +27,11 @@ func TestMergePick(t *testing.T) {
 	if got := mergePick([]int64{4096, 1, 1, 1, 1, 1, 1, 1, 1}); len(got) != 8 || got[0] != 1 {
 		t.Errorf("merged %v, want the eight small segments only", got)
 	}
+	// Full segments are never merged again.
+	full := int64(1) << (3 * fullClass)
+	if got := mergePick([]int64{full, full, full, full, full, full, full, full + 1}); got != nil {
+		t.Errorf("merged full segments %v", got)
+	}
 	// Fewer than 8 of every class: nothing to do.
 	if got := mergePick([]int64{8, 8, 8, 8, 1, 1, 1, 2, 1000}); got != nil {
 		t.Errorf("merged %v, want none", got)
