@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 
@@ -268,23 +270,72 @@ func applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant
 	return true, nil
 }
 
-// forEachDoc re-prepares each document row.
+// forEachDoc re-prepares each document row on GOMAXPROCS workers (loading a
+// large tenant is mostly tokenizing and hashing) and calls fn for each, in
+// row order, on the calling goroutine.
 func forEachDoc(rows pgx.Rows, t tenantInfo, fn func(*cordontype.Document, []index.PreparedChunk) error) error {
 	defer rows.Close()
-	for rows.Next() {
-		doc := cordontype.Document{Tenant: t.name}
-		var class int16
-		if err := rows.Scan(&doc.DocID, &doc.Text, &class, &doc.Barriers, &doc.AsOfTick); err != nil {
-			return err
+	type item struct {
+		doc  cordontype.Document
+		pcs  []index.PreparedChunk
+		err  error
+		done chan struct{}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan *item, 4*workers)
+	order := make(chan *item, 4*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range jobs {
+				it.pcs, it.err = index.Prepare(&it.doc, t.settings)
+				if it.err != nil {
+					it.err = fmt.Errorf("re-prepare stored document %q: %w", it.doc.DocID, it.err)
+				}
+				close(it.done)
+			}
+		}()
+	}
+	// The reader alone touches rows until it closes order; it feeds the
+	// workers and records the order, and the caller consumes in that order.
+	var readErr error
+	var stop atomic.Bool
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		for !stop.Load() && rows.Next() {
+			it := &item{doc: cordontype.Document{Tenant: t.name}, done: make(chan struct{})}
+			var class int16
+			if readErr = rows.Scan(&it.doc.DocID, &it.doc.Text, &class, &it.doc.Barriers, &it.doc.AsOfTick); readErr != nil {
+				return
+			}
+			it.doc.Classification = cordontype.Classification(class)
+			jobs <- it
+			order <- it
 		}
-		doc.Classification = cordontype.Classification(class)
-		pcs, err := index.Prepare(&doc, t.settings)
+	}()
+	var err error
+	for it := range order {
+		<-it.done
+		if err == nil {
+			if it.err != nil {
+				err = it.err
+			} else {
+				err = fn(&it.doc, it.pcs)
+			}
+		}
 		if err != nil {
-			return fmt.Errorf("re-prepare stored document %q: %w", doc.DocID, err)
+			stop.Store(true) // the reader stops at its next row
 		}
-		if err := fn(&doc, pcs); err != nil {
-			return err
-		}
+	}
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if readErr != nil {
+		return readErr
 	}
 	return classify(rows.Err())
 }
