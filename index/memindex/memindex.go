@@ -296,28 +296,49 @@ var parallelMin = 32768
 // Rank implements the store side of SPEC section 5 (steps 2-4) for one
 // tenant: both rankings filtered, counted and truncated. The principal's
 // tenant is the caller's business: an Index holds one tenant. On a large
-// index the lexical and dense sides run in parallel; each counts into its
-// own funnel, summed after, so the counters do not depend on scheduling.
+// index the dense side and two halves of the lexical side run in parallel;
+// each counts into its own funnel, summed after, so nothing depends on
+// scheduling.
 func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
 	newFilter := func() *filter {
 		return &filter{x: x, clearance: int8(req.Principal.Clearance), setOK: make([]int8, len(x.sets)),
 			principal: req.Principal.Barriers, now: req.NowTick, maxStale: req.MaxStaleTicks}
 	}
 	var lex, dense retrieval.Rankings
-	if len(x.chunks) >= parallelMin {
-		done := make(chan struct{})
+	n := int32(len(x.chunks))
+	lexical := func(rk *retrieval.Rankings, lo, hi int32) *topN {
+		sc := x.getScratch()
+		defer x.pool.Put(sc)
+		return x.lexical(req, newFilter(), sc, rk, lo, hi)
+	}
+	if n >= int32(parallelMin) {
+		// Three tasks for the cores: dense, and the lexical side split by
+		// slot range (each chunk's score is still summed in query-term
+		// order; the halves' tops are merged under the same total order).
+		var wg sync.WaitGroup
+		var upper retrieval.Rankings
+		var upperTop *topN
+		mid := n / 2
+		wg.Add(2)
 		go func() {
-			defer close(done)
+			defer wg.Done()
 			dense.Dense = x.dense(req, newFilter(), &dense)
 		}()
-		sc := x.getScratch()
-		lex.Lexical = x.lexical(req, newFilter(), sc, &lex)
-		x.pool.Put(sc)
-		<-done
+		go func() {
+			defer wg.Done()
+			upperTop = lexical(&upper, mid, n)
+		}()
+		top := lexical(&lex, 0, mid)
+		wg.Wait()
+		for _, it := range upperTop.items {
+			top.offer(it.slot, it.score)
+		}
+		lex.Lexical = top.hits()
+		lex.Considered += upper.Considered
+		lex.ExcludedByEntitlement += upper.ExcludedByEntitlement
+		lex.ExcludedByFreshness += upper.ExcludedByFreshness
 	} else {
-		sc := x.getScratch()
-		lex.Lexical = x.lexical(req, newFilter(), sc, &lex)
-		x.pool.Put(sc)
+		lex.Lexical = lexical(&lex, 0, n).hits()
 		dense.Dense = x.dense(req, newFilter(), &dense)
 	}
 	return retrieval.Rankings{
@@ -336,10 +357,13 @@ const (
 	cachedTF     = 8
 )
 
-func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *retrieval.Rankings) []retrieval.Hit {
+// lexical ranks the slots in [lo, hi) (the whole tenant's statistics still
+// apply): Rank splits a large index in two and merges the halves' tops.
+func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *retrieval.Rankings, lo, hi int32) *topN {
+	top := &topN{k: req.TopN, x: x}
 	n := int64(x.live)
 	if n == 0 {
-		return nil
+		return top
 	}
 	avgdl := bm25.AvgDL(x.sumLen, n)
 	params := x.settings.BM25
@@ -376,7 +400,9 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 			sc.stamp++
 		}
 		oneStamp := sc.stamp
-		for k, s := range p.slots {
+		start, _ := slices.BinarySearch(p.slots, lo)
+		for k := start; k < len(p.slots) && p.slots[k] < hi; k++ {
+			s := p.slots[k]
 			if !x.alive[s] {
 				continue
 			}
@@ -397,7 +423,6 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 			sc.lex[s] += bm25.TermNorm(idf, int64(tf), normOf(dl), params)
 		}
 	}
-	top := topN{k: req.TopN, x: x}
 	visit := func(s int32) {
 		sc.mark[s] = false
 		score := sc.lex[s]
@@ -416,10 +441,10 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 	}
 	// Many touched chunks are cheaper to visit in slot order (sequential
 	// memory) than in the order they were touched.
-	if len(touched) > len(sc.mark)/16 {
-		for s, m := range sc.mark {
-			if m {
-				visit(int32(s))
+	if len(touched) > int(hi-lo)/16 {
+		for s := lo; s < hi; s++ {
+			if sc.mark[s] {
+				visit(s)
 			}
 		}
 	} else {
@@ -427,7 +452,7 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 			visit(s)
 		}
 	}
-	return top.hits()
+	return top
 }
 
 // denseBlock is how many slots the dense side scores at a time: the block's
