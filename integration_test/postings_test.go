@@ -59,7 +59,9 @@ func TestPostingsGarbageCollected(t *testing.T) {
 		}
 	}
 	dead := func() int64 { return queryInt(t, dbURL, `SELECT dead_postings FROM cordon_t_gc.stats`) }
-	stored := func() int64 { return queryInt(t, dbURL, `SELECT coalesce(sum(n), 0)::bigint FROM cordon_t_gc.postings`) }
+	stored := func() int64 {
+		return queryInt(t, dbURL, `SELECT coalesce(sum(n), 0)::bigint FROM cordon_t_gc.postings`)
+	}
 	live := func() int64 {
 		return queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.postings p
 			CROSS JOIN LATERAL unnest(p.chunks) AS u(chunk) JOIN cordon_t_gc.chunks c ON c.id = u.chunk`)
