@@ -14,7 +14,9 @@ import (
 
 // Plot draws p50 latency (log scale) against corpus size (log scale), one
 // line per system and tenant count, from reports, and writes it to file
-// (the format follows the extension, e.g. .png).
+// (the format follows the extension, e.g. .png). A point is the one-client
+// p50 where the report has one (cordon bench --serial), else the p50 with
+// the report's clients.
 func Plot(reports []*Report, file string) error {
 	if len(reports) == 0 {
 		return fmt.Errorf("plot: no reports")
@@ -29,7 +31,14 @@ func Plot(reports []*Report, file string) error {
 		system  string
 		tenants int
 	}
-	series := map[key]plotter.XYs{}
+	// One point per system, tenant count and corpus size: the one-client
+	// p50 (--serial) where a report measured it, else the p50 with the
+	// report's clients; of two reports for the same point, a serial one wins.
+	type point struct {
+		y      float64
+		serial bool
+	}
+	points := map[key]map[int]point{}
 	var keys []key
 	for _, r := range reports {
 		for _, name := range AllSystems {
@@ -41,10 +50,23 @@ func Plot(reports []*Report, file string) error {
 			if !multiTenant {
 				k.tenants = 0
 			}
-			if _, ok := series[k]; !ok {
+			if _, ok := points[k]; !ok {
 				keys = append(keys, k)
+				points[k] = map[int]point{}
 			}
-			series[k] = append(series[k], plotter.XY{X: float64(r.Chunks), Y: s.P50})
+			pt := point{y: s.P50}
+			if s.SerialP50 != nil && *s.SerialP50 > 0 {
+				pt = point{y: *s.SerialP50, serial: true}
+			}
+			if old, ok := points[k][r.Chunks]; !ok || (pt.serial && !old.serial) {
+				points[k][r.Chunks] = pt
+			}
+		}
+	}
+	series := map[key]plotter.XYs{}
+	for k, byChunks := range points {
+		for chunks, pt := range byChunks {
+			series[k] = append(series[k], plotter.XY{X: float64(chunks), Y: pt.y})
 		}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
@@ -56,11 +78,11 @@ func Plot(reports []*Report, file string) error {
 	p := plot.New()
 	p.Title.Text = "Cordon bench: p50 query latency vs corpus size"
 	p.X.Label.Text = "chunks (all tenants)"
-	p.Y.Label.Text = "p50 latency (ms)"
+	p.Y.Label.Text = "p50 latency (ms): one client where measured, else 8"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top = false
-	p.Legend.Left = false
+	p.Legend.Top = true
+	p.Legend.Left = true
 	p.Legend.XOffs = -vg.Points(4)
 	p.Legend.YOffs = vg.Points(4)
 	p.Add(plotter.NewGrid())

@@ -15,7 +15,6 @@ import (
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
@@ -270,20 +269,8 @@ func TestBlockPostingsMigrationKeepsResults(t *testing.T) {
 	}
 	check := func(step string) {
 		t.Helper()
-		for _, text := range []string{"wire hold", "tx4096 ledger breach", "desk limit margin swap", "nothing"} {
-			q := retrieval.Query{Principal: cordontype.Principal{Tenant: "mig", Clearance: cordontype.Confidential}, Text: text, Policy: retrieval.DefaultPolicy()}
-			want, err := retrieval.New(ref).Retrieve(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := retrieval.New(st).Retrieve(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", step, err)
-			}
-			if ids(got) != ids(want) {
-				t.Fatalf("%s, query %q: got %s, want %s", step, text, ids(got), ids(want))
-			}
-		}
+		sameAsReference(t, step, ref, st, cordontype.Principal{Tenant: "mig", Clearance: cordontype.Confidential},
+			"wire hold", "tx4096 ledger breach", "desk limit margin swap", "nothing")
 	}
 	check("blocks")
 	if err := postgres.MigrateDownTo(ctx, dbURL, 5); err != nil {

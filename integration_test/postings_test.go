@@ -43,20 +43,8 @@ func TestPostingsGarbageCollected(t *testing.T) {
 	}
 	check := func(step string) {
 		t.Helper()
-		for _, text := range []string{"wire3 hold", "tx40966 ledger breach", "desk1 limit2 margin swap", "nostro"} {
-			q := retrieval.Query{Principal: cordontype.Principal{Tenant: "gc", Clearance: cordontype.Confidential}, Text: text, Policy: retrieval.DefaultPolicy()}
-			want, err := retrieval.New(ref).Retrieve(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := retrieval.New(st).Retrieve(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", step, err)
-			}
-			if ids(got) != ids(want) {
-				t.Fatalf("%s, query %q: got %s, want %s", step, text, ids(got), ids(want))
-			}
-		}
+		sameAsReference(t, step, ref, st, cordontype.Principal{Tenant: "gc", Clearance: cordontype.Confidential},
+			"wire3 hold", "tx40966 ledger breach", "desk1 limit2 margin swap", "nostro")
 	}
 	dead := func() int64 { return queryInt(t, dbURL, `SELECT dead_postings FROM cordon_t_gc.stats`) }
 	stored := func() int64 {
@@ -110,5 +98,26 @@ func TestPostingsGarbageCollected(t *testing.T) {
 	check("collected")
 	if n := queryInt(t, dbURL, `SELECT coalesce(max(c), 0)::bigint FROM (SELECT count(*) AS c FROM cordon_t_gc.postings GROUP BY term) x`); n > 7*4 {
 		t.Fatalf("a term has %d blocks", n)
+	}
+}
+
+// sameAsReference retrieves each text as principal p from st and from the
+// reference ref and requires the same chunks, scores, texts and counters.
+func sameAsReference(t *testing.T, step string, ref, st retrieval.Store, p cordontype.Principal, texts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, text := range texts {
+		q := retrieval.Query{Principal: p, Text: text, Policy: retrieval.DefaultPolicy()}
+		want, err := retrieval.New(ref).Retrieve(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := retrieval.New(st).Retrieve(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if ids(got) != ids(want) {
+			t.Fatalf("%s, query %q: got %s, want %s", step, text, ids(got), ids(want))
+		}
 	}
 }

@@ -280,6 +280,21 @@ func (f *filter) verdict(s int32) int {
 	return 0
 }
 
+// admit counts a ranked slot in the funnel (SPEC section 5, steps 2-3) and
+// reports whether it survives the pre-filter.
+func (f *filter) admit(s int32, rk *retrieval.Rankings) bool {
+	rk.Considered++
+	switch f.verdict(s) {
+	case 1:
+		rk.ExcludedByEntitlement++
+		return false
+	case 2:
+		rk.ExcludedByFreshness++
+		return false
+	}
+	return true
+}
+
 func subset(a, b []string) bool {
 	for _, l := range a {
 		if _, ok := slices.BinarySearch(b, l); !ok {
@@ -425,17 +440,7 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 	}
 	visit := func(s int32) {
 		sc.mark[s] = false
-		score := sc.lex[s]
-		if !(score > 0) {
-			return
-		}
-		rk.Considered++
-		switch f.verdict(s) {
-		case 1:
-			rk.ExcludedByEntitlement++
-		case 2:
-			rk.ExcludedByFreshness++
-		default:
+		if score := sc.lex[s]; score > 0 && f.admit(s, rk) {
 			top.offer(s, score)
 		}
 	}
@@ -509,13 +514,7 @@ func (x *Index) dense(req retrieval.RankRequest, f *filter, rk *retrieval.Rankin
 			if !x.alive[s] {
 				continue
 			}
-			rk.Considered++
-			switch f.verdict(s) {
-			case 1:
-				rk.ExcludedByEntitlement++
-			case 2:
-				rk.ExcludedByFreshness++
-			default:
+			if f.admit(s, rk) {
 				// hashembed.Cosine with both square roots taken once.
 				top.offer(s, float64(dv)/float64(qnorm*x.norm[s]))
 			}
