@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
@@ -18,14 +20,8 @@ import (
 // writer rewrites the blocks without them. Before and after, retrievals
 // equal the reference's, and blocks stay few per term.
 func TestPostingsGarbageCollected(t *testing.T) {
-	ctx := context.Background()
 	dbURL := migrated(t)
-	settings := index.DefaultSettings()
-	ref, err := memory.New(settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := openStore(t, dbURL, postgres.Options{AutoCreate: &settings})
+	m := newMirror(t, dbURL, cordontype.Principal{Tenant: "gc", Clearance: cordontype.Confidential})
 	words := []string{"wire", "hold", "release", "ledger", "swap", "margin", "tx4096", "desk", "limit", "breach", "audit", "nostro"}
 	doc := func(i, round int) cordontype.Document {
 		var text strings.Builder
@@ -34,26 +30,16 @@ func TestPostingsGarbageCollected(t *testing.T) {
 		}
 		return cordontype.Document{Tenant: "gc", DocID: fmt.Sprintf("d%d", i), Text: text.String(), Classification: cordontype.Classification(i % 3)}
 	}
-	apply := func(d cordontype.Document) {
-		t.Helper()
-		put(t, st, d)
-		if _, err := ref.Put(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := m.put
 	check := func(step string) {
 		t.Helper()
-		sameAsReference(t, step, ref, st, cordontype.Principal{Tenant: "gc", Clearance: cordontype.Confidential},
-			"wire3 hold", "tx40966 ledger breach", "desk1 limit2 margin swap", "nostro")
+		m.check(step, "wire3 hold", "tx40966 ledger breach", "desk1 limit2 margin swap", "nostro")
 	}
 	dead := func() int64 { return queryInt(t, dbURL, `SELECT dead_postings FROM cordon_t_gc.stats`) }
 	stored := func() int64 {
 		return queryInt(t, dbURL, `SELECT coalesce(sum(n), 0)::bigint FROM cordon_t_gc.postings`)
 	}
-	live := func() int64 {
-		return queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.postings p
-			CROSS JOIN LATERAL unnest(p.chunks) AS u(chunk) JOIN cordon_t_gc.chunks c ON c.id = u.chunk`)
-	}
+	live := func() int64 { return livePostings(t, dbURL, "cordon_t_gc") }
 	for i := range 80 {
 		apply(doc(i, 0))
 	}
@@ -79,12 +65,7 @@ func TestPostingsGarbageCollected(t *testing.T) {
 	check("replaced")
 	// Delete most: the dead outweigh the live and the next write collects.
 	for i := 10; i < 75; i++ {
-		if _, err := st.Delete(ctx, "gc", fmt.Sprintf("d%d", i)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ref.Delete(ctx, "gc", fmt.Sprintf("d%d", i)); err != nil {
-			t.Fatal(err)
-		}
+		m.del(fmt.Sprintf("d%d", i))
 	}
 	// 75 documents of 90 tokens were removed or replaced: 6,750 dead tokens,
 	// past the 4,096 threshold and a quarter of the live ones, so a writer
@@ -101,23 +82,69 @@ func TestPostingsGarbageCollected(t *testing.T) {
 	}
 }
 
-// sameAsReference retrieves each text as principal p from st and from the
-// reference ref and requires the same chunks, scores, texts and counters.
-func sameAsReference(t *testing.T, step string, ref, st retrieval.Store, p cordontype.Principal, texts ...string) {
+// mirror applies the same writes to a Postgres store and to the reference
+// store, and compares their retrievals for one principal.
+type mirror struct {
+	t   *testing.T
+	ref *memory.Store
+	st  *postgres.Store
+	p   cordontype.Principal
+}
+
+func newMirror(t *testing.T, dbURL string, p cordontype.Principal) *mirror {
 	t.Helper()
+	settings := index.DefaultSettings()
+	ref, err := memory.New(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &mirror{t: t, ref: ref, st: openStore(t, dbURL, postgres.Options{AutoCreate: &settings}), p: p}
+}
+
+func (m *mirror) put(d cordontype.Document) {
+	m.t.Helper()
+	put(m.t, m.st, d)
+	if _, err := m.ref.Put(context.Background(), d); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+func (m *mirror) del(docID string) {
+	m.t.Helper()
+	ctx := context.Background()
+	if _, err := m.st.Delete(ctx, m.p.Tenant, docID); err != nil {
+		m.t.Fatal(err)
+	}
+	if _, err := m.ref.Delete(ctx, m.p.Tenant, docID); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// check retrieves each text from both stores and requires the same chunks,
+// scores, texts and counters.
+func (m *mirror) check(step string, texts ...string) {
+	m.t.Helper()
 	ctx := context.Background()
 	for _, text := range texts {
-		q := retrieval.Query{Principal: p, Text: text, Policy: retrieval.DefaultPolicy()}
-		want, err := retrieval.New(ref).Retrieve(ctx, q)
+		q := retrieval.Query{Principal: m.p, Text: text, Policy: retrieval.DefaultPolicy()}
+		want, err := retrieval.New(m.ref).Retrieve(ctx, q)
 		if err != nil {
-			t.Fatal(err)
+			m.t.Fatal(err)
 		}
-		got, err := retrieval.New(st).Retrieve(ctx, q)
+		got, err := retrieval.New(m.st).Retrieve(ctx, q)
 		if err != nil {
-			t.Fatalf("%s: %v", step, err)
+			m.t.Fatalf("%s: %v", step, err)
 		}
 		if ids(got) != ids(want) {
-			t.Fatalf("%s, query %q: got %s, want %s", step, text, ids(got), ids(want))
+			m.t.Fatalf("%s, query %q: got %s, want %s", step, text, ids(got), ids(want))
 		}
 	}
+}
+
+// livePostings counts the postings in schema's blocks whose chunk exists.
+func livePostings(t *testing.T, dbURL, schema string) int64 {
+	t.Helper()
+	q := func(table string) string { return pgx.Identifier{schema, table}.Sanitize() }
+	return queryInt(t, dbURL, `SELECT count(*) FROM `+q("postings")+` p
+		CROSS JOIN LATERAL unnest(p.chunks) AS u(chunk) JOIN `+q("chunks")+` c ON c.id = u.chunk`)
 }

@@ -78,11 +78,16 @@ func (s *Store) CacheStats() CacheStats {
 	return st
 }
 
-func (c *cache) entry(schema string) *cachedTenant {
+// entry returns the schema's cache entry, marked as just used; a missing
+// one is created when create is set, else nil is returned.
+func (c *cache) entry(schema string, create bool) *cachedTenant {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ct := c.tenants[schema]
 	if ct == nil {
+		if !create {
+			return nil
+		}
 		ct = &cachedTenant{}
 		c.tenants[schema] = ct
 	}
@@ -123,13 +128,7 @@ func (c *cache) fastRank(ctx context.Context, db DBTX, req retrieval.RankRequest
 	if err != nil || tok != analysis.TokenizerVersion {
 		return rk, 0, false
 	}
-	c.mu.Lock()
-	ct := c.tenants[schema]
-	if ct != nil {
-		c.clock++
-		ct.lastUse = c.clock
-	}
-	c.mu.Unlock()
+	ct := c.entry(schema, false)
 	if ct == nil {
 		return rk, 0, false
 	}
@@ -149,7 +148,7 @@ func (c *cache) rank(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval
 	if err := tx.QueryRow(ctx, `SELECT version, n_chunks, tableoid::bigint FROM `+t.tables.stats).Scan(&version, &n, &incarnation); err != nil {
 		return retrieval.Rankings{}, false, classify(err)
 	}
-	ct := c.entry(t.schema)
+	ct := c.entry(t.schema, true)
 	current := func() bool {
 		return ct.x != nil && ct.version == version && ct.incarnation == incarnation && ct.settings == t.settings
 	}

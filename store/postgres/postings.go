@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -68,6 +69,29 @@ type postingList struct {
 	tfs    []int32
 }
 
+func (p *postingList) add(chunk int64, tf int32) {
+	p.chunks = append(p.chunks, chunk)
+	p.tfs = append(p.tfs, tf)
+}
+
+func (p *postingList) extend(chunks []int64, tfs []int32) {
+	p.chunks = append(p.chunks, chunks...)
+	p.tfs = append(p.tfs, tfs...)
+}
+
+// postingLists are postings by term.
+type postingLists map[string]*postingList
+
+// of returns term's list, creating it empty.
+func (m postingLists) of(term string) *postingList {
+	p := m[term]
+	if p == nil {
+		p = &postingList{}
+		m[term] = p
+	}
+	return p
+}
+
 // nextBlock draws a block number from the tenant's sequence.
 func nextBlock(ctx context.Context, db DBTX, tb tables) (int64, error) {
 	var b int64
@@ -75,7 +99,7 @@ func nextBlock(ctx context.Context, db DBTX, tb tables) (int64, error) {
 	return b, classify(err)
 }
 
-func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists map[string]*postingList) error {
+func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists postingLists) error {
 	terms := make([]string, 0, len(lists))
 	for t := range lists {
 		if len(lists[t].chunks) > 0 {
@@ -164,12 +188,12 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 
 // readSegments reads the postings of blocks, in block order, keeping only
 // those whose chunk still exists.
-func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64) (map[string]*postingList, error) {
+func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64) (postingLists, error) {
 	rows, err := tx.Query(ctx, `SELECT term, block, chunks, tfs FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
 	if err != nil {
 		return nil, classify(err)
 	}
-	lists := make(map[string]*postingList)
+	lists := postingLists{}
 	var ids []int64
 	for rows.Next() {
 		var term string
@@ -180,13 +204,7 @@ func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64) (ma
 			rows.Close()
 			return nil, err
 		}
-		p := lists[term]
-		if p == nil {
-			p = &postingList{}
-			lists[term] = p
-		}
-		p.chunks = append(p.chunks, chunks...)
-		p.tfs = append(p.tfs, tfs...)
+		lists.of(term).extend(chunks, tfs)
 		ids = append(ids, chunks...)
 	}
 	if err := rows.Err(); err != nil {
@@ -231,23 +249,13 @@ func sortPostings(p *postingList) {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortFunc(idx, func(a, b int) int { return cmpInt64(p.chunks[a], p.chunks[b]) })
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(p.chunks[a], p.chunks[b]) })
 	chunks := make([]int64, len(idx))
 	tfs := make([]int32, len(idx))
 	for i, j := range idx {
 		chunks[i], tfs[i] = p.chunks[j], p.tfs[j]
 	}
 	p.chunks, p.tfs = chunks, tfs
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // gcMinDead is the fewest dead postings (as counted in stats.dead_postings)

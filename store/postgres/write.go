@@ -115,12 +115,10 @@ func lastOfEach(batch []preparedDoc) []preparedDoc {
 	return out
 }
 
-// lockStats takes the tenant's write lock (its stats row) and returns the
-// tenant's current version; this transaction commits version+1.
-func lockStats(ctx context.Context, tx pgx.Tx, tb tables) (int64, error) {
-	var version int64
-	err := tx.QueryRow(ctx, `SELECT version FROM `+tb.stats+` FOR UPDATE`).Scan(&version)
-	return version, classify(err)
+// lockStats takes the tenant's write lock (its stats row).
+func lockStats(ctx context.Context, tx pgx.Tx, tb tables) error {
+	_, err := tx.Exec(ctx, `SELECT 1 FROM `+tb.stats+` FOR UPDATE`)
+	return classify(err)
 }
 
 // removeDocs deletes documents (their chunks cascade; their postings stay
@@ -145,7 +143,7 @@ type write struct {
 	docIDs       []string
 	docRows      [][]any
 	chunkRows    [][]any
-	postings     map[string]*postingList
+	postings     postingLists
 	block        int64
 	newN, newLen int64
 	maxAbs       int32
@@ -155,7 +153,7 @@ type write struct {
 // table's identity sequence (COPY writes given identity values); ids and
 // block numbers drawn for a write that then fails are simply never used.
 func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc) (*write, error) {
-	w := &write{docIDs: make([]string, len(batch)), docRows: make([][]any, len(batch)), postings: make(map[string]*postingList)}
+	w := &write{docIDs: make([]string, len(batch)), docRows: make([][]any, len(batch)), postings: postingLists{}}
 	total := 0
 	for _, d := range batch {
 		total += len(d.chunks)
@@ -188,13 +186,7 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 			w.chunkRows = append(w.chunkRows, []any{id, c.ChunkID, c.DocID, int32(j), c.Section, c.Text, int32(c.StartChar), int32(c.EndChar), int32(c.Length),
 				int16(c.Classification), c.Barriers, c.AsOfTick, pgvector.NewVector(index.Float32s(pc.Vector)), pc.NormSq, m})
 			for x, term := range pc.Terms {
-				p := w.postings[term]
-				if p == nil {
-					p = &postingList{}
-					w.postings[term] = p
-				}
-				p.chunks = append(p.chunks, id)
-				p.tfs = append(p.tfs, pc.TF[x])
+				w.postings.of(term).add(id, pc.TF[x])
 			}
 		}
 	}
@@ -202,7 +194,7 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 }
 
 func putTx(ctx context.Context, tx pgx.Tx, tb tables, w *write) error {
-	if _, err := lockStats(ctx, tx, tb); err != nil {
+	if err := lockStats(ctx, tx, tb); err != nil {
 		return err
 	}
 	_, oldN, oldLen, err := removeDocs(ctx, tx, tb, w.docIDs)
@@ -270,7 +262,7 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 	}
 	var existed bool
 	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if _, err := lockStats(ctx, tx, t.tables); err != nil {
+		if err := lockStats(ctx, tx, t.tables); err != nil {
 			return err
 		}
 		count, n, sumLen, err := removeDocs(ctx, tx, t.tables, []string{docID})
