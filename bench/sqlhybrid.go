@@ -190,7 +190,7 @@ func (s *sqlHybridSystem) Query(ctx context.Context, q Query) ([]string, error) 
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := retrieval.Rerank(fused, terms, RerankDepth, MinScore)
+	out := retrieval.Rerank(fused, retrieval.RerankInput{Terms: terms, Depth: RerankDepth, MinScore: MinScore, Kind: retrieval.RerankOverlap})
 	if len(out) > Limit {
 		out = out[:Limit]
 	}

@@ -70,12 +70,20 @@ Examples:
 	register(&command{
 		name:    "tenant",
 		summary: "create, drop or list tenants (one Postgres schema each)",
-		usage: `Usage: cordon tenant create|drop|list [flags] [NAME]
+		usage: `Usage: cordon tenant create|set|drop|list [flags] [NAME]
 
   create NAME   register a tenant and create its schema (idempotent); its index
-                settings are fixed at creation
+                settings are fixed at creation, except --bm25-statistics
+  set NAME      change --bm25-statistics of an existing tenant (takes effect
+                with the next query; nothing is re-indexed)
   drop NAME     remove a tenant, its schema and all its documents; needs --yes
   list          list tenants with their settings and chunk counts
+
+--bm25-statistics picks the BM25 statistics scope: "entitled" (the default)
+takes N, the average length and df over the chunks the querying principal may
+see, so no score reveals anything about hidden documents; "tenant" takes them
+over all of the tenant's chunks (classic single-index BM25; a reader can then
+infer which terms hidden documents hold from how its own scores move).
 
 A tenant name is 1-40 characters: a lower-case ASCII letter, then lower-case
 letters, digits or '_'. Its schema is cordon_t_<name>.
@@ -83,6 +91,7 @@ letters, digits or '_'. Its schema is cordon_t_<name>.
 Examples:
   cordon tenant create --database-url "$URL" wholesale
   cordon tenant create --dims 512 --max-words 120 --overlap-words 20 retail
+  cordon tenant set --bm25-statistics entitled legacy_tenant
   cordon tenant drop --yes retail
 `,
 		run: runTenant,
@@ -154,8 +163,10 @@ func settingsFlags(fs *flag.FlagSet) func() index.Settings {
 	b := fs.Float64("b", bm25.DefaultB, "BM25 b (0..1)")
 	maxWords := fs.Int("max-words", chunk.DefaultMaxWords, "words per chunk window")
 	overlap := fs.Int("overlap-words", chunk.DefaultOverlapWords, "words shared by consecutive windows (< max-words)")
+	scope := fs.String("bm25-statistics", string(bm25.DefaultScope), `BM25 statistics scope: "entitled" or "tenant"`)
 	return func() index.Settings {
-		return index.Settings{Dims: *dims, BM25: bm25.Params{K1: *k1, B: *b}, Chunking: chunk.Options{MaxWords: *maxWords, OverlapWords: *overlap}}
+		return index.Settings{Dims: *dims, BM25: bm25.Params{K1: *k1, B: *b}, Chunking: chunk.Options{MaxWords: *maxWords, OverlapWords: *overlap},
+			Statistics: bm25.Scope(*scope)}
 	}
 }
 
@@ -166,7 +177,7 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 			fmt.Fprint(env.Stdout, c.usage)
 			return flag.ErrHelp
 		}
-		return fmt.Errorf("%w: want an action: create, drop or list", errUsage)
+		return fmt.Errorf("%w: want an action: create, set, drop or list", errUsage)
 	}
 	action, args := args[0], args[1:]
 	fs := newFlagSet(c, env)
@@ -185,9 +196,14 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("%w: %s takes %d NAME argument(s), got %d", errUsage, action, wantArgs, fs.NArg())
 	}
 	switch action {
-	case "create", "drop", "list":
+	case "create", "set", "drop", "list":
 	default:
-		return fmt.Errorf("%w: unknown action %q (want create, drop or list)", errUsage, action)
+		return fmt.Errorf("%w: unknown action %q (want create, set, drop or list)", errUsage, action)
+	}
+	if action == "set" {
+		if _, err := bm25.ParseScope(string(settings().Statistics)); err != nil {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
 	}
 	if action == "drop" && !*yes {
 		return fmt.Errorf("%w: dropping tenant %q deletes all its documents; add --yes to confirm", errUsage, fs.Arg(0))
@@ -208,6 +224,16 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 		} else {
 			fmt.Fprintf(env.Stdout, "tenant %s already exists with these settings\n", fs.Arg(0))
 		}
+	case "set":
+		scope := settings().Statistics
+		found, err := st.SetStatistics(ctx, fs.Arg(0), scope)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("tenant %q does not exist", fs.Arg(0))
+		}
+		fmt.Fprintf(env.Stdout, "tenant %s: bm25_statistics %s\n", fs.Arg(0), scope)
 	case "drop":
 		dropped, err := st.DropTenant(ctx, fs.Arg(0))
 		if err != nil {
@@ -222,10 +248,10 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %8s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "CHUNKS")
+		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS")
 		for _, t := range ts {
-			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %8d\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
-				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Chunks)
+			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
+				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks)
 		}
 	}
 	return nil

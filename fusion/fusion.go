@@ -1,6 +1,7 @@
 package fusion
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -19,30 +20,60 @@ type Fused struct {
 // Contribution is 1 / (k + rank) for a 1-based rank, with k + rank computed
 // exactly in integers before the one rounding of the division.
 func Contribution(k int64, rank int) float64 {
-	return 1 / float64(uint64(k)+uint64(rank))
+	return WeightedContribution(1, k, rank)
+}
+
+// WeightedContribution is w / (k + rank), k + rank computed exactly in
+// integers before the one rounding of the division. With w = 1 it is
+// [Contribution] bit for bit.
+func WeightedContribution(w float64, k int64, rank int) float64 {
+	return w / float64(uint64(k)+uint64(rank))
 }
 
 // RRF fuses rankings of chunk ids (each best first, without repeats) with
-// constant k >= 1. The result is sorted by fused score descending, then chunk
-// id ascending in byte order.
+// constant k >= 1 and every ranking weighted 1. The result is sorted by fused
+// score descending, then chunk id ascending in byte order.
 func RRF(rankings [][]string, k int64) []Fused {
-	ranks := make(map[string][]int)
+	return WeightedRRF(rankings, nil, k)
+}
+
+// WeightedRRF is [RRF] with a weight per ranking (weights[i] for
+// rankings[i]; nil weights all 1): a chunk's fused score is the sum of
+// w / (k + rank) over the rankings holding it, added in ascending order of
+// (rank, contribution), so the result does not depend on the order of the
+// rankings. Weights are finite and >= 0; a chunk of a ranking weighted 0
+// stays in the result with that ranking's contribution 0.
+func WeightedRRF(rankings [][]string, weights []float64, k int64) []Fused {
+	type part struct {
+		rank int
+		c    float64
+	}
+	parts := make(map[string][]part)
 	var order []string
-	for _, r := range rankings {
-		for i, id := range r {
-			if _, ok := ranks[id]; !ok {
+	for i, r := range rankings {
+		w := 1.0
+		if weights != nil {
+			w = weights[i]
+		}
+		for j, id := range r {
+			if _, ok := parts[id]; !ok {
 				order = append(order, id)
 			}
-			ranks[id] = append(ranks[id], i+1)
+			parts[id] = append(parts[id], part{rank: j + 1, c: WeightedContribution(w, k, j+1)})
 		}
 	}
 	out := make([]Fused, 0, len(order))
 	for _, id := range order {
-		rs := ranks[id]
-		slices.Sort(rs)
+		ps := parts[id]
+		slices.SortFunc(ps, func(a, b part) int {
+			if a.rank != b.rank {
+				return a.rank - b.rank
+			}
+			return cmp.Compare(a.c, b.c)
+		})
 		var s float64
-		for _, r := range rs {
-			s += Contribution(k, r)
+		for _, p := range ps {
+			s += p.c
 		}
 		out = append(out, Fused{ChunkID: id, Score: s})
 	}

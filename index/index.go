@@ -28,12 +28,15 @@ type Settings struct {
 	Dims     int
 	BM25     bm25.Params
 	Chunking chunk.Options
+	// Statistics is the BM25 statistics scope. It changes scores, not what
+	// is stored, so a tenant can switch it without re-indexing.
+	Statistics bm25.Scope
 }
 
 // DefaultSettings returns dims 256, k1 1.5, b 0.75, 200-word windows with 40
-// words of overlap.
+// words of overlap, and the entitled statistics scope.
 func DefaultSettings() Settings {
-	return Settings{Dims: hashembed.DefaultDims, BM25: bm25.DefaultParams(), Chunking: chunk.DefaultOptions()}
+	return Settings{Dims: hashembed.DefaultDims, BM25: bm25.DefaultParams(), Chunking: chunk.DefaultOptions(), Statistics: bm25.DefaultScope}
 }
 
 // Validate checks every setting.
@@ -42,6 +45,9 @@ func (s Settings) Validate() error {
 		return err
 	}
 	if err := s.BM25.Validate(); err != nil {
+		return err
+	}
+	if _, err := bm25.ParseScope(string(s.Statistics)); err != nil {
 		return err
 	}
 	return s.Chunking.Validate()

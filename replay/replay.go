@@ -42,6 +42,8 @@ type config struct {
 	B            Float `json:"b"`
 	MaxWords     Int   `json:"max_words"`
 	OverlapWords Int   `json:"overlap_words"`
+	// BM25Statistics is the statistics scope, "entitled" or "tenant".
+	BM25Statistics *string `json:"bm25_statistics"`
 }
 
 // ParseSettings reads a script's config object (nil or null gives defaults).
@@ -65,6 +67,13 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 	}
 	if c.B.Set {
 		s.BM25.B = c.B.V
+	}
+	if c.BM25Statistics != nil {
+		scope, err := bm25.ParseScope(*c.BM25Statistics)
+		if err != nil {
+			return s, err
+		}
+		s.Statistics = scope
 	}
 	for _, f := range []struct {
 		in  Int

@@ -50,6 +50,16 @@ type policyIn struct {
 	RerankDepth   Int   `json:"rerank_depth"`
 	RRFK          Int   `json:"rrf_k"`
 	Limit         Int   `json:"limit"`
+	// SPEC section 5's fusion and rerank fields.
+	RRFWeights  *weightsIn `json:"rrf_weights"`
+	Rerank      *string    `json:"rerank"`
+	RerankBlend Float      `json:"rerank_blend"`
+}
+
+// weightsIn is rrf_weights: a missing key keeps its default 1.
+type weightsIn struct {
+	BM25   Float `json:"bm25"`
+	Cosine Float `json:"cosine"`
 }
 
 type retrieveIn struct {
@@ -230,6 +240,20 @@ func (p *policyIn) policy() retrieval.Policy {
 	setInt(p.Limit, &pol.Limit)
 	if p.RRFK.Set {
 		pol.RRFK = p.RRFK.V
+	}
+	if w := p.RRFWeights; w != nil {
+		if w.BM25.Set {
+			pol.RRFWeights.BM25 = w.BM25.V
+		}
+		if w.Cosine.Set {
+			pol.RRFWeights.Cosine = w.Cosine.V
+		}
+	}
+	if p.Rerank != nil {
+		pol.Rerank = retrieval.RerankKind(*p.Rerank)
+	}
+	if p.RerankBlend.Set {
+		pol.RerankBlend = p.RerankBlend.V
 	}
 	return pol
 }

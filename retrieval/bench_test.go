@@ -27,17 +27,17 @@ func BenchmarkFuse(b *testing.B) {
 	rk := benchRankings()
 	b.ReportAllocs()
 	for b.Loop() {
-		retrieval.Fuse(rk, 60)
+		retrieval.Fuse(rk, 60, retrieval.DefaultWeights())
 	}
 }
 
 // BenchmarkRerank tokenizes the top rerank_depth fused chunks (200 words
 // each) and applies the relevance floor.
 func BenchmarkRerank(b *testing.B) {
-	fused := retrieval.Fuse(benchRankings(), 60)
+	fused := retrieval.Fuse(benchRankings(), 60, retrieval.DefaultWeights())
 	terms := []string{"payment", "hold", "tx4096"}
 	b.ReportAllocs()
 	for b.Loop() {
-		retrieval.Rerank(fused, terms, retrieval.DefaultRerankDepth, retrieval.DefaultMinScore)
+		retrieval.Rerank(fused, retrieval.RerankInput{Terms: terms, Depth: retrieval.DefaultRerankDepth, MinScore: retrieval.DefaultMinScore, Kind: retrieval.RerankOverlap})
 	}
 }

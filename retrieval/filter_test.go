@@ -3,6 +3,7 @@ package retrieval
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -191,6 +192,19 @@ func TestPolicyValidate(t *testing.T) {
 		{"max_stale_ticks negative", func(p *Policy) { p.MaxStaleTicks = ptr[int64](-1) }, true},
 		{"max_stale_ticks 0", func(p *Policy) { p.MaxStaleTicks = ptr[int64](0) }, false},
 		{"all ones", func(p *Policy) { p.Limit, p.TopN, p.RerankDepth, p.RRFK = 1, 1, 1, 1 }, false},
+		{"rrf weight bm25 negative", func(p *Policy) { p.RRFWeights.BM25 = -0.5 }, true},
+		{"rrf weight cosine negative", func(p *Policy) { p.RRFWeights.Cosine = -1 }, true},
+		{"rrf weight infinite", func(p *Policy) { p.RRFWeights.BM25 = math.Inf(1) }, true},
+		{"rrf weight NaN", func(p *Policy) { p.RRFWeights.Cosine = math.NaN() }, true},
+		{"rrf weights 0", func(p *Policy) { p.RRFWeights = Weights{} }, false},
+		{"rrf weight 2.5", func(p *Policy) { p.RRFWeights.BM25 = 2.5 }, false},
+		{"rerank idf_overlap", func(p *Policy) { p.Rerank = RerankIDFOverlap }, false},
+		{"rerank unknown", func(p *Policy) { p.Rerank = "cross_encoder" }, true},
+		{"rerank empty", func(p *Policy) { p.Rerank = "" }, true},
+		{"rerank_blend 1", func(p *Policy) { p.RerankBlend = 1 }, false},
+		{"rerank_blend above 1", func(p *Policy) { p.RerankBlend = 1.5 }, true},
+		{"rerank_blend negative", func(p *Policy) { p.RerankBlend = -0.1 }, true},
+		{"rerank_blend NaN", func(p *Policy) { p.RerankBlend = math.NaN() }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,7 +218,8 @@ func TestPolicyValidate(t *testing.T) {
 			}
 		})
 	}
-	want := Policy{EnableRerank: true, MinScore: 0.2, TopN: 50, RerankDepth: 20, RRFK: 60, Limit: 5}
+	want := Policy{EnableRerank: true, MinScore: 0.2, TopN: 50, RerankDepth: 20, RRFK: 60, Limit: 5,
+		RRFWeights: Weights{BM25: 1, Cosine: 1}, Rerank: RerankOverlap}
 	if got := DefaultPolicy(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultPolicy() = %+v, want %+v", got, want)
 	}
@@ -228,6 +243,106 @@ func TestOverlap(t *testing.T) {
 				t.Errorf("Overlap(%q, %q) = %v, want %v", tt.query, tt.chunk, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestIDFOverlap(t *testing.T) {
+	q := []string{"rare", "common", "absent"}
+	idf := []float64{3, 0.5, 1.5}
+	tests := []struct {
+		name  string
+		idf   []float64
+		chunk []string
+		want  float64
+	}{
+		{"rare term only", idf, []string{"rare", "x"}, 3 / (3 + 0.5 + 1.5)},
+		{"common term only", idf, []string{"common"}, 0.5 / (3 + 0.5 + 1.5)},
+		{"all", idf, []string{"absent", "common", "rare"}, 1},
+		{"none", idf, []string{"x"}, 0},
+		{"zero idf mass", []float64{0, 0, 0}, []string{"rare"}, 0},
+		{"no idf given", nil, []string{"rare"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IDFOverlap(q, tt.idf, tt.chunk); got != tt.want {
+				t.Errorf("IDFOverlap = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRerankKindsAndBlend(t *testing.T) {
+	b1, b2 := 4.0, 1.0
+	in := []Scored{
+		{Chunk: cordontype.Chunk{ChunkID: "c1", Text: "common words here"}, BM25: &b2, Fused: 0.3},
+		{Chunk: cordontype.Chunk{ChunkID: "c2", Text: "rare"}, BM25: &b1, Fused: 0.2},
+		{Chunk: cordontype.Chunk{ChunkID: "c3", Text: "common rare"}, Fused: 0.1},
+	}
+	terms := []string{"rare", "common"}
+	idf := []float64{3, 1}
+	tests := []struct {
+		name      string
+		kind      RerankKind
+		blend     float64
+		bm25Max   float64
+		wantIDs   []string
+		wantScore []float64
+	}{
+		{"overlap: c3 holds both, ties keep fused order", RerankOverlap, 0, 4, []string{"c3", "c1", "c2"}, []float64{1, 0.5, 0.5}},
+		{"idf_overlap: the rare term outweighs the common one", RerankIDFOverlap, 0, 4, []string{"c3", "c2", "c1"}, []float64{1, 0.75, 0.25}},
+		{"blend 1: bm25 relative to the best, absent bm25 is 0", RerankOverlap, 1, 4, []string{"c2", "c1", "c3"}, []float64{1, 0.25, 0}},
+		{"blend 0.5 with idf_overlap", RerankIDFOverlap, 0.5, 4, []string{"c2", "c3", "c1"},
+			[]float64{float64(0.5*0.75) + float64(0.5*(4.0/4)), float64(0.5 * 1), float64(0.5*0.25) + float64(0.5*(1.0/4))}},
+		{"blend with an empty lexical ranking adds nothing", RerankOverlap, 0.5, 0, []string{"c3", "c1", "c2"}, []float64{0.5, 0.25, 0.25}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Rerank(slices.Clone(in), RerankInput{Terms: terms, IDF: idf, BM25Max: tt.bm25Max, Depth: 20,
+				MinScore: 0.2, Kind: tt.kind, Blend: tt.blend})
+			if g := scoredIDs(got); !slices.Equal(g, tt.wantIDs) {
+				t.Fatalf("order = %q, want %q", g, tt.wantIDs)
+			}
+			for i, s := range got {
+				if *s.Rerank != tt.wantScore[i] {
+					t.Errorf("%s rerank = %v, want %v", s.Chunk.ChunkID, *s.Rerank, tt.wantScore[i])
+				}
+			}
+		})
+	}
+	// The floor applies to the overlap, not to the blended score.
+	got := Rerank(slices.Clone(in), RerankInput{Terms: terms, IDF: idf, BM25Max: 4, Depth: 20, MinScore: 0.5, Kind: RerankIDFOverlap, Blend: 1})
+	if g := scoredIDs(got); !slices.Equal(g, []string{"c2", "c3"}) {
+		t.Errorf("floor on overlap: got %q, want [c2 c3]", g)
+	}
+}
+
+func TestFuseWeights(t *testing.T) {
+	c := func(id string) cordontype.Chunk { return cordontype.Chunk{ChunkID: id} }
+	rk := Rankings{
+		Lexical: []Hit{{Chunk: c("a"), Score: 3}, {Chunk: c("b"), Score: 2}},
+		Dense:   []Hit{{Chunk: c("b"), Score: 0.9}, {Chunk: c("c"), Score: 0.5}},
+	}
+	got := Fuse(rk, 10, Weights{BM25: 2, Cosine: 0.5})
+	// Contributions rounded one by one, added in ascending rank order (not
+	// Go's exact constant arithmetic).
+	w2, wh, k11, k12 := 2.0, 0.5, 11.0, 12.0
+	want := map[string]float64{
+		"a": w2 / k11,
+		"b": wh/k11 + w2/k12,
+		"c": wh / k12,
+	}
+	if ids := scoredIDs(got); !slices.Equal(ids, []string{"b", "a", "c"}) {
+		t.Fatalf("order = %q, want [b a c]", ids)
+	}
+	for _, s := range got {
+		if s.Fused != want[s.Chunk.ChunkID] {
+			t.Errorf("%s fused = %v, want %v", s.Chunk.ChunkID, s.Fused, want[s.Chunk.ChunkID])
+		}
+	}
+	// Weight 0 keeps the side's chunks with contribution 0.
+	got = Fuse(rk, 10, Weights{BM25: 1, Cosine: 0})
+	if ids := scoredIDs(got); !slices.Equal(ids, []string{"a", "b", "c"}) || got[2].Fused != 0 {
+		t.Errorf("cosine weight 0: order %q, c fused %v; want [a b c] and 0", ids, got[2].Fused)
 	}
 }
 
@@ -269,7 +384,7 @@ func TestRerank(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Rerank(slices.Clone(in), terms, tt.depth, tt.minScore)
+			got := Rerank(slices.Clone(in), RerankInput{Terms: terms, Depth: tt.depth, MinScore: tt.minScore, Kind: RerankOverlap})
 			if g := scoredIDs(got); !slices.Equal(g, tt.want) {
 				t.Fatalf("Rerank order = %q, want %q", g, tt.want)
 			}
@@ -280,7 +395,7 @@ func TestRerank(t *testing.T) {
 			}
 		})
 	}
-	if got := Rerank(slices.Clone(in), nil, 20, 0); len(got) != 0 {
+	if got := Rerank(slices.Clone(in), RerankInput{Depth: 20, Kind: RerankOverlap}); len(got) != 0 {
 		t.Errorf("Rerank with no query terms = %q, want empty", scoredIDs(got))
 	}
 }
@@ -291,7 +406,7 @@ func TestFuse(t *testing.T) {
 		Lexical: []Hit{{Chunk: c("a"), Score: 3.5}, {Chunk: c("b"), Score: 1.25}},
 		Dense:   []Hit{{Chunk: c("b"), Score: 0.5}, {Chunk: c("c"), Score: 0.25}},
 	}
-	got := Fuse(rk, 60)
+	got := Fuse(rk, 60, DefaultWeights())
 	type row struct {
 		id        string
 		bm25      *float64
@@ -318,7 +433,7 @@ func TestFuse(t *testing.T) {
 				w.id, w.fusedWant, deref(w.bm25), deref(w.bm25Rank), deref(w.cos), deref(w.cosRank))
 		}
 	}
-	if got := Fuse(Rankings{}, 60); len(got) != 0 {
+	if got := Fuse(Rankings{}, 60, DefaultWeights()); len(got) != 0 {
 		t.Errorf("Fuse of empty rankings = %q, want empty", scoredIDs(got))
 	}
 }

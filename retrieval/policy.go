@@ -2,6 +2,7 @@ package retrieval
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cordon-rag/cordon/fusion"
 )
@@ -15,6 +16,29 @@ const (
 	DegradedRerank     = "rerank"
 )
 
+// RerankKind names how the reranker scores a chunk's hold on the query
+// (SPEC section 5, step 6).
+type RerankKind string
+
+const (
+	// RerankOverlap is the share of the query's distinct terms the chunk
+	// holds: every term counts the same.
+	RerankOverlap RerankKind = "overlap"
+	// RerankIDFOverlap is the share of the query's IDF mass the chunk holds,
+	// with the principal's statistics scope: a rare term counts more than a
+	// common one.
+	RerankIDFOverlap RerankKind = "idf_overlap"
+)
+
+// Weights are the per-ranking RRF weights (SPEC section 5, step 5).
+type Weights struct {
+	BM25   float64
+	Cosine float64
+}
+
+// DefaultWeights weighs both rankings 1: classic RRF.
+func DefaultWeights() Weights { return Weights{BM25: 1, Cosine: 1} }
+
 // Policy tunes one retrieval.
 type Policy struct {
 	// MaxStaleTicks, when set, removes visible chunks whose document is older
@@ -26,10 +50,18 @@ type Policy struct {
 	RerankDepth   int
 	RRFK          int64
 	Limit         int
+	// RRFWeights weigh the lexical and dense rankings in fusion.
+	RRFWeights Weights
+	// Rerank picks the rerank score's overlap measure.
+	Rerank RerankKind
+	// RerankBlend in [0, 1] mixes the chunk's BM25 score, relative to the
+	// best one, into its rerank score; 0 is the overlap alone.
+	RerankBlend float64
 }
 
-// DefaultPolicy returns SPEC section 5's defaults: rerank on, min_score 0.2,
-// top_n 50, rerank_depth 20, rrf_k 60, limit 5, no freshness contract.
+// DefaultPolicy returns SPEC section 5's defaults (the seed profile): rerank
+// on, min_score 0.2, top_n 50, rerank_depth 20, rrf_k 60, limit 5, both RRF
+// weights 1, the overlap reranker with no BM25 blend, no freshness contract.
 func DefaultPolicy() Policy {
 	return Policy{
 		EnableRerank: true,
@@ -38,6 +70,8 @@ func DefaultPolicy() Policy {
 		RerankDepth:  DefaultRerankDepth,
 		RRFK:         fusion.DefaultK,
 		Limit:        DefaultLimit,
+		RRFWeights:   DefaultWeights(),
+		Rerank:       RerankOverlap,
 	}
 }
 
@@ -56,6 +90,16 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: min_score %v must be in [0, 1]", ErrInvalidPolicy, p.MinScore)
 	case p.MaxStaleTicks != nil && *p.MaxStaleTicks < 0:
 		return fmt.Errorf("%w: max_stale_ticks %d must be >= 0", ErrInvalidPolicy, *p.MaxStaleTicks)
+	case !weightOK(p.RRFWeights.BM25):
+		return fmt.Errorf("%w: rrf_weights.bm25 %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.BM25)
+	case !weightOK(p.RRFWeights.Cosine):
+		return fmt.Errorf("%w: rrf_weights.cosine %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.Cosine)
+	case p.Rerank != RerankOverlap && p.Rerank != RerankIDFOverlap:
+		return fmt.Errorf("%w: rerank %q must be %q or %q", ErrInvalidPolicy, p.Rerank, RerankOverlap, RerankIDFOverlap)
+	case !(p.RerankBlend >= 0 && p.RerankBlend <= 1):
+		return fmt.Errorf("%w: rerank_blend %v must be in [0, 1]", ErrInvalidPolicy, p.RerankBlend)
 	}
 	return nil
 }
+
+func weightOK(w float64) bool { return w >= 0 && !math.IsInf(w, 1) }

@@ -75,29 +75,55 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("rank: %w", err)
 	}
+	return Tail(rk, terms, q.Policy), nil
+}
+
+// Tail is the pure end of the pipeline (SPEC section 5, steps 5-7) over a
+// store's rankings: fuse, rerank (or shed it), take the first limit. terms
+// are the query's distinct tokens in order of first occurrence, as in the
+// [RankRequest] that produced rk. p must be valid.
+func Tail(rk Rankings, terms []string, p Policy) Result {
 	res := Result{
 		Considered:            rk.Considered,
 		ExcludedByEntitlement: rk.ExcludedByEntitlement,
 		ExcludedByFreshness:   rk.ExcludedByFreshness,
 		Degraded:              []string{},
 	}
-	res.Chunks = Fuse(rk, q.Policy.RRFK)
-	if q.Policy.EnableRerank {
-		res.Chunks = Rerank(res.Chunks, terms, q.Policy.RerankDepth, q.Policy.MinScore)
+	res.Chunks = Fuse(rk, p.RRFK, p.RRFWeights)
+	if p.EnableRerank {
+		res.Chunks = Rerank(res.Chunks, RerankInput{
+			Terms:    terms,
+			IDF:      rk.IDF,
+			BM25Max:  bm25Max(rk),
+			Depth:    p.RerankDepth,
+			MinScore: p.MinScore,
+			Kind:     p.Rerank,
+			Blend:    p.RerankBlend,
+		})
 	} else {
 		res.Degraded = append(res.Degraded, DegradedRerank)
 	}
-	if len(res.Chunks) > q.Policy.Limit {
-		res.Chunks = res.Chunks[:q.Policy.Limit]
+	if len(res.Chunks) > p.Limit {
+		res.Chunks = res.Chunks[:p.Limit]
 	}
-	return res, nil
+	return res
+}
+
+// bm25Max is the lexical ranking's first score, 0 when it is empty.
+func bm25Max(rk Rankings) float64 {
+	if len(rk.Lexical) == 0 {
+		return 0
+	}
+	return rk.Lexical[0].Score
 }
 
 // Fuse turns a store's rankings into fused chunks with their per-side scores
-// and ranks, in fused order. Empty rankings are dropped before fusion.
-func Fuse(rk Rankings, k int64) []Scored {
+// and ranks, in fused order, weighing the lexical ranking w.BM25 and the
+// dense one w.Cosine. Empty rankings are dropped before fusion.
+func Fuse(rk Rankings, k int64, w Weights) []Scored {
 	byID := make(map[string]*Scored)
 	var lists [][]string
+	var weights []float64
 	side := func(hits []Hit, lexical bool) {
 		if len(hits) == 0 {
 			return
@@ -118,10 +144,15 @@ func Fuse(rk Rankings, k int64) []Scored {
 			}
 		}
 		lists = append(lists, ids)
+		if lexical {
+			weights = append(weights, w.BM25)
+		} else {
+			weights = append(weights, w.Cosine)
+		}
 	}
 	side(rk.Lexical, true)
 	side(rk.Dense, false)
-	fused := fusion.RRF(lists, k)
+	fused := fusion.WeightedRRF(lists, weights, k)
 	out := make([]Scored, len(fused))
 	for i, f := range fused {
 		out[i] = *byID[f.ChunkID]
@@ -130,19 +161,43 @@ func Fuse(rk Rankings, k int64) []Scored {
 	return out
 }
 
-// Rerank scores the first depth fused chunks by the share of the query's
-// distinct terms each contains, keeps those with overlap > 0 and overlap >=
-// minScore (the relevance floor: "nothing relevant" stays empty), and
-// stable-sorts them by overlap descending. Chunks beyond depth are dropped.
-func Rerank(in []Scored, terms []string, depth int, minScore float64) []Scored {
-	if len(in) > depth {
-		in = in[:depth]
+// RerankInput is what [Rerank] needs besides the fused chunks.
+type RerankInput struct {
+	// Terms are the query's distinct tokens in order of first occurrence;
+	// IDF their idf under the principal's statistics scope (same index;
+	// only the idf_overlap kind reads it).
+	Terms []string
+	IDF   []float64
+	// BM25Max is the lexical ranking's first score (0 when it is empty).
+	BM25Max  float64
+	Depth    int
+	MinScore float64
+	Kind     RerankKind
+	Blend    float64
+}
+
+// Rerank scores the first in.Depth fused chunks by their overlap with the
+// query (the share of its distinct terms, or of its IDF mass, the chunk
+// holds), keeps those with overlap > 0 and overlap >= in.MinScore (the
+// relevance floor: "nothing relevant" stays empty), and stable-sorts them by
+// rerank score descending: (1 - blend) * overlap + blend * bm25 / bm25_max.
+// Chunks beyond the depth are dropped.
+func Rerank(fused []Scored, in RerankInput) []Scored {
+	if len(fused) > in.Depth {
+		fused = fused[:in.Depth]
 	}
-	out := make([]Scored, 0, len(in))
-	for _, s := range in {
-		ov := Overlap(terms, analysis.TokenSet(s.Chunk.Text))
-		if ov > 0 && ov >= minScore {
-			s.Rerank = &ov
+	out := make([]Scored, 0, len(fused))
+	for _, s := range fused {
+		chunkTerms := analysis.TokenSet(s.Chunk.Text)
+		var ov float64
+		if in.Kind == RerankIDFOverlap {
+			ov = IDFOverlap(in.Terms, in.IDF, chunkTerms)
+		} else {
+			ov = Overlap(in.Terms, chunkTerms)
+		}
+		if ov > 0 && ov >= in.MinScore {
+			score := blend(ov, s.BM25, in.BM25Max, in.Blend)
+			s.Rerank = &score
 			out = append(out, s)
 		}
 	}
@@ -156,6 +211,50 @@ func Rerank(in []Scored, terms []string, depth int, minScore float64) []Scored {
 		return 0
 	})
 	return out
+}
+
+// blend is SPEC section 5's rerank score, t1 = (1 - g) * overlap,
+// t2 = g * (bm25 / bm25max), t1 + t2, each step rounded (no fused
+// multiply-add). A chunk absent from the lexical ranking has bm25 0; t2 is 0
+// when that ranking is empty.
+func blend(overlap float64, bm25 *float64, bm25max, g float64) float64 {
+	t1 := float64(float64(1.0-g) * overlap)
+	var t2 float64
+	if bm25max > 0 {
+		var b float64
+		if bm25 != nil {
+			b = *bm25
+		}
+		t2 = float64(g * float64(b/bm25max))
+	}
+	return float64(t1 + t2)
+}
+
+// IDFOverlap is the share of the query's IDF mass a chunk holds: the sum of
+// idf over the query terms the chunk contains divided by the sum over all
+// query terms, each summed left to right in query order; 0 when the
+// denominator is 0. query is a distinct token list, idf its idf values
+// (missing entries count 0), chunk the chunk's distinct tokens.
+func IDFOverlap(query []string, idf []float64, chunk []string) float64 {
+	have := make(map[string]struct{}, len(chunk))
+	for _, t := range chunk {
+		have[t] = struct{}{}
+	}
+	var num, den float64
+	for i, t := range query {
+		var w float64
+		if i < len(idf) {
+			w = idf[i]
+		}
+		den += w
+		if _, ok := have[t]; ok {
+			num += w
+		}
+	}
+	if den == 0 {
+		return 0
+	}
+	return num / den
 }
 
 // Overlap is |set(query) ∩ set(chunk)| / |set(query)|, 0 for a query with no

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
@@ -20,7 +21,12 @@ func ptr[T any](v T) *T { return &v }
 
 func newStore(t *testing.T, docs ...cordontype.Document) *memory.Store {
 	t.Helper()
-	st, err := memory.New(index.DefaultSettings())
+	return newStoreWith(t, index.DefaultSettings(), docs...)
+}
+
+func newStoreWith(t *testing.T, settings index.Settings, docs ...cordontype.Document) *memory.Store {
+	t.Helper()
+	st, err := memory.New(settings)
 	if err != nil {
 		t.Fatalf("memory.New: %v", err)
 	}
@@ -202,9 +208,13 @@ func TestEntitlementExclusion(t *testing.T) {
 }
 
 // TestExclusionCountedOncePerRanking: one hidden chunk found by both
-// retrievers counts twice, once per ranking, and is considered twice.
+// retrievers counts twice, once per ranking, and is considered twice. (Under
+// the entitled scope this principal's statistics hold no chunk, so its
+// lexical ranking is empty and the chunk is counted once, by the dense side.)
 func TestExclusionCountedOncePerRanking(t *testing.T) {
-	st := newStore(t, doc("wholesale", "secret", cordontype.Restricted, 0, "merger code name bluebird"))
+	settings := index.DefaultSettings()
+	settings.Statistics = bm25.ScopeTenant
+	st := newStoreWith(t, settings, doc("wholesale", "secret", cordontype.Restricted, 0, "merger code name bluebird"))
 	all := allSeeing(t, st, "wholesale", "bluebird")
 	if len(all.Lexical) != 1 || len(all.Dense) != 1 {
 		t.Fatalf("unfiltered rankings have %d and %d hits, want 1 and 1", len(all.Lexical), len(all.Dense))
@@ -213,6 +223,12 @@ func TestExclusionCountedOncePerRanking(t *testing.T) {
 	if len(res.Chunks) != 0 || res.ExcludedByEntitlement != 2 || res.Considered != 2 || res.ExcludedByFreshness != 0 {
 		t.Errorf("got %d results, considered %d, excluded_by_entitlement %d, excluded_by_freshness %d; want 0, 2, 2, 0",
 			len(res.Chunks), res.Considered, res.ExcludedByEntitlement, res.ExcludedByFreshness)
+	}
+	ent := retrieve(t, newStore(t, doc("wholesale", "secret", cordontype.Restricted, 0, "merger code name bluebird")),
+		query(principal("wholesale", cordontype.Confidential), "bluebird", nil))
+	if len(ent.Chunks) != 0 || ent.ExcludedByEntitlement != 1 || ent.Considered != 1 {
+		t.Errorf("entitled scope: got %d results, considered %d, excluded_by_entitlement %d; want 0, 1, 1",
+			len(ent.Chunks), ent.Considered, ent.ExcludedByEntitlement)
 	}
 }
 

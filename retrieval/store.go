@@ -35,8 +35,12 @@ type Hit struct {
 // Rankings are a store's answer: each ranking filtered and truncated, best
 // first, plus the funnel counters of SPEC section 5.
 type Rankings struct {
-	Lexical               []Hit
-	Dense                 []Hit
+	Lexical []Hit
+	Dense   []Hit
+	// IDF holds idf(t) of each of the request's Terms (same index) under the
+	// principal's statistics scope, for the idf_overlap reranker; nil or
+	// all zero when the scope holds no chunk.
+	IDF                   []float64
 	Considered            int
 	ExcludedByEntitlement int
 	ExcludedByFreshness   int

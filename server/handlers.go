@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cordon-rag/cordon/assemble"
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/grounding"
 	"github.com/cordon-rag/cordon/index"
@@ -19,9 +20,30 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-// CreateTenantRequest is the body of POST /v1/tenants.
+// CreateTenantRequest is the body of POST /v1/tenants. BM25Statistics is
+// the statistics scope, "entitled" (the default) or "tenant".
 type CreateTenantRequest struct {
-	Tenant *string `json:"tenant"`
+	Tenant         *string `json:"tenant"`
+	BM25Statistics *string `json:"bm25_statistics"`
+}
+
+// UpdateTenantRequest is the body of PATCH /v1/tenants/{tenant}: the
+// settings that can change on a live tenant.
+type UpdateTenantRequest struct {
+	BM25Statistics *string `json:"bm25_statistics"`
+}
+
+// parseScope validates an optional bm25_statistics value; nil gives the
+// default.
+func parseScope(v *string) (bm25.Scope, error) {
+	if v == nil {
+		return bm25.DefaultScope, nil
+	}
+	scope, err := bm25.ParseScope(*v)
+	if err != nil {
+		return "", errf(http.StatusBadRequest, "bad_request", "%s", err.Error())
+	}
+	return scope, nil
 }
 
 func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, id Identity) {
@@ -38,7 +60,14 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, id Identit
 		s.fail(w, r, err)
 		return
 	}
-	created, err := s.store.CreateTenant(r.Context(), *req.Tenant, index.DefaultSettings())
+	settings := index.DefaultSettings()
+	scope, err := parseScope(req.BM25Statistics)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	settings.Statistics = scope
+	created, err := s.store.CreateTenant(r.Context(), *req.Tenant, settings)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -48,6 +77,40 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, id Identit
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, map[string]any{"tenant": *req.Tenant, "created": created})
+}
+
+// updateTenant changes a tenant's BM25 statistics scope. An unknown tenant
+// is 404.
+func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request, id Identity) {
+	tenant := r.PathValue("tenant")
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req UpdateTenantRequest
+	if e := decodeJSONRequest(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	if req.BM25Statistics == nil {
+		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "nothing to change: give bm25_statistics"))
+		return
+	}
+	scope, err := parseScope(req.BM25Statistics)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	found, err := s.store.SetStatistics(r.Context(), tenant, scope)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !found {
+		s.fail(w, r, errf(http.StatusNotFound, "not_found", "tenant %q not found", tenant))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tenant": tenant, "bm25_statistics": scope})
 }
 
 // DocumentRequest is the body of PUT .../documents/{doc_id}. In a batch line
@@ -284,6 +347,16 @@ type PolicyJSON struct {
 	RerankDepth   *int     `json:"rerank_depth,omitempty"`
 	RRFK          *int64   `json:"rrf_k,omitempty"`
 	Limit         *int     `json:"limit,omitempty"`
+	// RRFWeights may give either key; a missing one keeps its default.
+	RRFWeights  *WeightsJSON `json:"rrf_weights,omitempty"`
+	Rerank      *string      `json:"rerank,omitempty"`
+	RerankBlend *float64     `json:"rerank_blend,omitempty"`
+}
+
+// WeightsJSON is a policy's rrf_weights.
+type WeightsJSON struct {
+	BM25   *float64 `json:"bm25,omitempty"`
+	Cosine *float64 `json:"cosine,omitempty"`
 }
 
 // maxPolicyInt bounds top_n, rerank_depth and limit so a request cannot ask
@@ -314,12 +387,30 @@ func (p *PolicyJSON) policy() (retrieval.Policy, error) {
 	if p.Limit != nil {
 		pol.Limit = *p.Limit
 	}
+	if w := p.RRFWeights; w != nil {
+		if w.BM25 != nil {
+			pol.RRFWeights.BM25 = *w.BM25
+		}
+		if w.Cosine != nil {
+			pol.RRFWeights.Cosine = *w.Cosine
+		}
+	}
+	if p.Rerank != nil {
+		pol.Rerank = retrieval.RerankKind(*p.Rerank)
+	}
+	if p.RerankBlend != nil {
+		pol.RerankBlend = *p.RerankBlend
+	}
 	if err := pol.Validate(); err != nil {
 		return pol, err
 	}
-	for name, v := range map[string]int{"top_n": pol.TopN, "rerank_depth": pol.RerankDepth, "limit": pol.Limit} {
-		if v > maxPolicyInt {
-			return pol, errf(http.StatusBadRequest, "bad_request", "%s %d: at most %d", name, v, maxPolicyInt)
+	// In a fixed order, so the same request always names the same field.
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"top_n", pol.TopN}, {"rerank_depth", pol.RerankDepth}, {"limit", pol.Limit}} {
+		if f.v > maxPolicyInt {
+			return pol, errf(http.StatusBadRequest, "bad_request", "%s %d: at most %d", f.name, f.v, maxPolicyInt)
 		}
 	}
 	return pol, nil

@@ -115,6 +115,7 @@ func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 		s.routes = append(s.routes, method+" "+pattern)
 	}
 	handle("POST", "/v1/tenants", s.auth(RoleAdmin, false, s.createTenant))
+	handle("PATCH", "/v1/tenants/{tenant}", s.auth(RoleAdmin, false, s.updateTenant))
 	handle("PUT", "/v1/tenants/{tenant}/documents/{doc_id...}", s.auth(RoleWriter, true, s.putDocument))
 	handle("DELETE", "/v1/tenants/{tenant}/documents/{doc_id...}", s.auth(RoleWriter, true, s.deleteDocument))
 	handle("POST", "/v1/tenants/{tenant}/documents:batch", s.auth(RoleWriter, true, s.batchDocuments))

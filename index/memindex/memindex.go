@@ -39,12 +39,25 @@ type Index struct {
 	postings map[string]*postingList
 	sets     [][]string // barrier sets by id
 	setIDs   map[string]int32
+	// labels counts live chunks and their length sum per label set
+	// (classification, barrier set): the entitled statistics scope sums the
+	// sets a principal may see instead of scanning the chunks.
+	labels map[labelSet]*labelStats
 
 	live, dead  int
 	compactions int // times maybeCompact rebuilt the index
 	sumLen      int64
 
 	pool sync.Pool // *scratch
+}
+
+type labelSet struct {
+	class int8
+	set   int32
+}
+
+type labelStats struct {
+	n, sumLen int64
 }
 
 type scratch struct {
@@ -66,11 +79,16 @@ func New(s index.Settings) *Index {
 		docs:     make(map[string][]int32),
 		postings: make(map[string]*postingList),
 		setIDs:   make(map[string]int32),
+		labels:   make(map[labelSet]*labelStats),
 	}
 }
 
 // Settings returns the index settings.
 func (x *Index) Settings() index.Settings { return x.settings }
+
+// SetStatistics switches the BM25 statistics scope: it decides how queries
+// are scored, not what is stored. The caller holds the index exclusively.
+func (x *Index) SetStatistics(scope bm25.Scope) { x.settings.Statistics = scope }
 
 // Len is the number of live chunks.
 func (x *Index) Len() int { return x.live }
@@ -145,6 +163,14 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 	}
 	x.live++
 	x.sumLen += int64(c.Length)
+	ls := labelSet{class: x.class[slot], set: x.barrier[slot]}
+	st := x.labels[ls]
+	if st == nil {
+		st = &labelStats{}
+		x.labels[ls] = st
+	}
+	st.n++
+	st.sumLen += int64(c.Length)
 	return slot
 }
 
@@ -159,6 +185,13 @@ func (x *Index) Remove(docID string) bool {
 		x.live--
 		x.dead++
 		x.sumLen -= int64(x.length[s])
+		ls := labelSet{class: x.class[s], set: x.barrier[s]}
+		if st := x.labels[ls]; st.n == 1 {
+			delete(x.labels, ls)
+		} else {
+			st.n--
+			st.sumLen -= int64(x.length[s])
+		}
 		for _, t := range x.terms[s] {
 			p := x.postings[t]
 			p.df--
@@ -203,7 +236,7 @@ func (x *Index) maybeCompact() {
 	}
 	*x = Index{settings: n.settings, chunks: n.chunks, alive: n.alive, class: n.class, barrier: n.barrier,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
-		docs: n.docs, postings: n.postings, sets: n.sets, setIDs: n.setIDs, live: n.live, sumLen: n.sumLen,
+		docs: n.docs, postings: n.postings, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
 		compactions: old.compactions + 1}
 }
 
@@ -261,23 +294,27 @@ type filter struct {
 
 // verdict: 0 keep, 1 hidden (entitlement), 2 stale.
 func (f *filter) verdict(s int32) int {
-	if f.x.class[s] > f.clearance {
-		return 1
-	}
-	id := f.x.barrier[s]
-	if f.setOK[id] == 0 {
-		f.setOK[id] = 2
-		if subset(f.x.sets[id], f.principal) {
-			f.setOK[id] = 1
-		}
-	}
-	if f.setOK[id] == 2 {
+	if !f.visible(f.x.class[s], f.x.barrier[s]) {
 		return 1
 	}
 	if f.maxStale != nil && f.now-f.x.asOf[s] > *f.maxStale {
 		return 2
 	}
 	return 0
+}
+
+// visible is the entitlement predicate for a label set.
+func (f *filter) visible(class int8, set int32) bool {
+	if class > f.clearance {
+		return false
+	}
+	if f.setOK[set] == 0 {
+		f.setOK[set] = 2
+		if subset(f.x.sets[set], f.principal) {
+			f.setOK[set] = 1
+		}
+	}
+	return f.setOK[set] == 1
 }
 
 // admit counts a ranked slot in the funnel (SPEC section 5, steps 2-3) and
@@ -321,10 +358,11 @@ func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
 	}
 	var lex, dense retrieval.Rankings
 	n := int32(len(x.chunks))
+	st := x.scopeStats(req, newFilter())
 	lexical := func(rk *retrieval.Rankings, lo, hi int32) *topN {
 		sc := x.getScratch()
 		defer x.pool.Put(sc)
-		return x.lexical(req, newFilter(), sc, rk, lo, hi)
+		return x.lexical(req, st, newFilter(), sc, rk, lo, hi)
 	}
 	if n >= int32(parallelMin) {
 		// Three tasks for the cores: dense, and the lexical side split by
@@ -359,10 +397,55 @@ func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
 	return retrieval.Rankings{
 		Lexical:               lex.Lexical,
 		Dense:                 dense.Dense,
+		IDF:                   st.idf,
 		Considered:            lex.Considered + dense.Considered,
 		ExcludedByEntitlement: lex.ExcludedByEntitlement + dense.ExcludedByEntitlement,
 		ExcludedByFreshness:   lex.ExcludedByFreshness + dense.ExcludedByFreshness,
 	}
+}
+
+// scopeStats are the BM25 statistics of one query's scope (SPEC section 4).
+type scopeStats struct {
+	n, sumLen int64
+	idf       []float64 // per query term
+}
+
+// scopeStats takes N and the length sum from the label-set counters and
+// each query term's df from its posting list: all live postings under the
+// tenant scope, or under the entitled scope only those of chunks the
+// principal may see (freshness does not narrow it). When every label set
+// is visible the two scopes agree and nothing is scanned.
+func (x *Index) scopeStats(req retrieval.RankRequest, f *filter) scopeStats {
+	st := scopeStats{n: int64(x.live), sumLen: x.sumLen, idf: make([]float64, len(req.Terms))}
+	all := true
+	if x.settings.Statistics == bm25.ScopeEntitled {
+		st.n, st.sumLen = 0, 0
+		for ls, c := range x.labels {
+			if f.visible(ls.class, ls.set) {
+				st.n += c.n
+				st.sumLen += c.sumLen
+			} else {
+				all = false
+			}
+		}
+	}
+	for i, t := range req.Terms {
+		p := x.postings[t]
+		var df int64
+		switch {
+		case p == nil:
+		case all:
+			df = p.df
+		default:
+			for _, s := range p.slots {
+				if x.alive[s] && f.visible(x.class[s], x.barrier[s]) {
+					df++
+				}
+			}
+		}
+		st.idf[i] = bm25.IDF(st.n, df)
+	}
+	return st
 }
 
 // longPostings is the posting-list length from which lexical caches a term's
@@ -374,13 +457,12 @@ const (
 
 // lexical ranks the slots in [lo, hi) (the whole tenant's statistics still
 // apply): Rank splits a large index in two and merges the halves' tops.
-func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *retrieval.Rankings, lo, hi int32) *topN {
+func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc *scratch, rk *retrieval.Rankings, lo, hi int32) *topN {
 	top := &topN{k: req.TopN, x: x}
-	n := int64(x.live)
-	if n == 0 {
+	if st.n == 0 {
 		return top
 	}
-	avgdl := bm25.AvgDL(x.sumLen, n)
+	avgdl := bm25.AvgDL(st.sumLen, st.n)
 	params := x.settings.BM25
 	// The length normalisation depends only on a chunk's length: compute it
 	// once per distinct length (same operations, so the same bits). For a
@@ -404,12 +486,12 @@ func (x *Index) lexical(req retrieval.RankRequest, f *filter, sc *scratch, rk *r
 	}
 	touched := sc.touched[:0]
 	defer func() { sc.touched = touched[:0] }()
-	for _, t := range req.Terms {
+	for i, t := range req.Terms {
 		p := x.postings[t]
 		if p == nil {
 			continue
 		}
-		idf := bm25.IDF(n, p.df)
+		idf := st.idf[i]
 		long := len(p.slots) >= longPostings
 		if long {
 			sc.stamp++

@@ -45,6 +45,10 @@ func Generate(seed uint64, steps int) []byte {
 		cfg["k1"] = []float64{0, 1.2, 1.5, 2.75}[r.IntN(4)]
 		cfg["b"] = []float64{0, 0.5, 0.75, 1}[r.IntN(4)]
 	}
+	// Both statistics scopes, and the default (entitled) by omission.
+	if x := r.IntN(3); x > 0 {
+		cfg["bm25_statistics"] = []string{"entitled", "tenant"}[x-1]
+	}
 	var out []any
 	for i := 0; i < steps; i++ {
 		switch x := r.IntN(100); {
@@ -160,6 +164,22 @@ func (g gen) retrieve() map[string]any {
 	if g.r.IntN(2) == 0 {
 		pol["limit"] = 1 + g.r.IntN(10)
 	}
+	if g.r.IntN(3) == 0 {
+		w := map[string]any{}
+		if g.r.IntN(2) == 0 {
+			w["bm25"] = []float64{0, 0.5, 1, 2.5}[g.r.IntN(4)]
+		}
+		if g.r.IntN(2) == 0 {
+			w["cosine"] = []float64{0, 0.25, 1, 3}[g.r.IntN(4)]
+		}
+		pol["rrf_weights"] = w
+	}
+	if g.r.IntN(2) == 0 {
+		pol["rerank"] = []string{"overlap", "idf_overlap"}[g.r.IntN(2)]
+	}
+	if g.r.IntN(3) == 0 {
+		pol["rerank_blend"] = []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
+	}
 	return map[string]any{
 		"op": "retrieve",
 		"principal": map[string]any{
@@ -196,7 +216,13 @@ func (g gen) assemble() map[string]any {
 // bad returns a step with invalid input, which every store must reject the same
 // way.
 func (g gen) bad() any {
-	switch g.r.IntN(7) {
+	switch g.r.IntN(10) {
+	case 7:
+		return map[string]any{"op": "retrieve", "principal": map[string]any{"tenant": "retail", "clearance": "public"}, "query": "hold", "policy": map[string]any{"rrf_weights": map[string]any{"bm25": -1}}}
+	case 8:
+		return map[string]any{"op": "retrieve", "principal": map[string]any{"tenant": "retail", "clearance": "public"}, "query": "hold", "policy": map[string]any{"rerank": "cross_encoder"}}
+	case 9:
+		return map[string]any{"op": "retrieve", "principal": map[string]any{"tenant": "retail", "clearance": "public"}, "query": "hold", "policy": map[string]any{"rerank_blend": 1.5}}
 	case 6:
 		return map[string]any{"op": "put", "document": map[string]any{"tenant": "retail", "doc_id": "nul", "text": "hold\u0000release", "classification": "public"}}
 	case 0:

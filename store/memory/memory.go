@@ -120,7 +120,8 @@ func (t *tenant) remove(docID string) bool {
 }
 
 // Rank implements [retrieval.Store]: it scores every chunk of the principal's
-// tenant (and no other), then applies [retrieval.Funnel].
+// tenant (and no other) with the statistics of the tenant's scope, then
+// applies [retrieval.Funnel].
 func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Rankings, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -128,21 +129,60 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 	if t == nil {
 		return retrieval.Funnel(req, nil, nil), nil
 	}
-	return retrieval.Funnel(req, t.lexical(req.Terms, s.settings.BM25), t.dense(req.Tokens, s.settings.Dims)), nil
+	st := t.stats(req, s.settings.Statistics)
+	rk := retrieval.Funnel(req, t.lexical(req.Terms, st, s.settings.BM25), t.dense(req.Tokens, s.settings.Dims))
+	rk.IDF = st.idf
+	return rk, nil
 }
 
-// lexical returns every chunk with BM25 > 0, sorted.
-func (t *tenant) lexical(terms []string, p bm25.Params) []retrieval.Hit {
-	n := int64(len(t.chunks))
-	avgdl := bm25.AvgDL(t.sumLen, n)
+// scopeStats are the BM25 statistics of one query's scope (SPEC section 4).
+type scopeStats struct {
+	n, sumLen int64
+	idf       []float64 // per query term
+}
+
+// stats counts N, the length sum and each query term's df over the scope:
+// every current chunk, or under the entitled scope the ones the principal
+// may see (freshness does not narrow it).
+func (t *tenant) stats(req retrieval.RankRequest, scope bm25.Scope) scopeStats {
+	in := func(pc *index.PreparedChunk) bool {
+		return scope == bm25.ScopeTenant || retrieval.Visible(req.Principal, &pc.Chunk)
+	}
+	var st scopeStats
+	for _, pc := range t.chunks {
+		if in(pc) {
+			st.n++
+			st.sumLen += int64(pc.Chunk.Length)
+		}
+	}
+	st.idf = make([]float64, len(req.Terms))
+	for i, term := range req.Terms {
+		var df int64
+		for id := range t.postings[term] {
+			if in(t.chunks[id]) {
+				df++
+			}
+		}
+		st.idf[i] = bm25.IDF(st.n, df)
+	}
+	return st
+}
+
+// lexical returns every chunk with BM25 > 0 under st, sorted; none when the
+// scope holds no chunk.
+func (t *tenant) lexical(terms []string, st scopeStats, p bm25.Params) []retrieval.Hit {
+	if st.n == 0 {
+		return nil
+	}
+	avgdl := bm25.AvgDL(st.sumLen, st.n)
 	scores := make(map[string]float64)
 	var order []string
-	for _, term := range terms {
+	for i, term := range terms {
 		post := t.postings[term]
 		if len(post) == 0 {
 			continue
 		}
-		idf := bm25.IDF(n, int64(len(post)))
+		idf := st.idf[i]
 		// Iterate postings in chunk-id order: the sum per chunk is in term
 		// order regardless, but the first-seen order must not leak map order.
 		ids := make([]string, 0, len(post))

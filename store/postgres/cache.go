@@ -122,9 +122,9 @@ func (c *cache) fastRank(ctx context.Context, db DBTX, req retrieval.RankRequest
 	var tok string
 	var incarnation int64
 	err = db.QueryRow(ctx, `
-		SELECT t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, s.tableoid::bigint, s.version
+		SELECT t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, t.bm25_statistics, s.tableoid::bigint, s.version
 		FROM cordon.tenants t, `+tablesFor(schema).stats+` s WHERE t.name = $1`, req.Principal.Tenant).Scan(
-		&st.Dims, &st.BM25.K1, &st.BM25.B, &st.Chunking.MaxWords, &st.Chunking.OverlapWords, &tok, &incarnation, &version)
+		&st.Dims, &st.BM25.K1, &st.BM25.B, &st.Chunking.MaxWords, &st.Chunking.OverlapWords, &tok, &st.Statistics, &incarnation, &version)
 	if err != nil || tok != analysis.TokenizerVersion {
 		return rk, 0, false
 	}
@@ -176,6 +176,12 @@ func (c *cache) rank(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval
 // unusable (x nil) when the tenant does not fit, and untouched when ct is
 // already newer than this snapshot.
 func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant, version, n, incarnation int64) error {
+	if ct.x != nil && ct.incarnation == incarnation && ct.settings != t.settings && sameIndex(ct.settings, t.settings) {
+		// Only the statistics scope changed: it is a query-time choice
+		// over the same index, so nothing is reloaded.
+		ct.x.SetStatistics(t.settings.Statistics)
+		ct.settings = t.settings
+	}
 	same := ct.x != nil && ct.settings == t.settings && ct.incarnation == incarnation
 	switch {
 	case same && ct.version == version:
@@ -224,6 +230,13 @@ func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cached
 }
 
 var errTooBig = errors.New("tenant exceeds the cache budget")
+
+// sameIndex reports whether a and b build the same index: they may differ
+// in the statistics scope only.
+func sameIndex(a, b index.Settings) bool {
+	a.Statistics = b.Statistics
+	return a == b
+}
 
 // applyChanges re-prepares the documents changed between ct.version and
 // version. ok is false when the change log no longer reaches back to

@@ -45,12 +45,20 @@ type candidate struct {
 func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest) (retrieval.Rankings, error) {
 	var n, sumLen int64
 	var maxAbs int32
-	if err := tx.QueryRow(ctx, `SELECT n_chunks, sum_len, max_abs FROM `+t.tables.stats).Scan(&n, &sumLen, &maxAbs); err != nil {
+	entitled := t.settings.Statistics == bm25.ScopeEntitled
+	// N and the length sum of the statistics scope: the tenant's, or the
+	// sum over the label sets the principal may see.
+	if err := tx.QueryRow(ctx, `
+		SELECT CASE WHEN $1 THEN l.n ELSE s.n_chunks END, CASE WHEN $1 THEN l.len ELSE s.sum_len END, s.max_abs
+		FROM `+t.tables.stats+` s,
+		     (SELECT coalesce(sum(n_chunks), 0)::bigint AS n, coalesce(sum(sum_len), 0)::bigint AS len
+		      FROM `+t.tables.labelStats+` WHERE $1 AND classification <= $2 AND barriers <@ $3::text[]) l`,
+		entitled, int16(req.Principal.Clearance), req.Principal.Barriers).Scan(&n, &sumLen, &maxAbs); err != nil {
 		return retrieval.Rankings{}, classify(err)
 	}
 	filterArgs := []any{int16(req.Principal.Clearance), req.Principal.Barriers, req.NowTick, req.MaxStaleTicks}
 	var rk retrieval.Rankings
-	lex, err := lexical(ctx, tx, t, req, n, sumLen, filterArgs, &rk)
+	lex, err := lexical(ctx, tx, t, req, n, sumLen, entitled, filterArgs, &rk)
 	if err != nil {
 		return rk, err
 	}
@@ -73,10 +81,11 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequ
 	return rk, nil
 }
 
-// lexical scores the postings of the query's distinct terms in Go. The join
-// to chunks drops postings of deleted chunks still in unmerged blocks, so df
-// counts current chunks only.
-func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, n, sumLen int64, filterArgs []any, rk *retrieval.Rankings) ([]candidate, error) {
+// lexical scores the postings of the query's distinct terms in Go with the
+// scope's statistics (n, sumLen; df over visible postings when entitled),
+// and records each term's idf in rk. The join to chunks drops postings of
+// deleted chunks still in unmerged blocks, so df counts current chunks only.
+func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, n, sumLen int64, entitled bool, filterArgs []any, rk *retrieval.Rankings) ([]candidate, error) {
 	if len(req.Terms) == 0 || n == 0 {
 		return nil, nil
 	}
@@ -113,7 +122,9 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 			rows.Close()
 			return nil, err
 		}
-		df[ord]++
+		if visible || !entitled {
+			df[ord]++
+		}
 		a := acc[id]
 		if a == nil {
 			a = &chunkAcc{length: length, visible: visible, stale: stale, chunkID: chunkID}
@@ -129,6 +140,7 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 	for ord := 1; ord < len(df); ord++ {
 		idf[ord] = bm25.IDF(n, df[ord])
 	}
+	rk.IDF = idf[1:]
 	avgdl := bm25.AvgDL(sumLen, n)
 	slices.Sort(order) // no dependence on row order
 	var kept []candidate

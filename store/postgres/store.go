@@ -13,6 +13,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
@@ -147,6 +148,7 @@ type tenantInfo struct {
 type tables struct {
 	schema                                      string
 	documents, chunks, postings, stats, changes string
+	labelStats                                  string
 	segments                                    string
 	// blockSeq is the postings block sequence's quoted name, passed to
 	// nextval as a regclass parameter.
@@ -156,7 +158,7 @@ type tables struct {
 func tablesFor(schema string) tables {
 	q := func(t string) string { return pgx.Identifier{schema, t}.Sanitize() }
 	return tables{schema: schema, documents: q("documents"), chunks: q("chunks"), postings: q("postings"), stats: q("stats"),
-		changes: q("changes"), segments: q("segments"), blockSeq: q("postings_block")}
+		changes: q("changes"), segments: q("segments"), blockSeq: q("postings_block"), labelStats: q("label_stats")}
 }
 
 // lookupTenant reads a tenant's registry row. found is false when the tenant is
@@ -167,10 +169,10 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string) (t tenantInfo, fo
 	}
 	var tok string
 	err = db.QueryRow(ctx, `
-		SELECT schema_name, dims, k1, b, max_words, overlap_words, tokenizer_version
+		SELECT schema_name, dims, k1, b, max_words, overlap_words, tokenizer_version, bm25_statistics
 		FROM cordon.tenants WHERE name = $1`, tenant).Scan(
 		&t.schema, &t.settings.Dims, &t.settings.BM25.K1, &t.settings.BM25.B,
-		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok)
+		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok, &t.settings.Statistics)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, false, nil
 	}
@@ -203,9 +205,9 @@ func createTenant(ctx context.Context, db DBTX, tenant string, st index.Settings
 		return false, err
 	}
 	var created bool
-	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7)`,
+	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7, $8)`,
 		tenant, st.Dims, st.BM25.K1, st.BM25.B, st.Chunking.MaxWords, st.Chunking.OverlapWords,
-		analysis.TokenizerVersion).Scan(&created)
+		analysis.TokenizerVersion, string(st.Statistics)).Scan(&created)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "CD001" {
 		return false, fmt.Errorf("%w: %s", ErrTenantSettings, pe.Message)
@@ -229,6 +231,23 @@ func (s *Store) DropTenant(ctx context.Context, tenant string) (bool, error) {
 	return dropped, nil
 }
 
+// SetStatistics changes a tenant's BM25 statistics scope. Scores change
+// with the next query; nothing is re-indexed (the label-set counters serve
+// both scopes). It reports whether the tenant exists.
+func (s *Store) SetStatistics(ctx context.Context, tenant string, scope bm25.Scope) (bool, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return false, err
+	}
+	if _, err := bm25.ParseScope(string(scope)); err != nil {
+		return false, fmt.Errorf("%w: %w", cordontype.ErrInvalid, err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE cordon.tenants SET bm25_statistics = $2 WHERE name = $1`, tenant, string(scope))
+	if err != nil {
+		return false, fmt.Errorf("set bm25_statistics of tenant %q: %w", tenant, classify(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // TenantInfo describes a registered tenant.
 type TenantInfo struct {
 	Name     string
@@ -240,7 +259,7 @@ type TenantInfo struct {
 // Tenants lists registered tenants in name order.
 func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT name, schema_name, dims, k1, b, max_words, overlap_words
+		SELECT name, schema_name, dims, k1, b, max_words, overlap_words, bm25_statistics
 		FROM cordon.tenants ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", classify(err))
@@ -249,7 +268,7 @@ func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
 	for rows.Next() {
 		var t TenantInfo
 		if err := rows.Scan(&t.Name, &t.Schema, &t.Settings.Dims, &t.Settings.BM25.K1, &t.Settings.BM25.B,
-			&t.Settings.Chunking.MaxWords, &t.Settings.Chunking.OverlapWords); err != nil {
+			&t.Settings.Chunking.MaxWords, &t.Settings.Chunking.OverlapWords, &t.Settings.Statistics); err != nil {
 			rows.Close()
 			return nil, err
 		}

@@ -125,7 +125,17 @@ func lockStats(ctx context.Context, tx pgx.Tx, tb tables) error {
 // until their blocks are merged, and readers never see them) and returns how
 // many existed, and how many chunks and tokens they had.
 func removeDocs(ctx context.Context, tx pgx.Tx, tb tables, docIDs []string) (existed, n, sumLen int64, err error) {
-	err = tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(length), 0)::bigint FROM `+tb.chunks+` WHERE doc_id = ANY($1)`, docIDs).Scan(&n, &sumLen)
+	// The removed chunks leave their label sets' counters in the same
+	// statement (zero rows stay; they sum to nothing).
+	err = tx.QueryRow(ctx, `
+		WITH gone AS (
+			SELECT classification, barriers, count(*) AS n, sum(length)::bigint AS l
+			FROM `+tb.chunks+` WHERE doc_id = ANY($1) GROUP BY classification, barriers
+		), upd AS (
+			UPDATE `+tb.labelStats+` s SET n_chunks = s.n_chunks - g.n, sum_len = s.sum_len - g.l
+			FROM gone g WHERE s.classification = g.classification AND s.barriers = g.barriers
+		)
+		SELECT coalesce(sum(n), 0)::bigint, coalesce(sum(l), 0)::bigint FROM gone`, docIDs).Scan(&n, &sumLen)
 	if err != nil {
 		return 0, 0, 0, classify(err)
 	}
@@ -146,6 +156,9 @@ type write struct {
 	postings     postingLists
 	block        int64
 	newN, newLen int64
+	// docN and docLen are each document's chunk count and length sum
+	// (same index as docIDs).
+	docN, docLen []int64
 	maxAbs       int32
 }
 
@@ -153,7 +166,8 @@ type write struct {
 // table's identity sequence (COPY writes given identity values); ids and
 // block numbers drawn for a write that then fails are simply never used.
 func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc) (*write, error) {
-	w := &write{docIDs: make([]string, len(batch)), docRows: make([][]any, len(batch)), postings: postingLists{}}
+	w := &write{docIDs: make([]string, len(batch)), docRows: make([][]any, len(batch)), postings: postingLists{},
+		docN: make([]int64, len(batch)), docLen: make([]int64, len(batch))}
 	total := 0
 	for _, d := range batch {
 		total += len(d.chunks)
@@ -183,6 +197,8 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 			w.maxAbs = max(w.maxAbs, m)
 			w.newN++
 			w.newLen += int64(c.Length)
+			w.docN[i]++
+			w.docLen[i] += int64(c.Length)
 			w.chunkRows = append(w.chunkRows, []any{id, c.ChunkID, c.DocID, int32(j), c.Section, c.Text, int32(c.StartChar), int32(c.EndChar), int32(c.Length),
 				int16(c.Classification), c.Barriers, c.AsOfTick, pgvector.NewVector(index.Float32s(pc.Vector)), pc.NormSq, m})
 			for x, term := range pc.Terms {
@@ -214,6 +230,20 @@ func putTx(ctx context.Context, tx pgx.Tx, tb tables, w *write) error {
 	}
 	if err := copySegment(ctx, tx, tb, w.block, w.postings); err != nil {
 		return err
+	}
+	// Every chunk carries its document's labels: count the new chunks into
+	// their label sets by document.
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO `+tb.labelStats+` AS s (classification, barriers, n_chunks, sum_len)
+		SELECT d.classification, d.barriers, sum(u.n)::bigint, sum(u.l)::bigint
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(doc_id, n, l)
+		JOIN `+tb.documents+` d ON d.doc_id = u.doc_id
+		WHERE u.n > 0
+		GROUP BY d.classification, d.barriers
+		ON CONFLICT (classification, barriers) DO UPDATE
+		SET n_chunks = s.n_chunks + excluded.n_chunks, sum_len = s.sum_len + excluded.sum_len`,
+		w.docIDs, w.docN, w.docLen); err != nil {
+		return classify(err)
 	}
 	var version, dead, live int64
 	if err := tx.QueryRow(ctx, `UPDATE `+tb.stats+` SET
