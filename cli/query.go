@@ -22,8 +22,9 @@ func init() {
 
 Sends QUERY to a running server's retrieve endpoint with a bearer token and
 prints the results with their citations (chunk id, document, section and
-code-point span). --json prints the server's JSON response unchanged, for
-scripts. The tenant defaults to the token's tenant claim.
+code-point span) and digests (pass them to ground or assemble as "digests"
+to refuse a chunk whose document has been replaced since). --json prints the
+server's JSON response unchanged, for scripts. The tenant defaults to the token's tenant claim.
 
 Examples:
   export CORDON_TOKEN=$(cordon token --sub alice --tenant wholesale --clearance confidential --role reader)
@@ -132,6 +133,7 @@ func runQuery(ctx context.Context, env Env, args []string) error {
 	var out struct {
 		Results []struct {
 			ChunkID   string   `json:"chunk_id"`
+			Digest    string   `json:"digest"`
 			DocID     string   `json:"doc_id"`
 			Section   string   `json:"section"`
 			Text      string   `json:"text"`
@@ -157,6 +159,7 @@ func runQuery(ctx context.Context, env Env, args []string) error {
 			score = fmt.Sprintf("overlap %.2f, %s", *r.Rerank, score)
 		}
 		fmt.Fprintf(env.Stdout, "%d. [%s | %s | %s | %d-%d]  (%s)\n", i+1, r.ChunkID, r.DocID, r.Section, r.StartChar, r.EndChar, score)
+		fmt.Fprintf(env.Stdout, "   %s\n", r.Digest)
 		fmt.Fprintf(env.Stdout, "   %s\n\n", excerpt(r.Text, 300))
 	}
 	if len(out.Degraded) > 0 {

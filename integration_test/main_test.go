@@ -73,7 +73,7 @@ func testServer(ctx context.Context) (string, func(), error) {
 
 // requireServer returns the server URL or ends the test: skipping loudly on a
 // developer machine without a database, failing where one is required (CI).
-func requireServer(t *testing.T) string {
+func requireServer(t testing.TB) string {
 	t.Helper()
 	if serverErr != nil {
 		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
@@ -86,7 +86,7 @@ func requireServer(t *testing.T) string {
 
 // newDatabase creates an empty database for one test and drops it afterwards.
 // It returns the database's URL.
-func newDatabase(t *testing.T) string {
+func newDatabase(t testing.TB) string {
 	t.Helper()
 	base := requireServer(t)
 	ctx := context.Background()

@@ -137,7 +137,8 @@ func TestServerCLI(t *testing.T) {
 	}
 	qenv := map[string]string{"CORDON_SERVER": base, "CORDON_TOKEN": strings.TrimSpace(reader)}
 	code, out, errs = runCLI(t, qenv, "query", "PMT-771", "hold")
-	if code != 0 || !strings.Contains(out, "1. [payments/holds.md::0 | payments/holds.md | Holds | ") || !strings.Contains(out, "dual approval") {
+	if code != 0 || !strings.Contains(out, "1. [payments/holds.md::0 | payments/holds.md | Holds | ") || !strings.Contains(out, "dual approval") ||
+		!strings.Contains(out, "\n   blake2b-256:") {
 		t.Fatalf("query: exit %d\n%s\n%s", code, out, errs)
 	}
 	code, out, _ = runCLI(t, qenv, "query", "--json", "settlement")

@@ -17,6 +17,15 @@
 // fractions. Bad input is a 400 with {"error": {"code", "message"}}, never a
 // 500; the database being unreachable is a 503.
 //
+// # Chunk digests
+//
+// Each retrieve result carries the digest of its chunk
+// ([cordontype.Chunk.Digest]). Ground and assemble reload their chunks by id
+// and re-check visibility first (hidden or missing is the one 404); given
+// digests, they then refuse with 409 chunk_changed, naming them, the chunks
+// whose document was replaced since. Without digests the current version is
+// used.
+//
 // # Audit
 //
 // Every retrieve, ground and assemble appends a hash-chained record to the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -19,10 +20,12 @@ import (
 )
 
 // apiError is an error response: {"error": {"code": ..., "message": ...}}.
+// ChunkIDs is set only by chunk_changed, for callers that re-retrieve.
 type apiError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Status   int      `json:"-"`
+	Code     string   `json:"code"`
+	Message  string   `json:"message"`
+	ChunkIDs []string `json:"chunk_ids,omitempty"`
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
@@ -39,6 +42,17 @@ var (
 	errUnavailable  = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the database is unavailable; retry later"}
 	errInternal     = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
 )
+
+// errChunkChanged is ground's and assemble's answer when chunks the caller
+// may see no longer match the digests it sent: the ids are named, since the
+// caller sees those chunks anyway.
+func errChunkChanged(ids []string) *apiError {
+	e := errf(http.StatusConflict, "chunk_changed",
+		"chunks changed since they were retrieved (their document was replaced): %s; retrieve again for their current text and digests",
+		strings.Join(ids, ", "))
+	e.ChunkIDs = ids
+	return e
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -424,8 +424,11 @@ type RetrieveRequest struct {
 }
 
 // ResultJSON is one retrieved chunk with its citation span and scores.
+// Digest pins its text and citation ([cordontype.Chunk.Digest]); ground and
+// assemble take it back to refuse a chunk that has changed since.
 type ResultJSON struct {
 	ChunkID    string   `json:"chunk_id"`
+	Digest     string   `json:"digest"`
 	DocID      string   `json:"doc_id"`
 	Section    string   `json:"section"`
 	Text       string   `json:"text"`
@@ -505,7 +508,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	ids := make([]string, len(res.Chunks))
 	for i, c := range res.Chunks {
 		ids[i] = c.Chunk.ChunkID
-		out.Results[i] = ResultJSON{ChunkID: c.Chunk.ChunkID, DocID: c.Chunk.DocID, Section: c.Chunk.Section, Text: c.Chunk.Text,
+		out.Results[i] = ResultJSON{ChunkID: c.Chunk.ChunkID, Digest: c.Chunk.Digest(), DocID: c.Chunk.DocID, Section: c.Chunk.Section, Text: c.Chunk.Text,
 			StartChar: c.Chunk.StartChar, EndChar: c.Chunk.EndChar, BM25: c.BM25, BM25Rank: c.BM25Rank,
 			Cosine: c.Cosine, CosineRank: c.CosineRank, Fused: c.Fused, Rerank: c.Rerank}
 	}
@@ -551,8 +554,11 @@ const maxChunkIDs = postgres.MaxLoadChunks
 
 // loadChunks validates and de-duplicates-checks ids, then reloads them with
 // visibility re-checked: any missing or hidden chunk is a 404 that does not
-// say which.
-func (s *Server) loadChunks(r *http.Request, id Identity, ids []string) ([]cordontype.Chunk, int64, error) {
+// say which. With digests (one per id, in the same order) it then refuses,
+// with a 409 naming them, the chunks whose text or citation is no longer
+// the one those digests pin. Visibility comes first, so the 409 is only
+// ever about chunks the caller may see.
+func (s *Server) loadChunks(r *http.Request, id Identity, ids, digests []string) ([]cordontype.Chunk, int64, error) {
 	if ids == nil {
 		return nil, 0, errf(http.StatusBadRequest, "bad_request", "chunk_ids is required (a list, in rank order)")
 	}
@@ -569,15 +575,61 @@ func (s *Server) loadChunks(r *http.Request, id Identity, ids []string) ([]cordo
 			return nil, 0, errf(http.StatusBadRequest, "bad_request", "%s", err.Error())
 		}
 	}
-	return s.store.LoadChunks(r.Context(), id.Principal(), ids)
+	if err := checkDigests(ids, digests); err != nil {
+		return nil, 0, err
+	}
+	chunks, version, err := s.store.LoadChunks(r.Context(), id.Principal(), ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	if changed := changedChunks(chunks, digests); len(changed) > 0 {
+		return nil, 0, errChunkChanged(changed)
+	}
+	return chunks, version, nil
+}
+
+// checkDigests checks the form of a request's digests: absent (nil), or one
+// well-formed digest per chunk id.
+func checkDigests(ids, digests []string) error {
+	if digests == nil {
+		return nil
+	}
+	if len(digests) != len(ids) {
+		return errf(http.StatusBadRequest, "bad_request",
+			"%d digests for %d chunk_ids: give one digest per chunk id, in the same order, or leave digests out", len(digests), len(ids))
+	}
+	for i, d := range digests {
+		if err := cordontype.ValidateDigest(d); err != nil {
+			return errf(http.StatusBadRequest, "bad_request", "digests[%d]: %s", i, err.Error())
+		}
+	}
+	return nil
+}
+
+// changedChunks lists, in order, the ids of the chunks whose current digest
+// differs from the one given at the same position. Without digests nothing
+// is checked.
+func changedChunks(chunks []cordontype.Chunk, digests []string) []string {
+	if digests == nil {
+		return nil
+	}
+	var changed []string
+	for i := range chunks {
+		if chunks[i].Digest() != digests[i] {
+			changed = append(changed, chunks[i].ChunkID)
+		}
+	}
+	return changed
 }
 
 // GroundRequest is the body of POST .../ground: claims, or an answer to split
 // into claims, checked against the chunks named by chunk_ids (rank order).
+// Digests, when given, are the retrieve digests of those chunks, one per id.
 type GroundRequest struct {
 	Claims    []string `json:"claims"`
 	Answer    *string  `json:"answer"`
 	ChunkIDs  []string `json:"chunk_ids"`
+	Digests   []string `json:"digests"`
 	Threshold *float64 `json:"threshold"`
 }
 
@@ -621,7 +673,7 @@ func (s *Server) ground(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "threshold %v must be in [0, 1]", threshold))
 		return
 	}
-	chunks, version, err := s.loadChunks(r, id, req.ChunkIDs)
+	chunks, version, err := s.loadChunks(r, id, req.ChunkIDs, req.Digests)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -648,10 +700,12 @@ func (s *Server) ground(w http.ResponseWriter, r *http.Request, id Identity) {
 	writeJSON(w, http.StatusOK, map[string]any{"claims": out, "coverage": rep.Coverage, "is_grounded": rep.IsGrounded})
 }
 
-// AssembleRequest is the body of POST .../assemble.
+// AssembleRequest is the body of POST .../assemble; Digests as in
+// [GroundRequest].
 type AssembleRequest struct {
 	Question     *string  `json:"question"`
 	ChunkIDs     []string `json:"chunk_ids"`
+	Digests      []string `json:"digests"`
 	BudgetTokens *int     `json:"budget_tokens"`
 	Instructions string   `json:"instructions"`
 	ToolSchema   string   `json:"tool_schema"`
@@ -677,7 +731,7 @@ func (s *Server) assemble(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "budget_tokens %d must be >= 1", *req.BudgetTokens))
 		return
 	}
-	chunks, version, err := s.loadChunks(r, id, req.ChunkIDs)
+	chunks, version, err := s.loadChunks(r, id, req.ChunkIDs, req.Digests)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cordon-rag/cordon/cordontype"
+)
+
+func TestCheckDigests(t *testing.T) {
+	a := cordontype.Chunk{ChunkID: "a::0", DocID: "a", Text: "alpha"}
+	b := cordontype.Chunk{ChunkID: "b::0", DocID: "b", Text: "beta"}
+	ids := []string{"a::0", "b::0"}
+	tests := []struct {
+		name    string
+		digests []string
+		errPart string // "" means accepted
+	}{
+		{"absent", nil, ""},
+		{"one per id", []string{a.Digest(), b.Digest()}, ""},
+		{"stale but well-formed", []string{b.Digest(), a.Digest()}, ""},
+		{"too few", []string{a.Digest()}, "1 digests for 2 chunk_ids"},
+		{"empty list", []string{}, "0 digests for 2 chunk_ids"},
+		{"too many", []string{a.Digest(), b.Digest(), a.Digest()}, "3 digests for 2 chunk_ids"},
+		{"malformed", []string{a.Digest(), "sha256:00"}, "digests[1]"},
+		{"empty string", []string{"", b.Digest()}, "digests[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkDigests(ids, tt.digests)
+			if tt.errPart == "" {
+				if err != nil {
+					t.Fatalf("got %v, want accepted", err)
+				}
+				return
+			}
+			ae, ok := err.(*apiError)
+			if !ok || ae.Status != http.StatusBadRequest || ae.Code != "bad_request" || !strings.Contains(ae.Message, tt.errPart) {
+				t.Fatalf("got %v, want a 400 bad_request mentioning %q", err, tt.errPart)
+			}
+		})
+	}
+}
+
+func TestChangedChunks(t *testing.T) {
+	v1 := []cordontype.Chunk{
+		{ChunkID: "d::0", DocID: "d", Section: "S", Text: "one two", StartChar: 0, EndChar: 7},
+		{ChunkID: "d::1", DocID: "d", Section: "S", Text: "three four", StartChar: 8, EndChar: 18},
+		{ChunkID: "e::0", DocID: "e", Section: "", Text: "five", StartChar: 0, EndChar: 4},
+	}
+	digests := make([]string, len(v1))
+	for i := range v1 {
+		digests[i] = v1[i].Digest()
+	}
+	edit := func(f func(cs []cordontype.Chunk)) []cordontype.Chunk {
+		cs := slices.Clone(v1)
+		f(cs)
+		return cs
+	}
+	tests := []struct {
+		name    string
+		chunks  []cordontype.Chunk
+		digests []string
+		want    []string
+	}{
+		{"no digests", edit(func(cs []cordontype.Chunk) { cs[0].Text = "changed" }), nil, nil},
+		{"unchanged", v1, digests, nil},
+		{"text changed", edit(func(cs []cordontype.Chunk) { cs[1].Text = "three five" }), digests, []string{"d::1"}},
+		{"span moved", edit(func(cs []cordontype.Chunk) { cs[1].StartChar, cs[1].EndChar = 9, 19 }), digests, []string{"d::1"}},
+		{"two changed, in order", edit(func(cs []cordontype.Chunk) { cs[2].Text, cs[0].Section = "six", "T" }), digests, []string{"d::0", "e::0"}},
+		{"reclassified only", edit(func(cs []cordontype.Chunk) { cs[0].Classification = cordontype.Restricted }), digests, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := changedChunks(tt.chunks, tt.digests); !slices.Equal(got, tt.want) {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestErrChunkChangedBody checks the 409's wire form, and that the other
+// error bodies (not found above all) keep their exact bytes.
+func TestErrChunkChangedBody(t *testing.T) {
+	e := errChunkChanged([]string{"d::1", "e::0"})
+	if e.Status != http.StatusConflict || e.Code != "chunk_changed" || !strings.Contains(e.Message, "d::1, e::0") {
+		t.Fatalf("got %+v", e)
+	}
+	data, _ := json.Marshal(e)
+	if want := `"chunk_ids":["d::1","e::0"]`; !strings.Contains(string(data), want) {
+		t.Fatalf("body %s lacks %s", data, want)
+	}
+	data, _ = json.Marshal(errNotFound)
+	if want := `{"code":"not_found","message":"not found"}`; string(data) != want {
+		t.Fatalf("not found body %s, want %s", data, want)
+	}
+}
