@@ -24,6 +24,16 @@ over the Postgres store until SIGTERM or SIGINT, then finishes in-flight
 requests and exits. Every flag has a CORDON_* environment variable; the flag
 wins. The configuration is logged at start with secrets redacted.
 
+Audit records are chained with HMAC-SHA256 under a key the database never
+holds: --audit-key-file names a keyring file with one 'KEY_ID BASE64_KEY'
+per line (at least 32 bytes of key), --audit-key-id the key to write with
+(default: the file's only key). Serve refuses to start without one, unless
+--audit-unkeyed (development only: the chain is then plain SHA-256, which
+anyone who can write the database can recompute).
+
+Metrics are served only with --metrics-addr, on a listener of their own
+(never on the API's), with aggregate counters unless --metrics-tenant-labels.
+
 Tokens: 'Authorization: Bearer <JWT>' with claims sub, exp (required),
 tenant, clearance, barriers, roles (reader, writer, auditor, admin). Keys come
 from exactly one of CORDON_JWT_HS256_SECRET (development and tests; environment
@@ -32,7 +42,8 @@ only, never a flag), --jwks-file, --jwks-url or --oidc-issuer.
 Examples:
   export CORDON_DATABASE_URL=postgres://cordon@127.0.0.1:5432/cordon
   export CORDON_JWT_HS256_SECRET=$(head -c 32 /dev/urandom | base64)
-  cordon serve --listen 127.0.0.1:8080 --migrate
+  echo "k1 $(head -c 32 /dev/urandom | base64)" > audit.keys
+  cordon serve --listen 127.0.0.1:8080 --metrics-addr 127.0.0.1:9090 --audit-key-file audit.keys --migrate
   cordon serve --oidc-issuer https://login.example.com/realms/bank --jwt-audience cordon
 `,
 		run: runServe,
@@ -70,6 +81,12 @@ func envDuration(fs *flag.FlagSet, env Env, name, envName string, def time.Durat
 	return fs.Duration(name, def, usage+" ($"+envName+")"), nil
 }
 
+// envBool reads a boolean environment variable: "1" or "true" is true.
+func envBool(env Env, name string) bool {
+	v := env.Getenv(name)
+	return v == "1" || v == "true"
+}
+
 // redactURL hides a URL's password.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
@@ -101,7 +118,12 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	oidc := envString(fs, env, "oidc-issuer", "CORDON_OIDC_ISSUER", "", "OIDC issuer whose discovery document names the JWKS")
 	issuer := envString(fs, env, "jwt-issuer", "CORDON_JWT_ISSUER", "", "required iss claim")
 	audience := envString(fs, env, "jwt-audience", "CORDON_JWT_AUDIENCE", "", "required aud claim")
-	migrate := fs.Bool("migrate", env.Getenv("CORDON_MIGRATE") == "1" || env.Getenv("CORDON_MIGRATE") == "true", "apply pending migrations before serving ($CORDON_MIGRATE=1)")
+	migrate := fs.Bool("migrate", envBool(env, "CORDON_MIGRATE"), "apply pending migrations before serving ($CORDON_MIGRATE=1)")
+	metricsAddr := envString(fs, env, "metrics-addr", "CORDON_METRICS_ADDR", "", "address of the Prometheus /metrics listener, apart from the API's (empty: no metrics)")
+	metricsTenants := fs.Bool("metrics-tenant-labels", envBool(env, "CORDON_METRICS_TENANT_LABELS"), "label the retrieval counters with the tenant ($CORDON_METRICS_TENANT_LABELS=1)")
+	auditKeyFile := envString(fs, env, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
+	auditKeyID := envString(fs, env, "audit-key-id", "CORDON_AUDIT_KEY_ID", "", "key id to write audit records with (default: the keyring's only key)")
+	auditUnkeyed := fs.Bool("audit-unkeyed", envBool(env, "CORDON_AUDIT_UNKEYED"), "development only: chain audit records without a key ($CORDON_AUDIT_UNKEYED=1)")
 	var errs []error
 	i64 := func(name, envName string, def int64, usage string) *int64 {
 		p, err := envInt64(fs, env, name, envName, def, usage)
@@ -139,6 +161,10 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: serve takes no arguments", errUsage)
 	}
+	keys, err := serveAuditKeys(*auditKeyFile, *auditKeyID, *auditUnkeyed)
+	if err != nil {
+		return err
+	}
 	log := logger(env)
 	url := databaseURL(env, *dbURL)
 	secret := env.Getenv("CORDON_JWT_HS256_SECRET")
@@ -151,7 +177,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		"migrate", *migrate, "max_conns", *maxConns, "cache_bytes", *cacheBytes, "max_body_bytes", *maxBody, "max_document_bytes", *maxDoc,
 		"max_batch_bytes", *maxBatch, "read_header_timeout", readHeader.String(), "read_timeout", read.String(),
 		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
-		"shutdown_timeout", shutdown.String())
+		"shutdown_timeout", shutdown.String(), "metrics_addr", *metricsAddr, "metrics_tenant_labels", *metricsTenants,
+		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed)
+	if *auditUnkeyed {
+		log.Warn("audit records are chained without a key (--audit-unkeyed): anyone who can write the database can rewrite the audit log undetected; development only")
+	}
 	verifier, err := server.NewVerifier(ctx, server.AuthConfig{HS256Secret: secret, JWKSFile: *jwksFile, JWKSURL: *jwksURL,
 		OIDCIssuer: *oidc, Issuer: *issuer, Audience: *audience, Leeway: 30 * time.Second})
 	if err != nil {
@@ -172,7 +202,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if *cacheBytes < 0 {
 		return fmt.Errorf("%w: --cache-bytes %d must be >= 0", errUsage, *cacheBytes)
 	}
-	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes})
+	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes, AuditKeys: keys})
 	if err != nil {
 		return err
 	}
@@ -181,16 +211,67 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	defer ln.Close()
+	var mln net.Listener
+	if *metricsAddr != "" {
+		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
+			return fmt.Errorf("metrics listen: %w", err)
+		}
+		defer mln.Close()
+	}
 	srv := server.New(server.Config{
 		MaxBodyBytes: *maxBody, MaxDocumentBytes: *maxDoc, MaxBatchBytes: *maxBatch,
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
-		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, Logger: log,
+		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, MetricsTenantLabels: *metricsTenants, Logger: log,
 	}, st, verifier)
+	// Both listeners stop together: when one fails, the other shuts down.
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 2)
+	n := 1
+	go func() { errc <- srv.Serve(sctx, ln) }()
+	if mln != nil {
+		n++
+		go func() { errc <- srv.ServeMetrics(sctx, mln) }()
+		log.Info("metrics listening", "addr", mln.Addr().String())
+		fmt.Fprintf(env.Stdout, "metrics on http://%s/metrics\n", mln.Addr())
+	}
 	log.Info("listening", "addr", ln.Addr().String())
 	fmt.Fprintf(env.Stdout, "listening on http://%s\n", ln.Addr())
-	if err := srv.Serve(ctx, ln); err != nil {
-		return err
+	var first error
+	for range n {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+		cancel()
+	}
+	if first != nil {
+		return first
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveAuditKeys loads the keyring serve writes audit records with, or
+// refuses to run without one unless unkeyed chains were asked for.
+func serveAuditKeys(file, id string, unkeyed bool) (*postgres.AuditKeyring, error) {
+	switch {
+	case file != "" && unkeyed:
+		return nil, fmt.Errorf("%w: --audit-key-file and --audit-unkeyed exclude each other", errUsage)
+	case unkeyed:
+		if id != "" {
+			return nil, fmt.Errorf("%w: --audit-key-id needs --audit-key-file, not --audit-unkeyed", errUsage)
+		}
+		return &postgres.AuditKeyring{}, nil
+	case file == "":
+		return nil, fmt.Errorf("%w: no audit key: pass --audit-key-file FILE ($CORDON_AUDIT_KEY_FILE; lines 'KEY_ID BASE64_KEY', e.g. echo \"k1 $(head -c 32 /dev/urandom | base64)\" > audit.keys), or --audit-unkeyed for development", errUsage)
+	}
+	keys, err := loadAuditKeyring(file, id)
+	if err != nil {
+		return nil, err
+	}
+	if keys.Active == "" {
+		return nil, fmt.Errorf("%w: %s holds several keys: name the one to write with (--audit-key-id, $CORDON_AUDIT_KEY_ID)", errUsage, file)
+	}
+	return keys, nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-const latestVersion = 7
+const latestVersion = 8
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()

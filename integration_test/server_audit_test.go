@@ -20,12 +20,23 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func auditVerifyCLI(t *testing.T, dbURL, tenant string) (int, string) {
+// auditCLI runs 'cordon audit ACTION ...' against dbURL with keyFile
+// ("" for none) and returns the exit code and stdout + stderr.
+func auditCLI(t *testing.T, dbURL, keyFile string, args ...string) (int, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := cli.Main(context.Background(), cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }},
-		[]string{"audit", "verify", "--database-url", dbURL, "--tenant", tenant})
+	argv := append([]string{"audit"}, args...)
+	argv = append(argv, "--database-url", dbURL)
+	if keyFile != "" {
+		argv = append(argv, "--audit-key-file", keyFile)
+	}
+	code := cli.Main(context.Background(), cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}, argv)
 	return code, out.String() + errOut.String()
+}
+
+func auditVerifyCLI(t *testing.T, a *apiServer, tenant string) (int, string) {
+	t.Helper()
+	return auditCLI(t, a.dbURL, keyringFile(t, a.keys), "verify", "--tenant", tenant)
 }
 
 // TestServerAuditChain checks that retrieve, ground and assemble append
@@ -53,7 +64,7 @@ func TestServerAuditChain(t *testing.T) {
 	if sum.Rows != 6 || len(sum.Head) != 64 {
 		t.Fatalf("verify = %+v, want 6 rows and a head hash", sum)
 	}
-	code, out := auditVerifyCLI(t, a.dbURL, "wholesale")
+	code, out := auditVerifyCLI(t, a, "wholesale")
 	if code != 0 || !strings.Contains(out, "6 records, chain intact") {
 		t.Fatalf("cordon audit verify = %d %q", code, out)
 	}
@@ -118,7 +129,7 @@ func TestServerAuditChain(t *testing.T) {
 	if !errors.As(err, &br) || br.Seq != 2 {
 		t.Fatalf("verify after tampering with seq 2 = %v, want a break at seq 2", err)
 	}
-	code, out = auditVerifyCLI(t, a.dbURL, "wholesale")
+	code, out = auditVerifyCLI(t, a, "wholesale")
 	if code != 1 || !strings.Contains(out, "breaks at seq 2") {
 		t.Fatalf("cordon audit verify after tampering = %d %q", code, out)
 	}

@@ -46,7 +46,8 @@ func TestServerCLI(t *testing.T) {
 	dbURL := newDatabase(t)
 	u, _ := url.Parse(dbURL)
 	u.User = url.UserPassword(u.User.Username(), "hunter2-password")
-	env := map[string]string{"CORDON_JWT_HS256_SECRET": testSecret, "CORDON_DATABASE_URL": u.String(), "CORDON_LISTEN": "127.0.0.1:0", "CORDON_MIGRATE": "1"}
+	env := map[string]string{"CORDON_JWT_HS256_SECRET": testSecret, "CORDON_DATABASE_URL": u.String(), "CORDON_LISTEN": "127.0.0.1:0", "CORDON_MIGRATE": "1",
+		"CORDON_AUDIT_KEY_FILE": keyringFile(t, testKeyring("k1")), "CORDON_METRICS_ADDR": "127.0.0.1:0"}
 
 	// serve, until its context ends.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,11 +56,15 @@ func TestServerCLI(t *testing.T) {
 	go func() {
 		done <- cli.Main(ctx, cli.Env{Stdout: stdout, Stderr: stderr, Getenv: func(k string) string { return env[k] }}, []string{"serve"})
 	}()
-	var base string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if s := stdout.String(); strings.Contains(s, "listening on ") {
-			base = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "listening on "))
-			break
+	var base, metricsURL string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && base == ""; time.Sleep(20 * time.Millisecond) {
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			if v, ok := strings.CutPrefix(line, "listening on "); ok {
+				base = v
+			}
+			if v, ok := strings.CutPrefix(line, "metrics on "); ok {
+				metricsURL = v
+			}
 		}
 		select {
 		case code := <-done:
@@ -87,6 +92,10 @@ func TestServerCLI(t *testing.T) {
 	}
 	a := &apiServer{url: base, dbURL: dbURL, client: &http.Client{Timeout: 30 * time.Second}}
 	a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusOK)
+	a.want(t, a.call(t, "GET", "/metrics", "", nil), http.StatusNotFound)
+	if m := a.get(t, metricsURL); !strings.Contains(m, "cordon_retrievals_total 0") {
+		t.Fatalf("the metrics listener %q serves no aggregate counters: %s", metricsURL, m)
+	}
 
 	// token
 	code, admin, errs := runCLI(t, env, "token", "--sub", "ops", "--role", "admin")
@@ -96,6 +105,15 @@ func TestServerCLI(t *testing.T) {
 	a.want(t, a.call(t, "POST", "/v1/tenants", strings.TrimSpace(admin), map[string]string{"tenant": "wholesale"}), http.StatusCreated)
 	if code, _, errs := runCLI(t, env, "token", "--sub", "x", "--role", "superuser"); code != 2 {
 		t.Fatalf("token with a bad role: exit %d %s, want 2", code, errs)
+	}
+	// serve refuses to run without an audit key, unless told to chain
+	// unkeyed; a keyring with several keys needs the id to write with.
+	noKey := map[string]string{"CORDON_JWT_HS256_SECRET": testSecret, "CORDON_DATABASE_URL": u.String()}
+	if code, _, errs := runCLI(t, noKey, "serve"); code != 2 || !strings.Contains(errs, "no audit key") || !strings.Contains(errs, "--audit-unkeyed") {
+		t.Fatalf("serve without an audit key: exit %d %s, want 2", code, errs)
+	}
+	if code, _, errs := runCLI(t, noKey, "serve", "--audit-key-file", keyringFile(t, testKeyring("k1", "k2"))); code != 2 || !strings.Contains(errs, "--audit-key-id") {
+		t.Fatalf("serve with two keys and no key id: exit %d %s, want 2", code, errs)
 	}
 	if code, _, _ := runCLI(t, map[string]string{}, "token", "--sub", "x"); code != 2 {
 		t.Fatalf("token without a secret: exit %d, want 2", code)

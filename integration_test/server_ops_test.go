@@ -15,31 +15,71 @@ import (
 	"github.com/cordon-rag/cordon/server"
 )
 
+// TestServerMetrics: the metrics are not on the API listener (GET /metrics
+// there is a 404 like any unknown path) but on a listener of their own,
+// with aggregate counters and no tenant label unless asked for.
 func TestServerMetrics(t *testing.T) {
-	a := startAPIServer(t, serverOpts{})
-	a.seed(t)
-	reader := tok(t, "p", "tenant=wholesale", "clearance=public", "reader")
-	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury hold approval"}), http.StatusOK)
-	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury", "policy": map[string]any{"enable_rerank": false}}), http.StatusOK)
-	r := a.want(t, a.call(t, "GET", "/metrics", "", nil), http.StatusOK)
-	body := string(r.body)
-	for _, want := range []string{
-		`cordon_http_request_duration_seconds_bucket{code="200",method="POST",route="POST /v1/tenants/{tenant}/retrieve",le="0.1"}`,
-		`cordon_retrievals_total{tenant="wholesale"} 2`,
-		`cordon_retrieval_considered_total{tenant="wholesale"}`,
-		`cordon_retrieval_excluded_by_entitlement_total{tenant="wholesale"}`,
-		`cordon_retrieval_excluded_by_freshness_total{tenant="wholesale"} 0`,
-		`cordon_retrieval_degraded_total{stage="rerank",tenant="wholesale"} 1`,
-		`cordon_db_pool_total_conns`,
-		`cordon_db_pool_acquires_total`,
-		`go_goroutines`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %s", want)
-		}
+	tests := []struct {
+		name         string
+		tenantLabels bool
+		want         []string
+	}{
+		{"aggregate", false, []string{
+			"cordon_retrievals_total 2\n",
+			"cordon_retrieval_considered_total ",
+			"cordon_retrieval_excluded_by_entitlement_total ",
+			"cordon_retrieval_excluded_by_freshness_total 0\n",
+			`cordon_retrieval_degraded_total{stage="rerank"} 1`,
+		}},
+		{"tenant labels", true, []string{
+			`cordon_retrievals_total{tenant="wholesale"} 2`,
+			`cordon_retrieval_considered_total{tenant="wholesale"}`,
+			`cordon_retrieval_excluded_by_entitlement_total{tenant="wholesale"}`,
+			`cordon_retrieval_excluded_by_freshness_total{tenant="wholesale"} 0`,
+			`cordon_retrieval_degraded_total{stage="rerank",tenant="wholesale"} 1`,
+		}},
 	}
-	if strings.Contains(body, `cordon_retrieval_excluded_by_entitlement_total{tenant="wholesale"} 0`) {
-		t.Errorf("hidden chunks were not counted in metrics")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := startAPIServer(t, serverOpts{metrics: true, cfg: server.Config{MetricsTenantLabels: tt.tenantLabels}})
+			a.seed(t)
+			reader := tok(t, "p", "tenant=wholesale", "clearance=public", "reader")
+			a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury hold approval"}), http.StatusOK)
+			a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury", "policy": map[string]any{"enable_rerank": false}}), http.StatusOK)
+
+			unknown := a.want(t, a.call(t, "GET", "/no-such-path", "", nil), http.StatusNotFound)
+			for _, method := range []string{"GET", "POST"} {
+				r := a.want(t, a.call(t, method, "/metrics", "", nil), http.StatusNotFound)
+				if string(r.body) != string(unknown.body) {
+					t.Errorf("%s /metrics on the API listener = %s, want the unknown-path body %s", method, r.body, unknown.body)
+				}
+			}
+
+			body := a.get(t, a.metricsURL+"/metrics")
+			for _, want := range append(tt.want,
+				`cordon_http_request_duration_seconds_bucket{code="200",method="POST",route="POST /v1/tenants/{tenant}/retrieve",le="0.1"}`,
+				`cordon_db_pool_total_conns`, `cordon_db_pool_acquires_total`, `cordon_audit_append_failures_total 0`, `go_goroutines`) {
+				if !strings.Contains(body, want) {
+					t.Errorf("/metrics lacks %s", want)
+				}
+			}
+			if got := strings.Contains(body, `tenant="`); got != tt.tenantLabels {
+				t.Errorf("tenant labels in /metrics: %v, want %v", got, tt.tenantLabels)
+			}
+			if strings.Contains(body, "cordon_retrieval_excluded_by_entitlement_total 0\n") ||
+				strings.Contains(body, `cordon_retrieval_excluded_by_entitlement_total{tenant="wholesale"} 0`) {
+				t.Errorf("hidden chunks were not counted in metrics")
+			}
+			// The metrics listener serves nothing else.
+			res, err := a.client.Get(a.metricsURL + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusNotFound {
+				t.Errorf("GET /healthz on the metrics listener = %d, want 404", res.StatusCode)
+			}
+		})
 	}
 }
 

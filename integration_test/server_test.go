@@ -3,6 +3,8 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +29,13 @@ const testSecret = "cordon-test-secret-0123456789abcdef0123456789"
 // apiServer is a real Cordon server on a loopback port over a fresh,
 // migrated database.
 type apiServer struct {
-	url    string
-	dbURL  string
-	store  *postgres.Store
-	client *http.Client
-	close  func()
+	url        string
+	metricsURL string // the metrics listener, when serverOpts.metrics
+	dbURL      string
+	store      *postgres.Store
+	keys       *postgres.AuditKeyring // nil: unkeyed audit chains
+	client     *http.Client
+	close      func()
 }
 
 type serverOpts struct {
@@ -38,6 +43,37 @@ type serverOpts struct {
 	storeURL string // connect the store here (e.g. through a proxy)
 	cache    int64  // postgres.Options.CacheBytes: the in-memory query path
 	cfg      server.Config
+	// auditKeys keys the audit chains; nil means testKeyring("k1"), unless
+	// unkeyed is set.
+	auditKeys *postgres.AuditKeyring
+	unkeyed   bool
+	metrics   bool // also serve the metrics listener
+}
+
+// testKeyring returns a keyring holding a fixed test key per id; the first
+// id is active.
+func testKeyring(ids ...string) *postgres.AuditKeyring {
+	k := &postgres.AuditKeyring{Active: ids[0], Keys: map[string][]byte{}}
+	for _, id := range ids {
+		h := sha256.Sum256([]byte("cordon test audit key " + id))
+		k.Keys[id] = h[:]
+	}
+	return k
+}
+
+// keyringFile writes k in the keyring file format and returns its path.
+func keyringFile(t *testing.T, k *postgres.AuditKeyring) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("# test keyring\n")
+	for id, key := range k.Keys {
+		fmt.Fprintf(&b, "%s %s\n", id, base64.StdEncoding.EncodeToString(key))
+	}
+	p := filepath.Join(t.TempDir(), "audit.keys")
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // startAPIServerScoped starts a server; the caller stops it with close.
@@ -55,7 +91,11 @@ func startAPIServerScoped(t *testing.T, o serverOpts) *apiServer {
 	if o.storeURL != "" {
 		storeURL = o.storeURL
 	}
-	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache})
+	keys := o.auditKeys
+	if keys == nil && !o.unkeyed {
+		keys = testKeyring("k1")
+	}
+	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache, AuditKeys: keys})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -73,16 +113,28 @@ func startAPIServerScoped(t *testing.T, o serverOpts) *apiServer {
 		t.Fatal(err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
+	done := make(chan error, 2)
+	serving := 1
 	go func() { done <- srv.Serve(sctx, ln) }()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	a := &apiServer{url: "http://" + ln.Addr().String(), dbURL: dbURL, store: st, client: &http.Client{Timeout: 60 * time.Second, Transport: tr}}
+	a := &apiServer{url: "http://" + ln.Addr().String(), dbURL: dbURL, store: st, keys: keys, client: &http.Client{Timeout: 60 * time.Second, Transport: tr}}
+	if o.metrics {
+		mln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		serving++
+		go func() { done <- srv.ServeMetrics(sctx, mln) }()
+		a.metricsURL = "http://" + mln.Addr().String()
+	}
 	var once sync.Once
 	a.close = func() {
 		once.Do(func() {
 			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("serve: %v", err)
+			for range serving {
+				if err := <-done; err != nil {
+					t.Errorf("serve: %v", err)
+				}
 			}
 			tr.CloseIdleConnections()
 			st.Close()

@@ -28,9 +28,16 @@
 //
 // # Audit
 //
-// Every retrieve, ground and assemble appends a hash-chained record to the
-// tenant's audit table before the answer is sent; see store/postgres
-// (AppendAudit, VerifyAudit) and docs/operations.md.
+// Every retrieve, ground and assemble appends a record to the tenant's audit
+// table before the answer is sent, chained with HMAC-SHA256 under the
+// store's audit key; a record that cannot be written fails the request with
+// 503. See store/postgres (AppendAudit, VerifyAudit) and docs/operations.md.
+//
+// # Metrics
+//
+// Prometheus metrics are not part of [Server.Handler]: they are served by
+// [Server.ServeMetrics] on a listener of their own, as aggregates unless
+// Config.MetricsTenantLabels is set.
 //
 // The routes and bodies are described by openapi.yaml, served at
 // GET /openapi.yaml.

@@ -40,7 +40,10 @@ var (
 	errNotFound     = &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "not found"}
 	errUnauthorized = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "a valid bearer token is required"}
 	errUnavailable  = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the database is unavailable; retry later"}
-	errInternal     = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+	// errAuditUnavailable answers a request whose audit record could not
+	// be written.
+	errAuditUnavailable = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the audit log cannot be written; retry later"}
+	errInternal         = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
 )
 
 // errChunkChanged is ground's and assemble's answer when chunks the caller

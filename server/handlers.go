@@ -497,13 +497,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, err)
 		return
 	}
-	s.metrics.retrievals.WithLabelValues(id.Tenant).Inc()
-	s.metrics.considered.WithLabelValues(id.Tenant).Add(float64(res.Considered))
-	s.metrics.exclEnt.WithLabelValues(id.Tenant).Add(float64(res.ExcludedByEntitlement))
-	s.metrics.exclFresh.WithLabelValues(id.Tenant).Add(float64(res.ExcludedByFreshness))
-	for _, d := range res.Degraded {
-		s.metrics.degraded.WithLabelValues(id.Tenant, d).Inc()
-	}
+	s.metrics.retrieval(id.Tenant, res.Considered, res.ExcludedByEntitlement, res.ExcludedByFreshness, res.Degraded)
 	out := RetrieveResponse{Results: make([]ResultJSON, len(res.Chunks)), Degraded: res.Degraded, NowTick: now}
 	ids := make([]string, len(res.Chunks))
 	for i, c := range res.Chunks {
@@ -534,7 +528,10 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 }
 
 // audit appends the request's audit record; a request whose record cannot
-// be written fails (a bank would rather refuse than answer unaudited).
+// be written fails (a bank would rather refuse than answer unaudited): with
+// a 400 when the database refused a value of the request, else with a 503
+// (whatever failed, a trigger or constraint included, is the service's
+// trouble, not the caller's, and the request may be retried).
 func (s *Server) audit(r *http.Request, id Identity, rec postgres.AuditRecord) error {
 	rec.Sub, rec.RequestID = id.Sub, requestID(r.Context())
 	if _, err := s.store.AppendAudit(r.Context(), id.Tenant, rec); err != nil {
@@ -544,7 +541,10 @@ func (s *Server) audit(r *http.Request, id Identity, rec postgres.AuditRecord) e
 			return nil
 		}
 		s.metrics.auditFailures.Inc()
-		return fmt.Errorf("audit: %w", err)
+		if toAPIError(err).Status == http.StatusBadRequest {
+			return fmt.Errorf("audit: %w", err)
+		}
+		return fmt.Errorf("audit: %w: %w", errAuditUnavailable, err)
 	}
 	return nil
 }

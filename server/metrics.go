@@ -7,9 +7,15 @@ import (
 )
 
 // metrics are the service's Prometheus collectors, on a registry of their own
-// (so two servers in one process, as in tests, do not collide).
+// (so two servers in one process, as in tests, do not collide). They are
+// served on a listener of their own ([Server.ServeMetrics]), never on the
+// API's: the funnel counters are what non-auditors must not see.
 type metrics struct {
-	reg           *prometheus.Registry
+	reg *prometheus.Registry
+	// tenantLabels adds a tenant label to the retrieval counters; off by
+	// default (Config.MetricsTenantLabels), since per-tenant series name
+	// every tenant and grow with their number.
+	tenantLabels  bool
 	latency       *prometheus.HistogramVec
 	retrievals    *prometheus.CounterVec
 	considered    *prometheus.CounterVec
@@ -19,8 +25,8 @@ type metrics struct {
 	auditFailures prometheus.Counter
 }
 
-func newMetrics(pool func() *pgxpool.Pool) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+func newMetrics(pool func() *pgxpool.Pool, tenantLabels bool) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry(), tenantLabels: tenantLabels}
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "cordon_http_request_duration_seconds",
 		Help:    "HTTP request latency by route pattern, method and status code.",
@@ -29,11 +35,22 @@ func newMetrics(pool func() *pgxpool.Pool) *metrics {
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
-	m.retrievals = counter("cordon_retrievals_total", "Retrievals served, per tenant.", "tenant")
-	m.considered = counter("cordon_retrieval_considered_total", "Ranked candidates before the pre-filter (SPEC 5 'considered'), per tenant.", "tenant")
-	m.exclEnt = counter("cordon_retrieval_excluded_by_entitlement_total", "Candidates removed by classification or barriers, per tenant.", "tenant")
-	m.exclFresh = counter("cordon_retrieval_excluded_by_freshness_total", "Candidates removed by the freshness contract, per tenant.", "tenant")
-	m.degraded = counter("cordon_retrieval_degraded_total", "Retrievals with a shed stage, per tenant and stage.", "tenant", "stage")
+	var tl []string
+	per := ""
+	if tenantLabels {
+		tl, per = []string{"tenant"}, ", per tenant"
+	}
+	m.retrievals = counter("cordon_retrievals_total", "Retrievals served"+per+".", tl...)
+	m.considered = counter("cordon_retrieval_considered_total", "Ranked candidates before the pre-filter (SPEC 5 'considered')"+per+".", tl...)
+	m.exclEnt = counter("cordon_retrieval_excluded_by_entitlement_total", "Candidates removed by classification or barriers"+per+".", tl...)
+	m.exclFresh = counter("cordon_retrieval_excluded_by_freshness_total", "Candidates removed by the freshness contract"+per+".", tl...)
+	m.degraded = counter("cordon_retrieval_degraded_total", "Retrievals with a shed stage, per stage"+per+".", append([]string{"stage"}, tl...)...)
+	if !tenantLabels {
+		// Aggregate counters exist (at 0) from the start.
+		for _, c := range []*prometheus.CounterVec{m.retrievals, m.considered, m.exclEnt, m.exclFresh} {
+			c.WithLabelValues()
+		}
+	}
 	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_audit_append_failures_total", Help: "Audit records that could not be written (the request failed)."})
 	m.reg.MustRegister(m.latency, m.retrievals, m.considered, m.exclEnt, m.exclFresh, m.degraded, m.auditFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -63,4 +80,19 @@ func newMetrics(pool func() *pgxpool.Pool) *metrics {
 	counterFunc("cordon_db_pool_empty_acquires_total", "Acquisitions that had to wait for a connection.", func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) })
 	counterFunc("cordon_db_pool_acquire_wait_seconds_total", "Time spent waiting for connections.", func(s *pgxpool.Stat) float64 { return s.AcquireDuration().Seconds() })
 	return m
+}
+
+// retrieval counts one served retrieval.
+func (m *metrics) retrieval(tenant string, considered, exclEnt, exclFresh int, degraded []string) {
+	var tl []string
+	if m.tenantLabels {
+		tl = []string{tenant}
+	}
+	m.retrievals.WithLabelValues(tl...).Inc()
+	m.considered.WithLabelValues(tl...).Add(float64(considered))
+	m.exclEnt.WithLabelValues(tl...).Add(float64(exclEnt))
+	m.exclFresh.WithLabelValues(tl...).Add(float64(exclFresh))
+	for _, d := range degraded {
+		m.degraded.WithLabelValues(append([]string{d}, tl...)...).Inc()
+	}
 }

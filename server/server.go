@@ -40,6 +40,11 @@ type Config struct {
 	// RequestTimeout bounds one request's work, database included.
 	RequestTimeout time.Duration
 
+	// MetricsTenantLabels adds a tenant label to the retrieval counters
+	// served by [Server.ServeMetrics]. Off by default: the series would name
+	// every tenant, and their number grows with the tenants.
+	MetricsTenantLabels bool
+
 	Logger *slog.Logger
 	// Now is the server clock; now_tick defaults to Now().Unix().
 	Now func() time.Time
@@ -108,7 +113,7 @@ var openAPI []byte
 func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, store: st, verifier: v}
-	s.metrics = newMetrics(st.Pool)
+	s.metrics = newMetrics(st.Pool, cfg.MetricsTenantLabels)
 	mux := http.NewServeMux()
 	handle := func(method, pattern string, h http.HandlerFunc) {
 		mux.Handle(method+" "+pattern, h)
@@ -124,7 +129,6 @@ func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	handle("POST", "/v1/tenants/{tenant}/assemble", s.auth(RoleReader, true, s.assemble))
 	handle("GET", "/healthz", s.healthz)
 	handle("GET", "/readyz", s.readyz)
-	handle("GET", "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}).ServeHTTP)
 	handle("GET", "/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(openAPI)
@@ -158,12 +162,31 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Routes returns "METHOD /pattern" for every route.
 func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
-// accepting, lets in-flight requests finish (up to ShutdownTimeout) and
-// returns.
+// MetricsHandler serves the Prometheus metrics at GET /metrics and nothing
+// else. It is not part of [Server.Handler]: the metrics are for the
+// monitoring network, not for API callers.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Serve serves the API on ln until ctx ends, then shuts down gracefully: it
+// stops accepting, lets in-flight requests finish (up to ShutdownTimeout)
+// and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.handler)
+}
+
+// ServeMetrics serves [Server.MetricsHandler] on ln (a listener apart from
+// the API's) until ctx ends, as [Server.Serve] does.
+func (s *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, s.MetricsHandler())
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	hs := &http.Server{
-		Handler:           s.handler,
+		Handler:           h,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      s.cfg.WriteTimeout,

@@ -3,19 +3,25 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // AuditRecord is one row of a tenant's audit log: who asked what, under which
-// policy, what came back and from which index version. Seq, At, PrevHash and
-// Hash are set by [Store.AppendAudit].
+// policy, what came back and from which index version. Seq, At, KeyID,
+// PrevHash and Hash are set by [Store.AppendAudit].
 type AuditRecord struct {
 	Seq                   int64
 	At                    time.Time
@@ -30,13 +36,17 @@ type AuditRecord struct {
 	Degraded              []string
 	IndexVersion          int64
 	RequestID             string
-	PrevHash              []byte
-	Hash                  []byte
+	// KeyID names the key of the row's MAC; "" marks an unkeyed row
+	// (plain SHA-256).
+	KeyID    string
+	PrevHash []byte
+	Hash     []byte
 }
 
 // canonicalAudit is the hashed form of a record: a struct, so encoding/json
 // writes its fields in this fixed order; times are Unix microseconds, the
-// precision timestamptz keeps.
+// precision timestamptz keeps. key_id is omitted when empty, so an unkeyed
+// row hashes exactly as rows written before keys existed.
 type canonicalAudit struct {
 	Seq                   int64    `json:"seq"`
 	AtMicros              int64    `json:"at_us"`
@@ -51,11 +61,12 @@ type canonicalAudit struct {
 	Degraded              []string `json:"degraded"`
 	IndexVersion          int64    `json:"index_version"`
 	RequestID             string   `json:"request_id"`
+	KeyID                 string   `json:"key_id,omitempty"`
 }
 
-// AuditHash is SHA-256 over the previous row's hash (32 zero bytes for the
-// first row), the length of the canonical JSON and the canonical JSON itself.
-func AuditHash(prev []byte, r AuditRecord) []byte {
+// writeAudit feeds h the previous row's hash (32 zero bytes for the first
+// row), the length of the row's canonical JSON and the JSON itself.
+func writeAudit(h hash.Hash, prev []byte, r AuditRecord) []byte {
 	nz := func(s []string) []string {
 		if s == nil {
 			return []string{}
@@ -66,9 +77,8 @@ func AuditHash(prev []byte, r AuditRecord) []byte {
 		Seq: r.Seq, AtMicros: r.At.UnixMicro(), Sub: r.Sub, Op: r.Op, Query: r.Query, Policy: r.Policy,
 		ChunkIDs: nz(r.ChunkIDs), Considered: r.Considered, ExcludedByEntitlement: r.ExcludedByEntitlement,
 		ExcludedByFreshness: r.ExcludedByFreshness, Degraded: nz(r.Degraded), IndexVersion: r.IndexVersion,
-		RequestID: r.RequestID,
+		RequestID: r.RequestID, KeyID: r.KeyID,
 	})
-	h := sha256.New()
 	h.Write(prev)
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
@@ -77,14 +87,99 @@ func AuditHash(prev []byte, r AuditRecord) []byte {
 	return h.Sum(nil)
 }
 
+// AuditHash is the hash of an unkeyed row: SHA-256 over the previous row's
+// hash, the length of the canonical JSON and the canonical JSON itself.
+// Anyone who can write the table can recompute it; a keyed row uses
+// [AuditMAC].
+func AuditHash(prev []byte, r AuditRecord) []byte { return writeAudit(sha256.New(), prev, r) }
+
+// AuditMAC is the hash of a keyed row: HMAC-SHA256 with key over the same
+// bytes as [AuditHash] (whose canonical JSON then includes r.KeyID).
+func AuditMAC(key, prev []byte, r AuditRecord) []byte {
+	return writeAudit(hmac.New(sha256.New, key), prev, r)
+}
+
 // genesisHash is the prev_hash of a chain's first row.
 var genesisHash = make([]byte, sha256.Size)
+
+// MinAuditKeyBytes is the shortest audit key accepted: SHA-256's output
+// size (RFC 2104 advises against keys shorter than the hash output).
+const MinAuditKeyBytes = 32
+
+var auditKeyIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// AuditKeyring holds the keys of keyed audit chains, which the database
+// never holds. Keys maps a key id to its key; Active names the key new rows
+// are written with ("" writes unkeyed rows). Verification uses every key, so
+// rows written with an older key verify as long as that key stays in Keys.
+type AuditKeyring struct {
+	Active string
+	Keys   map[string][]byte
+}
+
+// Validate checks key ids, key lengths and that Active is in Keys.
+func (k *AuditKeyring) Validate() error {
+	for id, key := range k.Keys {
+		if !auditKeyIDPattern.MatchString(id) {
+			return fmt.Errorf("%w: key id %q: want 1-64 of A-Z a-z 0-9 . _ -", ErrAuditKeyring, id)
+		}
+		if len(key) < MinAuditKeyBytes {
+			return fmt.Errorf("%w: key %q has %d bytes, want at least %d", ErrAuditKeyring, id, len(key), MinAuditKeyBytes)
+		}
+	}
+	if _, ok := k.Keys[k.Active]; k.Active != "" && !ok {
+		return fmt.Errorf("%w: the active key id %q is not in the keyring", ErrAuditKeyring, k.Active)
+	}
+	return nil
+}
+
+// ParseAuditKeyring reads a keyring file: one "KEY_ID BASE64_KEY" per line
+// (standard base64 of at least [MinAuditKeyBytes] bytes); blank lines and
+// lines starting with # are ignored. active names the key to write with;
+// when it is "" and the file holds exactly one key, that key is active.
+func ParseAuditKeyring(data []byte, active string) (*AuditKeyring, error) {
+	k := &AuditKeyring{Keys: map[string][]byte{}}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, fmt.Errorf("%w: line %d: want KEY_ID BASE64_KEY", ErrAuditKeyring, i+1)
+		}
+		key, err := base64.StdEncoding.DecodeString(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: the key is not standard base64", ErrAuditKeyring, i+1)
+		}
+		if _, dup := k.Keys[f[0]]; dup {
+			return nil, fmt.Errorf("%w: line %d: key id %q appears twice", ErrAuditKeyring, i+1, f[0])
+		}
+		k.Keys[f[0]] = key
+	}
+	if len(k.Keys) == 0 {
+		return nil, fmt.Errorf("%w: no keys", ErrAuditKeyring)
+	}
+	k.Active = active
+	if active == "" && len(k.Keys) == 1 {
+		for id := range k.Keys {
+			k.Active = id
+		}
+	}
+	if err := k.Validate(); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
 
 func auditTable(schema string) string { return pgx.Identifier{schema, "audit"}.Sanitize() }
 
 // AppendAudit appends r to tenant's audit log and returns it as stored (with
-// its sequence number, time and hashes). Appends to one tenant are serialised
-// by a transaction-scoped advisory lock, so the chain never forks.
+// its sequence number, time, key id and hashes). The row is keyed with the
+// store's active audit key (Options.AuditKeys), else unkeyed; a chain whose
+// newest row is keyed is never continued unkeyed ([ErrAuditKeyRequired]).
+// Appends to one tenant are serialised by a transaction-scoped advisory
+// lock, so the chain never forks.
 func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (AuditRecord, error) {
 	t, found, err := lookupTenant(ctx, s.pool, tenant)
 	if err != nil {
@@ -93,16 +188,25 @@ func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (
 	if !found {
 		return r, fmt.Errorf("append audit: %w: %q", ErrTenantNotFound, tenant)
 	}
+	var key []byte
+	r.KeyID = ""
+	if k := s.opts.AuditKeys; k != nil && k.Active != "" {
+		r.KeyID, key = k.Active, k.Keys[k.Active]
+	}
 	table := auditTable(t.schema)
 	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "cordon.audit:"+t.schema); err != nil {
 			return classify(err)
 		}
 		var last int64
+		var lastKey string
 		prev := genesisHash
-		err := tx.QueryRow(ctx, `SELECT seq, hash FROM `+table+` ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev)
+		err := tx.QueryRow(ctx, `SELECT seq, hash, key_id FROM `+table+` ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev, &lastKey)
 		if err != nil && err != pgx.ErrNoRows {
 			return classify(err)
+		}
+		if lastKey != "" && key == nil {
+			return fmt.Errorf("%w: the newest record is keyed with %q", ErrAuditKeyRequired, lastKey)
 		}
 		r.Seq = last + 1
 		r.At = time.Now().UTC().Truncate(time.Microsecond)
@@ -113,13 +217,17 @@ func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (
 			r.Degraded = []string{}
 		}
 		r.PrevHash = prev
-		r.Hash = AuditHash(prev, r)
+		if key != nil {
+			r.Hash = AuditMAC(key, prev, r)
+		} else {
+			r.Hash = AuditHash(prev, r)
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO `+table+`
 			(seq, at, sub, op, query, policy, chunk_ids, considered, excluded_by_entitlement,
-			 excluded_by_freshness, degraded, index_version, request_id, prev_hash, hash)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+			 excluded_by_freshness, degraded, index_version, request_id, key_id, prev_hash, hash)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 			r.Seq, r.At, r.Sub, r.Op, r.Query, r.Policy, r.ChunkIDs, r.Considered, r.ExcludedByEntitlement,
-			r.ExcludedByFreshness, r.Degraded, r.IndexVersion, r.RequestID, r.PrevHash, r.Hash)
+			r.ExcludedByFreshness, r.Degraded, r.IndexVersion, r.RequestID, r.KeyID, r.PrevHash, r.Hash)
 		return classify(err)
 	})
 	if err != nil {
@@ -139,18 +247,56 @@ func (b *AuditBreak) Error() string {
 	return fmt.Sprintf("audit chain breaks at seq %d: %s", b.Seq, b.Reason)
 }
 
+// AuditUnknownKeyError is returned by [Store.VerifyAudit] when a row names a
+// key id that is not in the store's keyring: that row, and so the chain
+// after it, cannot be verified.
+type AuditUnknownKeyError struct {
+	Seq   int64
+	KeyID string
+}
+
+func (e *AuditUnknownKeyError) Error() string {
+	return fmt.Sprintf("cannot verify the audit chain at seq %d: key id %q is not in the keyring", e.Seq, e.KeyID)
+}
+
+// AuditHead is a chain's newest row, as exported for anchoring outside the
+// database and given back to [Store.VerifyAudit] to check against.
+type AuditHead struct {
+	Tenant string    `json:"tenant"`
+	Seq    int64     `json:"seq"`
+	Hash   string    `json:"hash"` // hex
+	KeyID  string    `json:"key_id"`
+	At     time.Time `json:"at"`
+}
+
 // AuditSummary describes a verified chain.
 type AuditSummary struct {
 	Rows int64
 	Head string // hex of the last row's hash, for anchoring elsewhere
+	// Last is the newest row (zero Seq for an empty chain).
+	Last AuditHead
+	// Unkeyed counts the rows chained without a key; they are always the
+	// first Unkeyed rows (a keyed chain never goes back to unkeyed).
+	Unkeyed int64
+	// KeyIDs lists the key ids of the keyed rows, sorted.
+	KeyIDs []string
 }
 
-// VerifyAudit recomputes tenant's audit chain in one snapshot. It returns an
-// [*AuditBreak] at the first row whose sequence number, previous hash or own
-// hash is wrong. Deleting the newest rows is only detectable against a head
-// hash kept elsewhere (AuditSummary.Head), see docs/operations.md.
-func (s *Store) VerifyAudit(ctx context.Context, tenant string) (AuditSummary, error) {
+// VerifyAudit recomputes tenant's audit chain in one snapshot: each row's
+// sequence number, previous hash, and own hash (an HMAC with the key its
+// key id names, from the store's keyring, or SHA-256 for an unkeyed row).
+// It returns an [*AuditBreak] at the first row that is wrong, an unkeyed
+// row after a keyed one included, and an [*AuditUnknownKeyError] at the
+// first row whose key is not in the keyring. Each anchor (a head exported
+// earlier) must still be in the chain with the same hash: removing the
+// newest rows, or rewriting the whole chain, is detectable only that way.
+func (s *Store) VerifyAudit(ctx context.Context, tenant string, anchors ...AuditHead) (AuditSummary, error) {
 	var sum AuditSummary
+	for _, a := range anchors {
+		if a.Tenant != "" && a.Tenant != tenant {
+			return sum, fmt.Errorf("verify audit of tenant %q: the anchor is for tenant %q", tenant, a.Tenant)
+		}
+	}
 	t, found, err := lookupTenant(ctx, s.pool, tenant)
 	if err != nil {
 		return sum, err
@@ -158,10 +304,14 @@ func (s *Store) VerifyAudit(ctx context.Context, tenant string) (AuditSummary, e
 	if !found {
 		return sum, fmt.Errorf("verify audit: %w: %q", ErrTenantNotFound, tenant)
 	}
+	var keys map[string][]byte
+	if s.opts.AuditKeys != nil {
+		keys = s.opts.AuditKeys.Keys
+	}
 	err = s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT seq, at, sub, op, query, policy, chunk_ids, considered, excluded_by_entitlement,
-			       excluded_by_freshness, degraded, index_version, request_id, prev_hash, hash
+			       excluded_by_freshness, degraded, index_version, request_id, key_id, prev_hash, hash
 			FROM `+auditTable(t.schema)+` ORDER BY seq`)
 		if err != nil {
 			return classify(err)
@@ -169,11 +319,13 @@ func (s *Store) VerifyAudit(ctx context.Context, tenant string) (AuditSummary, e
 		defer rows.Close()
 		prev := genesisHash
 		var want int64 = 1
+		var r AuditRecord
+		keyed := map[string]bool{}
 		for rows.Next() {
-			var r AuditRecord
+			r = AuditRecord{}
 			if err := rows.Scan(&r.Seq, &r.At, &r.Sub, &r.Op, &r.Query, &r.Policy, &r.ChunkIDs, &r.Considered,
 				&r.ExcludedByEntitlement, &r.ExcludedByFreshness, &r.Degraded, &r.IndexVersion, &r.RequestID,
-				&r.PrevHash, &r.Hash); err != nil {
+				&r.KeyID, &r.PrevHash, &r.Hash); err != nil {
 				return err
 			}
 			switch {
@@ -181,8 +333,28 @@ func (s *Store) VerifyAudit(ctx context.Context, tenant string) (AuditSummary, e
 				return &AuditBreak{Seq: r.Seq, Reason: fmt.Sprintf("expected seq %d: rows are missing", want)}
 			case !bytes.Equal(r.PrevHash, prev):
 				return &AuditBreak{Seq: r.Seq, Reason: "prev_hash does not match the previous row's hash"}
-			case !bytes.Equal(AuditHash(prev, r), r.Hash):
+			case r.KeyID == "" && len(keyed) > 0:
+				return &AuditBreak{Seq: r.Seq, Reason: "an unkeyed row follows keyed rows (a keyed chain never goes back to unkeyed: the row was rewritten without the key)"}
+			}
+			var h []byte
+			if r.KeyID == "" {
+				h = AuditHash(prev, r)
+				sum.Unkeyed++
+			} else {
+				key, ok := keys[r.KeyID]
+				if !ok {
+					return &AuditUnknownKeyError{Seq: r.Seq, KeyID: r.KeyID}
+				}
+				h = AuditMAC(key, prev, r)
+				keyed[r.KeyID] = true
+			}
+			if !hmac.Equal(h, r.Hash) {
 				return &AuditBreak{Seq: r.Seq, Reason: "the row's content does not match its hash (it was modified)"}
+			}
+			for _, a := range anchors {
+				if a.Seq == r.Seq && !strings.EqualFold(a.Hash, hex.EncodeToString(r.Hash)) {
+					return &AuditBreak{Seq: r.Seq, Reason: fmt.Sprintf("the row's hash differs from the anchored head %s (the chain was rewritten)", a.Hash)}
+				}
 			}
 			prev = r.Hash
 			want++
@@ -191,9 +363,21 @@ func (s *Store) VerifyAudit(ctx context.Context, tenant string) (AuditSummary, e
 		if err := rows.Err(); err != nil {
 			return classify(err)
 		}
+		for _, a := range anchors {
+			if a.Seq > sum.Rows {
+				return &AuditBreak{Seq: a.Seq, Reason: fmt.Sprintf("the chain ends at seq %d but a head at seq %d was anchored (the newest rows were removed)", sum.Rows, a.Seq)}
+			}
+		}
 		if sum.Rows > 0 {
 			sum.Head = hex.EncodeToString(prev)
+			sum.Last = AuditHead{Tenant: tenant, Seq: r.Seq, Hash: sum.Head, KeyID: r.KeyID, At: r.At.UTC()}
+		} else {
+			sum.Last = AuditHead{Tenant: tenant}
 		}
+		for id := range keyed {
+			sum.KeyIDs = append(sum.KeyIDs, id)
+		}
+		slices.Sort(sum.KeyIDs)
 		return nil
 	})
 	if err != nil {

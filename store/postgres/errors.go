@@ -11,4 +11,11 @@ var (
 	ErrTenantSettings = errors.New("tenant exists with other index settings")
 	// ErrUnavailable wraps failures to reach the database.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrAuditKeyring is returned by ParseAuditKeyring, AuditKeyring.Validate
+	// and Open for a malformed audit keyring.
+	ErrAuditKeyring = errors.New("invalid audit keyring")
+	// ErrAuditKeyRequired is returned by AppendAudit when the store has no
+	// active audit key but the tenant's chain is keyed: a keyed chain is
+	// never continued unkeyed.
+	ErrAuditKeyRequired = errors.New("the audit chain is keyed: appending needs an audit key")
 )

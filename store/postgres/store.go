@@ -43,6 +43,10 @@ type Options struct {
 	// log, and ranked in Go. A tenant that does not fit is ranked in SQL;
 	// both paths give the same results. 0 ranks every query in SQL.
 	CacheBytes int64
+	// AuditKeys keys the audit chains (see AppendAudit and VerifyAudit):
+	// rows are written with the active key and verified with every key.
+	// Nil writes unkeyed rows and cannot verify keyed ones.
+	AuditKeys *AuditKeyring
 }
 
 // Store is the Postgres store. It is safe for concurrent use.
@@ -68,6 +72,11 @@ func parseConfig(url string) (*pgxpool.Config, error) {
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.AutoCreate != nil {
 		if err := opts.AutoCreate.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.AuditKeys != nil {
+		if err := opts.AuditKeys.Validate(); err != nil {
 			return nil, err
 		}
 	}
