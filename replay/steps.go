@@ -214,9 +214,30 @@ func (r *runner) delete(ctx context.Context, raw []byte) (any, error) {
 	return deleteOut{Op: "delete", DocID: in.DocID, Deleted: ok}, nil
 }
 
-// Policy converts a decoded policy, applying defaults for absent fields.
+// ParsePolicy reads a policy object in SPEC section 9's shape over base:
+// fields absent (or null) keep base's values. It decodes as strictly as a
+// replay step (unknown or case-variant keys, duplicates and non-integer
+// integers are errors) and validates the result.
+func ParsePolicy(raw []byte, base retrieval.Policy) (retrieval.Policy, error) {
+	var in policyIn
+	if err := decodeStrict(raw, &in); err != nil {
+		return base, err
+	}
+	pol := in.over(base)
+	if err := pol.Validate(); err != nil {
+		return base, err
+	}
+	return pol, nil
+}
+
+// Policy converts a decoded policy, applying SPEC's defaults for absent
+// fields.
 func (p *policyIn) policy() retrieval.Policy {
-	pol := retrieval.DefaultPolicy()
+	return p.over(retrieval.DefaultPolicy())
+}
+
+// over applies the fields present in p to pol.
+func (p *policyIn) over(pol retrieval.Policy) retrieval.Policy {
 	if p == nil {
 		return pol
 	}

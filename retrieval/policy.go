@@ -75,6 +75,15 @@ func DefaultPolicy() Policy {
 	}
 }
 
+// ServicePolicy is the default profile of the HTTP service and of
+// `cordon query`: the policy a request's absent fields take. SPEC's seed
+// profile ([DefaultPolicy]) stays the default of replay scripts; the service
+// profile is chosen by measurement (docs/quality.md) and every field can
+// still be set per request.
+func ServicePolicy() Policy {
+	return DefaultPolicy()
+}
+
 // Validate checks every field's range.
 func (p Policy) Validate() error {
 	switch {

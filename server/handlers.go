@@ -337,8 +337,8 @@ func (s *Server) batchLine(r *http.Request, id Identity, line int, raw []byte) B
 	return out
 }
 
-// PolicyJSON is a retrieval policy in a request; absent fields take SPEC
-// section 5's defaults.
+// PolicyJSON is a retrieval policy in a request; absent fields take the
+// service profile's values ([retrieval.ServicePolicy]).
 type PolicyJSON struct {
 	MaxStaleTicks *int64   `json:"max_stale_ticks,omitempty"`
 	EnableRerank  *bool    `json:"enable_rerank,omitempty"`
@@ -364,7 +364,7 @@ type WeightsJSON struct {
 const maxPolicyInt = 10000
 
 func (p *PolicyJSON) policy() (retrieval.Policy, error) {
-	pol := retrieval.DefaultPolicy()
+	pol := retrieval.ServicePolicy()
 	if p == nil {
 		return pol, nil
 	}

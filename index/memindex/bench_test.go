@@ -7,14 +7,40 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-// BenchmarkRank ranks 2-8 term Zipf queries over 100,000 chunks of one tenant.
+// BenchmarkRank ranks 2-8 term Zipf queries over 100,000 chunks of one
+// tenant (four classifications, no barriers; the reader sees three of four
+// label sets), under the default (entitled) statistics scope.
 func BenchmarkRank(b *testing.B) {
-	s := index.DefaultSettings()
+	benchRank(b, index.DefaultSettings(), 0)
+}
+
+// BenchmarkRankScope compares the two statistics scopes on the same 100,000
+// chunks spread over 8 or 64 label sets (4 classifications x 2 or 16
+// barrier sets); the reader (confidential, half of the barrier labels) sees
+// about 3/8 of them.
+func BenchmarkRankScope(b *testing.B) {
+	for _, sets := range []int{8, 64} {
+		for _, scope := range []bm25.Scope{bm25.ScopeTenant, bm25.ScopeEntitled} {
+			b.Run(fmt.Sprintf("labelsets=%d/scope=%s", sets, scope), func(b *testing.B) {
+				s := index.DefaultSettings()
+				s.Statistics = scope
+				benchRank(b, s, sets/4)
+			})
+		}
+	}
+}
+
+// benchRank indexes 20,000 five-section documents (100,000 chunks) whose
+// classification cycles through the four levels and, with barrierSets > 0,
+// whose barrier set is one of barrierSets distinct sets; queries come from a
+// principal holding the labels of the first half of those sets.
+func benchRank(b *testing.B, s index.Settings, barrierSets int) {
 	x := New(s)
 	r := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(r, 1.1, 1, 49999)
@@ -29,11 +55,18 @@ func BenchmarkRank(b *testing.B) {
 			t.WriteString("\n")
 		}
 		doc := cordontype.Document{Tenant: "t", DocID: fmt.Sprintf("d%d", d), Text: t.String(), Classification: cordontype.Classification(d % 4)}
+		if barrierSets > 0 {
+			doc.Barriers = []string{fmt.Sprintf("deal-%02d", (d/4)%barrierSets)}
+		}
 		pcs, err := index.Prepare(&doc, s)
 		if err != nil {
 			b.Fatal(err)
 		}
 		x.Put(doc.DocID, pcs, true)
+	}
+	held := []string{}
+	for i := range barrierSets / 2 {
+		held = append(held, fmt.Sprintf("deal-%02d", i))
 	}
 	queries := make([]retrieval.RankRequest, 64)
 	for i := range queries {
@@ -42,7 +75,7 @@ func BenchmarkRank(b *testing.B) {
 			q.WriteString(word() + " ")
 		}
 		toks := analysis.Tokenize(q.String())
-		queries[i] = retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "t", Clearance: cordontype.Confidential, Barriers: []string{}},
+		queries[i] = retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "t", Clearance: cordontype.Confidential, Barriers: held},
 			Tokens: toks, Terms: analysis.TokenSet(q.String()), TopN: 50}
 	}
 	b.ReportAllocs()
