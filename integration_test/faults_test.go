@@ -28,7 +28,8 @@ func snapshot(t *testing.T, st *postgres.Store, tenant string) string {
 	t.Helper()
 	res, err := retrieval.New(st).Retrieve(context.Background(), retrieval.Query{
 		Principal: cordontype.Principal{Tenant: tenant, Clearance: cordontype.Restricted},
-		Text:      "original version replacement hold", Policy: retrieval.Policy{EnableRerank: false, TopN: 100, RerankDepth: 100, RRFK: 60, Limit: 100},
+		Text:      "original version replacement hold", Policy: retrieval.Policy{EnableRerank: false, TopN: 100, RerankDepth: 100, RRFK: 60, Limit: 100,
+			RRFWeights: retrieval.DefaultWeights(), Rerank: retrieval.RerankOverlap},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -395,13 +395,13 @@ func TestMigrateAuditKeyID(t *testing.T) {
 	st.Close()
 
 	if err := postgres.MigrateDownTo(ctx, dbURL, 7); err != nil {
-		t.Fatalf("down to 6: %v", err)
+		t.Fatalf("down to 7: %v", err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.columns WHERE table_schema = 'cordon_t_wholesale' AND table_name = 'audit' AND column_name = 'key_id'`); n != 0 {
-		t.Fatalf("key_id column after down to 6")
+		t.Fatalf("key_id column after down to 7")
 	}
-	if v := queryInt(t, dbURL, `SELECT schema_version FROM cordon.tenants WHERE name = 'wholesale'`); v != 5 {
-		t.Fatalf("tenant schema version %d after down to 6, want 5", v)
+	if v := queryInt(t, dbURL, `SELECT schema_version FROM cordon.tenants WHERE name = 'wholesale'`); v != 6 {
+		t.Fatalf("tenant schema version %d after down to 7, want 6", v)
 	}
 	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
 		t.Fatalf("up again: %v", err)

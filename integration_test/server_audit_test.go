@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cordon-rag/cordon/analysis"
 	"net/http"
 	"net/url"
 	"os"
@@ -251,14 +252,9 @@ func TestServerAuditUpgradesExistingTenants(t *testing.T) {
 	if err := postgres.MigrateUpTo(ctx, dbURL, 3); err != nil {
 		t.Fatal(err)
 	}
-	st, err := postgres.Open(ctx, dbURL, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := st.CreateTenant(ctx, "wholesale", index.DefaultSettings()); err != nil {
-		t.Fatal(err)
-	}
+	// Created as migration 3's create_tenant creates tenants (this binary's
+	// store calls the later signature).
+	execSQL(t, dbURL, `SELECT cordon.create_tenant('wholesale', 256, 1.5, 0.75, 200, 40, $1)`, analysis.TokenizerVersion)
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.tables WHERE table_schema = 'cordon_t_wholesale' AND table_name = 'audit'`); n != 0 {
 		t.Fatalf("audit table before migration 4")
 	}

@@ -54,6 +54,8 @@ type policyIn struct {
 	RRFWeights  *weightsIn `json:"rrf_weights"`
 	Rerank      *string    `json:"rerank"`
 	RerankBlend Float      `json:"rerank_blend"`
+	// Cordon's extension: at most this many chunks per document (0: no cap).
+	MaxChunksPerDoc Int `json:"max_chunks_per_doc"`
 }
 
 // weightsIn is rrf_weights: a missing key keeps its default 1.
@@ -275,6 +277,9 @@ func (p *policyIn) over(pol retrieval.Policy) retrieval.Policy {
 	}
 	if p.RerankBlend.Set {
 		pol.RerankBlend = p.RerankBlend.V
+	}
+	if p.MaxChunksPerDoc.Set {
+		pol.MaxChunksPerDoc = clampInt(p.MaxChunksPerDoc.V)
 	}
 	return pol
 }

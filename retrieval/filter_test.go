@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"strings"
 	"errors"
 	"fmt"
 	"math"
@@ -205,6 +206,8 @@ func TestPolicyValidate(t *testing.T) {
 		{"rerank_blend above 1", func(p *Policy) { p.RerankBlend = 1.5 }, true},
 		{"rerank_blend negative", func(p *Policy) { p.RerankBlend = -0.1 }, true},
 		{"rerank_blend NaN", func(p *Policy) { p.RerankBlend = math.NaN() }, true},
+		{"max_chunks_per_doc 1", func(p *Policy) { p.MaxChunksPerDoc = 1 }, false},
+		{"max_chunks_per_doc negative", func(p *Policy) { p.MaxChunksPerDoc = -1 }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -343,6 +346,39 @@ func TestFuseWeights(t *testing.T) {
 	got = Fuse(rk, 10, Weights{BM25: 1, Cosine: 0})
 	if ids := scoredIDs(got); !slices.Equal(ids, []string{"a", "b", "c"}) || got[2].Fused != 0 {
 		t.Errorf("cosine weight 0: order %q, c fused %v; want [a b c] and 0", ids, got[2].Fused)
+	}
+}
+
+func TestCollapse(t *testing.T) {
+	mk := func(ids ...string) []Scored {
+		out := make([]Scored, len(ids))
+		for i, id := range ids {
+			doc, _, _ := strings.Cut(id, "::")
+			out[i] = Scored{Chunk: cordontype.Chunk{ChunkID: id, DocID: doc}}
+		}
+		return out
+	}
+	in := mk("a::0", "a::1", "b::0", "a::2", "c::0", "b::1", "b::2")
+	tests := []struct {
+		name string
+		n    int
+		want []string
+	}{
+		{"one per document", 1, []string{"a::0", "b::0", "c::0"}},
+		{"two per document, order kept", 2, []string{"a::0", "a::1", "b::0", "c::0", "b::1"}},
+		{"cap above every count", 5, []string{"a::0", "a::1", "b::0", "a::2", "c::0", "b::1", "b::2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			orig := slices.Clone(in)
+			got := scoredIDs(Collapse(in, tt.n))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Collapse(%d) = %q, want %q", tt.n, got, tt.want)
+			}
+			if !slices.Equal(scoredIDs(in), scoredIDs(orig)) {
+				t.Errorf("Collapse changed its input")
+			}
+		})
 	}
 }
 

@@ -57,6 +57,10 @@ type Policy struct {
 	// RerankBlend in [0, 1] mixes the chunk's BM25 score, relative to the
 	// best one, into its rerank score; 0 is the overlap alone.
 	RerankBlend float64
+	// MaxChunksPerDoc, when > 0, keeps at most that many chunks of one
+	// document in the result (the best-placed ones), before the limit: ten
+	// results then cover more documents. 0 is no cap.
+	MaxChunksPerDoc int
 }
 
 // DefaultPolicy returns SPEC section 5's defaults (the seed profile): rerank
@@ -107,6 +111,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: rerank %q must be %q or %q", ErrInvalidPolicy, p.Rerank, RerankOverlap, RerankIDFOverlap)
 	case !(p.RerankBlend >= 0 && p.RerankBlend <= 1):
 		return fmt.Errorf("%w: rerank_blend %v must be in [0, 1]", ErrInvalidPolicy, p.RerankBlend)
+	case p.MaxChunksPerDoc < 0:
+		return fmt.Errorf("%w: max_chunks_per_doc %d must be >= 0 (0: no cap)", ErrInvalidPolicy, p.MaxChunksPerDoc)
 	}
 	return nil
 }

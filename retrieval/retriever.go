@@ -79,7 +79,8 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (Result, error) {
 }
 
 // Tail is the pure end of the pipeline (SPEC section 5, steps 5-7) over a
-// store's rankings: fuse, rerank (or shed it), take the first limit. terms
+// store's rankings: fuse, rerank (or shed it), collapse per document when
+// the policy caps chunks per document, take the first limit. terms
 // are the query's distinct tokens in order of first occurrence, as in the
 // [RankRequest] that produced rk. p must be valid.
 func Tail(rk Rankings, terms []string, p Policy) Result {
@@ -103,10 +104,29 @@ func Tail(rk Rankings, terms []string, p Policy) Result {
 	} else {
 		res.Degraded = append(res.Degraded, DegradedRerank)
 	}
+	if p.MaxChunksPerDoc > 0 {
+		res.Chunks = Collapse(res.Chunks, p.MaxChunksPerDoc)
+	}
 	if len(res.Chunks) > p.Limit {
 		res.Chunks = res.Chunks[:p.Limit]
 	}
 	return res
+}
+
+// Collapse keeps, walking in order, at most n chunks of each document: a
+// chunk is dropped when n chunks of its document are already kept. The
+// order of the kept chunks is unchanged, so the result is as deterministic
+// as its input.
+func Collapse(in []Scored, n int) []Scored {
+	kept := make(map[string]int)
+	out := in[:0:0]
+	for _, s := range in {
+		if kept[s.Chunk.DocID] < n {
+			kept[s.Chunk.DocID]++
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // bm25Max is the lexical ranking's first score, 0 when it is empty.

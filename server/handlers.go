@@ -351,6 +351,9 @@ type PolicyJSON struct {
 	RRFWeights  *WeightsJSON `json:"rrf_weights,omitempty"`
 	Rerank      *string      `json:"rerank,omitempty"`
 	RerankBlend *float64     `json:"rerank_blend,omitempty"`
+	// MaxChunksPerDoc caps the chunks of one document in the result (0: no
+	// cap).
+	MaxChunksPerDoc *int `json:"max_chunks_per_doc,omitempty"`
 }
 
 // WeightsJSON is a policy's rrf_weights.
@@ -400,6 +403,9 @@ func (p *PolicyJSON) policy() (retrieval.Policy, error) {
 	}
 	if p.RerankBlend != nil {
 		pol.RerankBlend = *p.RerankBlend
+	}
+	if p.MaxChunksPerDoc != nil {
+		pol.MaxChunksPerDoc = *p.MaxChunksPerDoc
 	}
 	if err := pol.Validate(); err != nil {
 		return pol, err

@@ -180,6 +180,9 @@ func (g gen) retrieve() map[string]any {
 	if g.r.IntN(3) == 0 {
 		pol["rerank_blend"] = []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
 	}
+	if g.r.IntN(3) == 0 {
+		pol["max_chunks_per_doc"] = g.r.IntN(3)
+	}
 	return map[string]any{
 		"op": "retrieve",
 		"principal": map[string]any{
