@@ -655,3 +655,23 @@ func TestServerHealthAndReady(t *testing.T) {
 	}
 	a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusOK)
 }
+
+// TestServerDeepNesting: a writer's PUT whose metadata nests 3,000,000
+// arrays (6 MB, inside the document limit) is a 400 naming the depth limit,
+// and the server keeps serving; it once overflowed the goroutine stack and
+// took the process down.
+func TestServerDeepNesting(t *testing.T) {
+	a := startAPIServer(t, serverOpts{})
+	a.seed(t)
+	w := tok(t, "w", "tenant=wholesale", "writer")
+	const depth = 3_000_000
+	body := `{"text": "x", "classification": "public", "metadata": {"a": ` +
+		strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}}`
+	r := a.want(t, a.call(t, "PUT", "/v1/tenants/wholesale/documents/deep", w, body), http.StatusBadRequest)
+	if msg, _ := r.json(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "deeper than 64 levels") {
+		t.Fatalf("message %q, want it to name the limit of 64 levels", msg)
+	}
+	a.want(t, a.call(t, "GET", "/healthz", "", nil), http.StatusOK)
+	a.want(t, a.call(t, "PUT", "/v1/tenants/wholesale/documents/deep", w,
+		map[string]any{"text": "Shallow metadata is fine.", "classification": "public", "metadata": map[string]any{"a": [][]int{{1}}}}), http.StatusOK)
+}

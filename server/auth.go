@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/internal/jsontext"
 )
 
 // The roles a token may carry in its "roles" claim.
@@ -169,13 +172,80 @@ func discoverJWKS(ctx context.Context, issuer string) (string, error) {
 var errBadToken = errors.New("unauthorized")
 
 // Verify checks a token's signature, algorithm, expiry (required) and
-// Cordon's claims, and returns the identity it proves.
+// Cordon's claims, and returns the identity it proves. The claims must be as
+// strict as a request body ([checkClaims]).
 func (v *Verifier) Verify(token string) (Identity, error) {
 	var c Claims
-	if _, err := jwt.ParseWithClaims(token, &c, v.keyfunc, v.opts...); err != nil {
+	p := jwt.NewParser(v.opts...)
+	if _, err := p.ParseWithClaims(token, &c, v.keyfunc); err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", errBadToken, err)
 	}
+	// The signature holds, so the token has exactly three segments. The
+	// library decoded the claims leniently; accept them only if the payload
+	// it decoded passes the strict check.
+	_, rest, _ := strings.Cut(token, ".")
+	seg, _, _ := strings.Cut(rest, ".")
+	payload, err := p.DecodeSegment(seg)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: claims: %w", errBadToken, err)
+	}
+	if err := checkClaims(payload); err != nil {
+		return Identity{}, fmt.Errorf("%w: claims: %w", errBadToken, err)
+	}
 	return IdentityFromClaims(c)
+}
+
+// claimNames are the JSON names of [Claims]' fields, registered claims
+// included.
+var claimNames = func() []string {
+	var names []string
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for f := range t.Fields() {
+			if f.Anonymous {
+				add(f.Type)
+				continue
+			}
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				names = append(names, name)
+			}
+		}
+	}
+	add(reflect.TypeFor[Claims]())
+	return names
+}()
+
+// checkClaims checks a token's decoded payload as [DecodeStrict] checks a
+// request body: valid UTF-8, one JSON object, nesting at most
+// [MaxJSONDepth], no key repeated anywhere (encoding/json would let the last
+// win), no key that differs from one of Cordon's claim names only in case or
+// Unicode folding ("ROLES", "ſub": encoding/json would decode it into that
+// claim), and the registered time claims exp, nbf and iat as JSON numbers
+// (RFC 7519 NumericDate; golang-jwt also takes a numeric string). Other
+// claims are allowed, whatever their name: identity providers add their own.
+func checkClaims(payload []byte) error {
+	if !jsontext.ValidUTF8(payload) {
+		return errors.New("the claims are not valid UTF-8 (or have an unpaired surrogate escape)")
+	}
+	return walkJSON(payload, "the claims", claimKey)
+}
+
+func claimKey(w *jsonWalker, key []byte, value byte) error {
+	if len(w.frames) != 1 || !w.frames[0].object {
+		return nil
+	}
+	for _, name := range claimNames {
+		if string(key) == name {
+			if (name == "exp" || name == "nbf" || name == "iat") && value != '-' && (value < '0' || value > '9') {
+				return fmt.Errorf("claim %q must be a JSON number (RFC 7519 NumericDate)", name)
+			}
+			return nil
+		}
+		if bytes.EqualFold(key, []byte(name)) {
+			return fmt.Errorf("claim %q differs from %q only in case", key, name)
+		}
+	}
+	return nil
 }
 
 // IdentityFromClaims checks Cordon's claims (sub, tenant, clearance, barriers,

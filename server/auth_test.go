@@ -10,15 +10,20 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/cordon-rag/cordon/internal/jsontext"
 )
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -174,4 +179,107 @@ func TestVerifierConfig(t *testing.T) {
 	if _, err := v.Verify(tok); err != nil {
 		t.Errorf("a token with the audience refused: %v", err)
 	}
+}
+
+// signRaw signs payload as it is (duplicates and all) with HS256.
+func signRaw(t *testing.T, secret, payload string) string {
+	t.Helper()
+	signing := b64([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + b64([]byte(payload))
+	sig, err := jwt.SigningMethodHS256.Sign(signing, []byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signing + "." + b64(sig)
+}
+
+// TestVerifyStrictClaims: claims are decoded as strictly as request bodies.
+// Cordon's claim names match exactly (encoding/json would take "ROLES" or
+// "ſub" for them), no key repeats (the last would win), and exp, nbf and iat
+// are JSON numbers (RFC 7519 NumericDate), not strings. Claims Cordon does
+// not know stay allowed: identity providers add their own.
+func TestVerifyStrictClaims(t *testing.T) {
+	v, err := NewVerifier(context.Background(), AuthConfig{HS256Secret: testHS256Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := fmt.Sprint(time.Now().Add(time.Hour).Unix())
+	base := `"sub": "u", "exp": ` + exp + `, "tenant": "wholesale"`
+	tests := []struct {
+		name    string
+		payload string
+		wantErr string
+	}{
+		{"ok", `{` + base + `, "roles": ["reader"]}`, ""},
+		{"unknown claims allowed", `{` + base + `, "email": "a@b", "Email": "c", "groups": [{"x": 1}], "iat": 1, "nbf": 1.5}`, ""},
+		{"case-variant roles after roles", `{` + base + `, "roles": ["reader"], "ROLES": ["admin"]}`, `"ROLES"`},
+		{"case-variant roles alone", `{` + base + `, "Roles": ["admin"]}`, `"Roles"`},
+		{"case-variant tenant", `{"sub": "u", "exp": ` + exp + `, "TENANT": "wholesale"}`, `"TENANT"`},
+		{"long s folds to sub", `{"ſub": "admin", "exp": ` + exp + `}`, "sub"},
+		{"duplicate roles", `{` + base + `, "roles": ["reader"], "roles": ["admin"]}`, `duplicate key "roles"`},
+		{"duplicate sub", `{"sub": "a", "sub": "b", "exp": ` + exp + `}`, `duplicate key "sub"`},
+		{"duplicate unknown claim", `{` + base + `, "email": "a", "email": "b"}`, `duplicate key "email"`},
+		{"duplicate inside unknown claim", `{` + base + `, "ext": {"k": 1, "k": 2}}`, `duplicate key "ext.k"`},
+		{"exp as a string", `{"sub": "u", "exp": "` + exp + `"}`, `"exp"`},
+		{"nbf as a string", `{` + base + `, "nbf": "1"}`, `"nbf"`},
+		{"iat as a string", `{` + base + `, "iat": "1"}`, `"iat"`},
+		{"iat null", `{` + base + `, "iat": null}`, `"iat"`},
+		{"deep unknown claim", `{` + base + `, "ext": ` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "deeper than 64 levels"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, err := v.Verify(signRaw(t, testHS256Secret, tt.payload))
+			if tt.wantErr == "" {
+				if err != nil || id.Sub != "u" || id.Tenant != "wholesale" {
+					t.Fatalf("Verify = %+v, %v; want the token accepted", id, err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, errBadToken) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Verify = %+v, %v; want an unauthorized error containing %q", id, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// FuzzCheckClaims: the strict claims check accepts exactly a JSON object
+// that walkJSON accepts (depth, duplicates, syntax) whose top-level keys are
+// Cordon's claim names spelt exactly or names that no claim name folds to,
+// with exp, nbf and iat as numbers.
+func FuzzCheckClaims(f *testing.F) {
+	for _, s := range []string{
+		`{"sub": "u", "exp": 1, "roles": ["reader"]}`,
+		`{"sub": "u", "roles": ["reader"], "ROLES": ["admin"]}`,
+		`{"sub": "u", "sub": "v"}`,
+		`{"exp": "1"}`, `{"nbf": null}`, `{"iat": -1.5e3}`,
+		`{"ſub": "x"}`, `{"\u0073ub": "x"}`, `{"email": "a", "Email": "b"}`,
+		`{"ext": {"k": 1, "k": 2}}`,
+		`{"ext": ` + strings.Repeat("[", 12_000) + `}`,
+		`{"ext": ` + strings.Repeat(`{"a":`, 12_000) + `}`,
+		`{"groups": [` + strings.Repeat(`"g",`, 5_000) + `"g"]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		err := checkClaims(payload)
+		want := jsontext.ValidUTF8(payload) && walkJSON(payload, "the claims", nil) == nil
+		if want {
+			var top map[string]json.RawMessage
+			if json.Unmarshal(payload, &top) != nil {
+				t.Fatalf("walkJSON accepted %q, encoding/json did not", payload)
+			}
+			for k, v := range top {
+				for _, name := range claimNames {
+					if k != name && strings.EqualFold(k, name) {
+						want = false
+					}
+				}
+				if (k == "exp" || k == "nbf" || k == "iat") && !(v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+					want = false
+				}
+			}
+		}
+		if (err == nil) != want {
+			t.Fatalf("checkClaims(%q) = %v, want accepted %v", payload, err, want)
+		}
+	})
 }

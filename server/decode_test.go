@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/cordon-rag/cordon/internal/jsontext"
 )
 
 func TestDecodeStrict(t *testing.T) {
@@ -78,6 +82,9 @@ func FuzzDecodeStrict(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	for _, s := range deepAndWide() {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		targets := []any{&RetrieveRequest{}, &DocumentRequest{}, &GroundRequest{}, &AssembleRequest{}, &CreateTenantRequest{}}
 		for _, v := range targets {
@@ -86,6 +93,9 @@ func FuzzDecodeStrict(f *testing.F) {
 			}
 			if !utf8.Valid(data) {
 				t.Fatalf("accepted invalid UTF-8: %q", data)
+			}
+			if d := nestingDepth(data); d > MaxJSONDepth {
+				t.Fatalf("accepted %d levels of nesting, over MaxJSONDepth %d", d, MaxJSONDepth)
 			}
 			out, err := json.Marshal(v)
 			if err != nil {
@@ -136,6 +146,9 @@ func FuzzReadLine(f *testing.F) {
 	f.Add([]byte("{\"a\": 1}\n{\"b\": 2}"), 8)
 	f.Add([]byte("\n\n\n"), 1)
 	f.Add([]byte(strings.Repeat("x", 70000)+"\ny"), 100000)
+	for _, s := range deepAndWide() {
+		f.Add([]byte(s+"\n"+s), 1<<20)
+	}
 	f.Fuzz(func(t *testing.T, data []byte, limit int) {
 		if limit < 1 || limit > 1<<20 {
 			return
@@ -144,6 +157,14 @@ func FuzzReadLine(f *testing.F) {
 		var got [][]byte
 		for {
 			line, err := readLine(br, int64(limit))
+			if err == nil || errors.Is(err, io.EOF) {
+				// What a batch does with the line: never a panic or a crash,
+				// never more than MaxJSONDepth levels accepted.
+				var doc DocumentRequest
+				if DecodeStrict(bytes.TrimSpace(line), &doc) == nil && nestingDepth(line) > MaxJSONDepth {
+					t.Fatalf("a line of %d levels was accepted", nestingDepth(line))
+				}
+			}
 			if errors.Is(err, errLineTooLong) {
 				for _, l := range bytes.Split(data, []byte("\n")) {
 					if len(l) > limit {
@@ -161,4 +182,203 @@ func FuzzReadLine(f *testing.F) {
 			t.Fatalf("readLine split %q into %q, want %q", data, got, want)
 		}
 	})
+}
+
+// deepAndWide are fuzz seeds at the edges of the decoders' cost: nesting far
+// past MaxJSONDepth, exactly at it and one over, and wide arrays and objects.
+func deepAndWide() []string {
+	// deep is past encoding/json's own limit of 10,000 levels too.
+	const deep = 12_000
+	// nested is a DocumentRequest with n levels in all.
+	nested := func(n int) string {
+		return `{"text": "x", "classification": "public", "metadata": {"a": ` +
+			strings.Repeat("[", n-2) + strings.Repeat("]", n-2) + `}}`
+	}
+	var wideObject strings.Builder
+	wideObject.WriteString(`{"text": "x", "classification": "public", "metadata": {`)
+	for i := range 2000 {
+		fmt.Fprintf(&wideObject, `"k%d": %d, `, i, i)
+	}
+	wideObject.WriteString(`"k0": 0}}`)
+	return []string{
+		strings.Repeat("[", deep),
+		strings.Repeat("[", deep) + strings.Repeat("]", deep),
+		strings.Repeat(`{"a":`, deep),
+		`{"query": ` + strings.Repeat("[", deep),
+		nested(MaxJSONDepth),
+		nested(MaxJSONDepth + 1),
+		`{"text": "` + strings.Repeat("[", deep) + `", "classification": "public"}`,
+		`{"text": "x", "classification": "public", "metadata": {"a": [` + strings.Repeat("0,", 10_000) + `0]}}`,
+		wideObject.String(),
+	}
+}
+
+// nestingDepth is the deepest nesting of arrays and objects in data outside
+// strings: a reference for the decoders' limit.
+func nestingDepth(data []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// TestDecodeDepth: MaxJSONDepth levels decode, one more is refused with a
+// message naming the limit; brackets inside strings do not count.
+func TestDecodeDepth(t *testing.T) {
+	seeds := deepAndWide()
+	tests := []struct {
+		name    string
+		body    string
+		wantErr string
+	}{
+		{"at the limit", seeds[4], ""},
+		{"one over", seeds[5], fmt.Sprintf("deeper than %d levels", MaxJSONDepth)},
+		{"brackets in a string", seeds[6], ""},
+		{"deep arrays", seeds[1], "deeper than 64 levels"},
+		{"deep objects", seeds[2], "deeper than 64 levels"},
+		{"wide array", seeds[7], ""},
+		{"wide object with a duplicate", seeds[8], `duplicate key "metadata.k0"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var doc DocumentRequest
+			err := DecodeStrict([]byte(tt.body), &doc)
+			if (err != nil) != (tt.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("DecodeStrict = %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// FuzzWalkJSON: the single-pass scan agrees with encoding/json on what is
+// one valid JSON object, and adds exactly the depth limit and the duplicate
+// key check.
+func FuzzWalkJSON(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"a": [1, -0.5e+3, true, false, null, "x\"\\\/\b\f\n\r\t\u00e9"]}`,
+		`{"a": 1, "a": 2}`, `{"\u0061": 1, "a": 2}`, `{"a": 01}`, `{"a": 1.}`, `{"a": -}`, `{"a": tru}`,
+		`{"a": [1,]}`, `{"a": 1,}`, `{"a" 1}`, `{"a": 1} {}`, "{\"a\": \"\x01\"}", `[]`, `"x"`, ` { } `,
+	} {
+		f.Add([]byte(s))
+	}
+	for _, s := range deepAndWide() {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !jsontext.ValidUTF8(data) {
+			return // callers check UTF-8 first
+		}
+		err := walkJSON(data, "the body", nil)
+		want := json.Valid(data) && bytes.TrimSpace(data)[0] == '{' && nestingDepth(data) <= MaxJSONDepth && !duplicateKeys(data)
+		if (err == nil) != want {
+			t.Fatalf("walkJSON(%q) = %v, want accepted %v", data, err, want)
+		}
+	})
+}
+
+// duplicateKeys reports whether some object in valid JSON repeats a key,
+// by encoding/json's tokens.
+func duplicateKeys(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		seen      map[string]bool
+		expectKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if k, ok := tok.(string); ok && top != nil && top.seen != nil && top.expectKey {
+			if top.seen[k] {
+				return true
+			}
+			top.seen[k] = true
+			top.expectKey = false
+			continue
+		}
+		if top != nil && top.seen != nil {
+			top.expectKey = true // a value ends (or opens) here; the next string is a key
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{seen: map[string]bool{}, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// BenchmarkDecodeStrict measures what a hostile or a large body costs the
+// strict decoder (docs/operations.md, "Request decoding limits"):
+//
+//	go test ./server/ -run '^$' -bench BenchmarkDecodeStrict -benchmem
+func BenchmarkDecodeStrict(b *testing.B) {
+	const mib = 1 << 20
+	// fill is a DocumentRequest of about size bytes whose metadata "a" is
+	// open, then repeats unit, then close.
+	fill := func(size int, open, unit, close string) []byte {
+		head := `{"text": "x", "classification": "public", "metadata": {"a": ` + open
+		n := (size - len(head) - len(close) - 2) / len(unit)
+		return []byte(head + strings.Repeat(unit, n) + close + `}}`)
+	}
+	var wideObject bytes.Buffer
+	wideObject.WriteString(`{"text": "x", "classification": "public", "metadata": {"a": {`)
+	for i := 0; wideObject.Len() < mib-16; i++ {
+		fmt.Fprintf(&wideObject, `"k%d": %d, `, i, i)
+	}
+	wideObject.WriteString(`"z": 0}}}`)
+	text, _ := json.Marshal(strings.Repeat("Treasury approves the PMT-771 hold release. ", mib/45))
+	tests := []struct {
+		name string
+		body []byte
+	}{
+		{"deep [ 1MiB", bytes.Repeat([]byte("["), mib)},
+		{"deep {\"a\": 1MiB", bytes.Repeat([]byte(`{"a":`), mib/5)},
+		{"deep [ in metadata 6MB", fill(6_000_000, "", "[", "")},
+		{"wide array 1MiB", fill(mib, "[", "0,", "0]")},
+		{"wide array 6MB", fill(6_000_000, "[", "0,", "0]")},
+		{"wide object 1MiB", wideObject.Bytes()},
+		{"text 1MiB", []byte(`{"text": ` + string(text) + `, "classification": "public"}`)},
+	}
+	for _, tt := range tests {
+		// DecodeStrict in all, then its scan alone (UTF-8 check and
+		// walkJSON: what runs before encoding/json allocates anything).
+		b.Run(tt.name+"/decode", func(b *testing.B) {
+			b.SetBytes(int64(len(tt.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var doc DocumentRequest
+				_ = DecodeStrict(tt.body, &doc)
+			}
+		})
+		b.Run(tt.name+"/scan", func(b *testing.B) {
+			b.SetBytes(int64(len(tt.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if jsontext.ValidUTF8(tt.body) {
+					_ = walkJSON(tt.body, "the body", bodyKey)
+				}
+			}
+		})
+	}
 }

@@ -12,9 +12,10 @@
 //
 // # Requests
 //
-// Bodies are decoded strictly ([DecodeStrict]): valid UTF-8 only, no
-// duplicate keys, no unknown fields, no trailing data, integers without
-// fractions. Bad input is a 400 with {"error": {"code", "message"}}, never a
+// Bodies are decoded strictly ([DecodeStrict]): valid UTF-8 only, at most
+// [MaxJSONDepth] levels of nesting, no duplicate keys, no unknown fields, no
+// trailing data, integers without fractions. Token claims are checked the
+// same way before they are trusted. Bad input is a 400 with {"error": {"code", "message"}}, never a
 // 500; the database being unreachable is a 503.
 //
 // # Chunk digests

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+const testHS256Secret = "0123456789abcdef0123456789abcdef"
+
+// newTestServer is a server without a database: enough for everything that
+// is decided before the store is reached (authentication, body decoding).
+func newTestServer(t *testing.T) *Server {
+	t.Helper()
+	v, err := NewVerifier(context.Background(), AuthConfig{HS256Secret: testHS256Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Config{}, nil, v)
+}
+
+func testToken(t *testing.T, roles ...string) string {
+	t.Helper()
+	c := Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: "u", ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))},
+		Tenant: "wholesale", Roles: roles}
+	s, err := MintHS256(testHS256Secret, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// deepMetadata is a document whose metadata holds n nested arrays.
+func deepMetadata(prefix string, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{` + prefix + `"text": "x", "classification": "public", "metadata": {"a": `)
+	b.WriteString(strings.Repeat("[", n))
+	b.WriteString(strings.Repeat("]", n))
+	b.WriteString(`}}`)
+	return b.Bytes()
+}
+
+// TestDeepNestingRejected: nesting far past MaxJSONDepth is a clean 400 that
+// names the limit, through every route that decodes JSON, and never takes
+// the process down (3,000,000 levels once overflowed the goroutine stack).
+func TestDeepNestingRejected(t *testing.T) {
+	srv := newTestServer(t)
+	writer, reader := testToken(t, RoleWriter), testToken(t, RoleReader)
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		token       string
+		contentType string
+		body        []byte
+		batch       bool
+	}{
+		{"PUT metadata 3,000,000 deep", "PUT", "/v1/tenants/wholesale/documents/d-1", writer, "application/json",
+			deepMetadata("", 3_000_000), false},
+		{"batch line metadata 3,000,000 deep", "POST", "/v1/tenants/wholesale/documents:batch", writer, "application/x-ndjson",
+			deepMetadata(`"doc_id": "d-1", `, 3_000_000), true},
+		{"retrieve 1 MiB of [", "POST", "/v1/tenants/wholesale/retrieve", reader, "application/json",
+			bytes.Repeat([]byte("["), 1<<20), false},
+		{"retrieve query of 1 MiB of [", "POST", "/v1/tenants/wholesale/retrieve", reader, "application/json",
+			append([]byte(`{"query": `), bytes.Repeat([]byte("["), 1<<20-10)...), false},
+		{"retrieve 200,000 nested objects", "POST", "/v1/tenants/wholesale/retrieve", reader, "application/json",
+			bytes.Repeat([]byte(`{"a":`), 1<<20/5), false},
+		{"retrieve policy 65 deep", "POST", "/v1/tenants/wholesale/retrieve", reader, "application/json",
+			[]byte(`{"query": "x", "policy": ` + strings.Repeat(`{"a": `, 64) + `1` + strings.Repeat(`}`, 64) + `}`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, tt.path, bytes.NewReader(tt.body))
+			req.Header.Set("Authorization", "Bearer "+tt.token)
+			req.Header.Set("Content-Type", tt.contentType)
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			var e *apiError
+			if tt.batch {
+				var out struct {
+					Results []BatchOutcome `json:"results"`
+				}
+				if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil || len(out.Results) != 1 {
+					t.Fatalf("batch: got %d %s, want 200 with one line's outcome", rec.Code, rec.Body.Bytes())
+				}
+				if out.Results[0].Status != http.StatusBadRequest {
+					t.Fatalf("batch line status %d, want 400: %+v", out.Results[0].Status, out.Results[0])
+				}
+				e = out.Results[0].Error
+			} else {
+				var out struct {
+					Error *apiError `json:"error"`
+				}
+				if rec.Code != http.StatusBadRequest || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
+					t.Fatalf("got %d %.200s, want 400", rec.Code, rec.Body.Bytes())
+				}
+				e = out.Error
+			}
+			if e == nil || e.Code != "bad_request" || !strings.Contains(e.Message, "deeper than 64 levels") {
+				t.Fatalf("error %+v, want bad_request naming the limit of 64 levels", e)
+			}
+		})
+	}
+}
