@@ -72,6 +72,12 @@ func decodeJSONRequest(w http.ResponseWriter, r *http.Request, limit int64, dst 
 // fatal error that no recover catches.
 const MaxJSONDepth = 64
 
+// MaxMetadataBytes bounds a document's free-form metadata as sent (its JSON
+// text). Metadata is kept raw until this check passes: building it as Go
+// values costs about 47 bytes per input byte, so the bound keeps a document
+// body's decoding cost near its size.
+const MaxMetadataBytes = 64 << 10
+
 // DecodeStrict decodes exactly one JSON object into dst and refuses what a
 // lenient decoder would quietly accept: invalid UTF-8 or unpaired surrogate
 // escapes (encoding/json would repair them into U+FFFD), nesting deeper than

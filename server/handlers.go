@@ -122,7 +122,8 @@ type DocumentRequest struct {
 	Barriers       []string       `json:"barriers"`
 	AsOfTick       *int64         `json:"as_of_tick"`
 	Title          string         `json:"title"`
-	Metadata       map[string]any `json:"metadata"`
+	// Metadata stays raw until its size is checked (MaxMetadataBytes).
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 func (d *DocumentRequest) document(tenant, docID string) (cordontype.Document, error) {
@@ -142,12 +143,21 @@ func (d *DocumentRequest) document(tenant, docID string) (cordontype.Document, e
 	if err := noNUL(map[string]string{"text": *d.Text, "title": d.Title}); err != nil {
 		return bad("%s", err.Error())
 	}
-	if metadataNUL(d.Metadata) {
+	if len(d.Metadata) > MaxMetadataBytes {
+		return bad("metadata is %d bytes of JSON; the limit is %d (keep large content in the document text)", len(d.Metadata), MaxMetadataBytes)
+	}
+	var meta map[string]any
+	if len(d.Metadata) > 0 && string(d.Metadata) != "null" {
+		if err := json.Unmarshal(d.Metadata, &meta); err != nil {
+			return bad("metadata must be a JSON object")
+		}
+	}
+	if metadataNUL(meta) {
 		return bad("metadata contains U+0000 (NUL), which Cordon cannot store")
 	}
 	doc := cordontype.Document{
 		Tenant: tenant, DocID: docID, Text: *d.Text, Classification: cl, Barriers: d.Barriers,
-		Title: d.Title, Metadata: d.Metadata,
+		Title: d.Title, Metadata: meta,
 	}
 	if d.AsOfTick != nil {
 		doc.AsOfTick = *d.AsOfTick

@@ -109,3 +109,60 @@ func TestDeepNestingRejected(t *testing.T) {
 		})
 	}
 }
+
+// TestMetadataSizeLimit: metadata beyond MaxMetadataBytes is a 400 naming the
+// limit, decided before the metadata is built as Go values (a 1 MiB array of
+// numbers once cost about 49 MB to decode); metadata at the limit, null or
+// absent passes that check, and metadata that is not an object is refused.
+func TestMetadataSizeLimit(t *testing.T) {
+	wide := func(n int) json.RawMessage {
+		var b bytes.Buffer
+		b.WriteString(`{"a": [`)
+		for b.Len() < n-3 {
+			b.WriteString("0,")
+		}
+		b.WriteString("0]}")
+		return b.Bytes()
+	}
+	text, class := "x", "public"
+	tests := []struct {
+		name    string
+		meta    json.RawMessage
+		wantErr string
+	}{
+		{"absent", nil, ""},
+		{"null", json.RawMessage("null"), ""},
+		{"at the limit", wide(MaxMetadataBytes), ""},
+		{"one byte over", wide(MaxMetadataBytes + 1), "the limit is 65536"},
+		{"1 MiB", wide(1 << 20), "the limit is 65536"},
+		{"an array", json.RawMessage(`[1, 2]`), "metadata must be a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := DocumentRequest{Text: &text, Classification: &class, Metadata: tt.meta}
+			_, err := d.document("wholesale", "d1")
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("document() = %v, want no error", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("document() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	// Through the decoder: a 1 MiB metadata array decodes without building it.
+	body := append([]byte(`{"text": "x", "classification": "public", "metadata": `), wide(1<<20)...)
+	body = append(body, '}')
+	var req DocumentRequest
+	allocs := testing.AllocsPerRun(3, func() {
+		req = DocumentRequest{}
+		if err := DecodeStrict(body, &req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 200 {
+		t.Errorf("decoding a body with 1 MiB of metadata made %v allocations; the metadata must stay raw", allocs)
+	}
+	if _, err := req.document("wholesale", "d1"); err == nil || !strings.Contains(err.Error(), "the limit is 65536") {
+		t.Errorf("document() = %v, want the metadata limit", err)
+	}
+}
