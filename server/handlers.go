@@ -116,12 +116,12 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request, id Identit
 // DocumentRequest is the body of PUT .../documents/{doc_id}. In a batch line
 // DocID is required; in a PUT it comes from the path and must be absent.
 type DocumentRequest struct {
-	DocID          *string        `json:"doc_id,omitempty"`
-	Text           *string        `json:"text"`
-	Classification *string        `json:"classification"`
-	Barriers       []string       `json:"barriers"`
-	AsOfTick       *int64         `json:"as_of_tick"`
-	Title          string         `json:"title"`
+	DocID          *string  `json:"doc_id,omitempty"`
+	Text           *string  `json:"text"`
+	Classification *string  `json:"classification"`
+	Barriers       []string `json:"barriers"`
+	AsOfTick       *int64   `json:"as_of_tick"`
+	Title          string   `json:"title"`
 	// Metadata stays raw until its size is checked (MaxMetadataBytes).
 	Metadata json.RawMessage `json:"metadata"`
 }
