@@ -66,10 +66,14 @@ fuzz: ## fuzz the tokenizer, chunker, replay decoder and HTTP decoders for FUZZT
 golden: ## regenerate the golden replay outputs in testdata/replay
 	$(GO) test ./replay/ -run Golden -update
 
+# staticcheck release 2026.2.2
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 .PHONY: lint
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and staticcheck
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 .PHONY: bench
 bench: ## micro-benchmarks with allocation counts

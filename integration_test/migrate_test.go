@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -175,7 +174,11 @@ func gooseCLI(t *testing.T) string {
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "install",
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build the goose CLI: %v", err)
+	}
+	cmd := exec.Command(goBin, "install",
 		"-tags", "no_clickhouse no_libsql no_mssql no_mysql no_sqlite3 no_vertica no_ydb no_starrocks no_duckdb",
 		"github.com/pressly/goose/v3/cmd/goose@v3.30.1")
 	cmd.Env = append(os.Environ(), "GOBIN="+gobin)

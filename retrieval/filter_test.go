@@ -1,12 +1,12 @@
 package retrieval
 
 import (
-	"strings"
 	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cordon-rag/cordon/cordontype"

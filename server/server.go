@@ -358,7 +358,7 @@ func (s *Server) auth(role string, tenantScoped bool, h func(w http.ResponseWrit
 			writeError(w, errf(http.StatusForbidden, "forbidden", "this operation needs the %s role", role))
 			return
 		}
-		h(w, r.WithContext(withIdentity(r.Context(), id)), id)
+		h(w, r, id)
 	}
 }
 
