@@ -55,12 +55,14 @@ test/arm64: ## run the portable packages as GOARCH=arm64 under qemu-user-static 
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(PORTABLE_PKGS)
 
 .PHONY: fuzz
-fuzz: ## fuzz the tokenizer, chunker, replay decoder and HTTP decoders for FUZZTIME each
+fuzz: ## fuzz the tokenizer, chunker, replay decoder, HTTP body and token-claims decoders for FUZZTIME each
 	$(GO) test ./analysis/ -run '^$$' -fuzz '^FuzzTokenize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./chunk/ -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replay/ -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzDecodeStrict$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzReadLine$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzWalkJSON$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzCheckClaims$$' -fuzztime $(FUZZTIME)
 
 .PHONY: golden
 golden: ## regenerate the golden replay outputs in testdata/replay
