@@ -1,0 +1,122 @@
+package integration_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestServerScoresIgnoreHiddenDocuments replays the attack of the issue that
+// introduced the statistics scope over HTTP: a public reader queries a rare
+// term that one public document holds and reads its own chunk's bm25 while
+// restricted documents with and without the term are written. On an
+// entitled tenant (the default for new tenants) the reader's response is
+// byte-identical in all three states, on the SQL and the in-memory path; on
+// a tenant switched to the tenant scope through PATCH it moves (so the probe
+// can see a leak), and switching back through PATCH restores it.
+func TestServerScoresIgnoreHiddenDocuments(t *testing.T) {
+	for _, path := range []struct {
+		name  string
+		cache int64
+	}{{"sql", 0}, {"in-memory", 1 << 28}} {
+		t.Run(path.name, func(t *testing.T) {
+			a := startAPIServer(t, serverOpts{cache: path.cache})
+			admin := tok(t, "root", "admin")
+			a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]string{"tenant": "bank"}), http.StatusCreated)
+			w := tok(t, "w", "tenant=bank", "writer")
+			reader := tok(t, "r", "tenant=bank", "clearance=public", "reader")
+			put := func(id, text, class string) {
+				a.want(t, a.call(t, "PUT", "/v1/tenants/bank/documents/"+id, w,
+					map[string]any{"text": text, "classification": class}), http.StatusOK)
+			}
+			put("pub-1", "Zephyr settlement window for public reporting.", "public")
+			put("pub-2", "General settlement guidance for all staff members.", "public")
+			query := map[string]any{"query": "zephyr settlement"}
+			ask := func() string {
+				t.Helper()
+				r := a.want(t, a.call(t, "POST", "/v1/tenants/bank/retrieve", reader, query), http.StatusOK)
+				m := r.json(t)
+				delete(m, "request_id")
+				return mustJSON(t, m["results"])
+			}
+			none := ask()
+			put("res-x", "Zephyr zephyr restricted settlement notes.", "restricted")
+			withTerm := ask()
+			a.want(t, a.call(t, "DELETE", "/v1/tenants/bank/documents/res-x", w, nil), http.StatusOK)
+			put("res-y", "Quarterly restricted settlement notes only.", "restricted")
+			withoutTerm := ask()
+			if withTerm != none || withoutTerm != none {
+				t.Fatalf("entitled scope: the reader's results moved with hidden documents:\nnone:         %s\nwith term:    %s\nwithout term: %s", none, withTerm, withoutTerm)
+			}
+
+			a.want(t, a.call(t, "PATCH", "/v1/tenants/bank", admin, map[string]string{"bm25_statistics": "tenant"}), http.StatusOK)
+			tenantScope := ask()
+			if tenantScope == none {
+				t.Fatalf("tenant scope: the reader's results did not move with a hidden document present; the probe cannot see a leak")
+			}
+			a.want(t, a.call(t, "PATCH", "/v1/tenants/bank", admin, map[string]string{"bm25_statistics": "entitled"}), http.StatusOK)
+			if back := ask(); back != none {
+				t.Fatalf("switched back to entitled: %s, want %s", back, none)
+			}
+
+			// The setting's edges: bad values, unknown tenants, roles.
+			a.want(t, a.call(t, "PATCH", "/v1/tenants/bank", admin, map[string]string{"bm25_statistics": "everyone"}), http.StatusBadRequest)
+			a.want(t, a.call(t, "PATCH", "/v1/tenants/bank", admin, map[string]string{}), http.StatusBadRequest)
+			a.want(t, a.call(t, "PATCH", "/v1/tenants/nope", admin, map[string]string{"bm25_statistics": "tenant"}), http.StatusNotFound)
+			a.want(t, a.call(t, "PATCH", "/v1/tenants/bank", w, map[string]string{"bm25_statistics": "tenant"}), http.StatusForbidden)
+			a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]string{"tenant": "bank", "bm25_statistics": "tenant"}), http.StatusConflict)
+			a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]string{"tenant": "legacy", "bm25_statistics": "tenant"}), http.StatusCreated)
+			a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]string{"tenant": "odd", "bm25_statistics": "Entitled"}), http.StatusBadRequest)
+		})
+	}
+}
+
+// TestCLITenantStatistics: 'cordon tenant create --bm25-statistics', 'tenant
+// set' and the BM25_STATISTICS column of 'tenant list', as the README shows
+// them; bad values are usage errors.
+func TestCLITenantStatistics(t *testing.T) {
+	dbURL := migrated(t)
+	env := map[string]string{"CORDON_DATABASE_URL": dbURL}
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, env, args...)
+		if code != want {
+			t.Fatalf("cordon %v: exit %d, want %d: %s%s", args, code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	run(0, "tenant", "create", "fresh")
+	run(0, "tenant", "create", "--bm25-statistics", "tenant", "legacy")
+	list := run(0, "tenant", "list")
+	for _, want := range []string{"BM25_STATISTICS", "fresh", "legacy"} {
+		if !strings.Contains(list, want) {
+			t.Fatalf("tenant list lacks %q:\n%s", want, list)
+		}
+	}
+	scopeOf := func(name string) string {
+		t.Helper()
+		for _, line := range strings.Split(run(0, "tenant", "list"), "\n") {
+			if f := strings.Fields(line); len(f) > 7 && f[0] == name {
+				return f[7]
+			}
+		}
+		t.Fatalf("tenant %s not listed", name)
+		return ""
+	}
+	if got := scopeOf("fresh"); got != "entitled" {
+		t.Fatalf("fresh: %s, want entitled (the default)", got)
+	}
+	if got := scopeOf("legacy"); got != "tenant" {
+		t.Fatalf("legacy: %s, want tenant", got)
+	}
+	if out := run(0, "tenant", "set", "--bm25-statistics", "entitled", "legacy"); !strings.Contains(out, "bm25_statistics entitled") {
+		t.Fatalf("tenant set said %q", out)
+	}
+	if got := scopeOf("legacy"); got != "entitled" {
+		t.Fatalf("legacy after set: %s, want entitled", got)
+	}
+	if out := run(2, "tenant", "set", "--bm25-statistics", "all", "legacy"); !strings.Contains(out, "bm25_statistics") {
+		t.Fatalf("a bad scope said %q", out)
+	}
+	run(1, "tenant", "set", "--bm25-statistics", "tenant", "missing")
+}
