@@ -22,7 +22,7 @@ func init() {
 		usage: `Usage:
   cordon corpus manpages --out DIR [--sections 1,5,8] [--exclude GLOBS] [--every N] [--limit N]
                          [--max-bytes N] [--width 100] [--workers N] [--replace]
-  cordon corpus queries  --corpus DIR [--out FILE.jsonl]
+  cordon corpus queries  --corpus DIR [--out FILE.jsonl] [--kinds name,body,option,heldout]
 
 manpages renders the machine's own English manual pages (man-db and groff,
 under --root, default /usr/share/man) into Markdown documents, one file per
@@ -40,17 +40,31 @@ gcloud's 16,600 generated pages are 1,608 pages (2m10s); every 4th of those
 (--every 4) 402 pages (41s); all ~21,000 English pages of /usr/share/man
 about 30 minutes. Try --limit first.
 
-queries builds the known-item query set of a converted corpus and writes it
-as JSON Lines, {"query": "...", "relevant": ["doc_id", ...]}: for each page,
-the description of its NAME line ("ls - list directory contents" gives "list
-directory contents") with every token of the page's own names removed; pages
-giving the same query are all relevant to it. Pages without a usable NAME
-line are counted on stderr.
+queries builds known-item query sets of a converted corpus and writes them
+as JSON Lines, {"id": "kind:doc_id", "kind": ..., "split": ..., "query":
+"...", "relevant": ["doc_id", ...]}, kind by kind (--kinds, default name):
+
+  name     the description of the page's NAME line ("ls - list directory
+           contents" gives "list directory contents") with every token of
+           the page's own names removed; pages giving the same query are
+           all relevant to it.
+  body     one sentence of the page's body prose (outside NAME and
+           SYNOPSIS, 6-30 tokens), left in the page.
+  option   the first sentence of one option's description (4-30 tokens).
+  heldout  another body sentence, which the query's "remove" field makes
+           'cordon eval' cut out of the page before indexing: the page must
+           be found by the rest of its text.
+
+A body, option or held-out passage is chosen per page by a hash of its doc
+id among the page's candidates that no other page has. "split" is "dev" or
+"test" by a hash of the (first) relevant doc id, about half each: tune on
+dev, report test. Pages giving no query of a kind are counted on stderr.
 
 Examples:
   cordon corpus manpages --out /tmp/man-sample --sections 1 --limit 200
   cordon corpus manpages --out /tmp/man --sections 1,5,8 --exclude 'gcloud*' --every 4
   cordon corpus queries --corpus /tmp/man --out /tmp/man-queries.jsonl
+  cordon corpus queries --corpus /tmp/man --kinds name,body,option,heldout --out /tmp/man-queries.jsonl
 `,
 		run: runCorpus,
 	})
@@ -157,8 +171,21 @@ func runCorpusQueries(env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
 	out := fs.String("out", "-", "query file to write (JSON Lines); - for stdout")
+	var kindNames commaListFlag
+	fs.Var(&kindNames, "kinds", "query kinds: name, body, option, heldout (repeatable or comma-separated; default name)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
+	}
+	kinds := []corpus.Kind{corpus.KindName}
+	if len(kindNames) > 0 {
+		kinds = kinds[:0]
+		for _, k := range kindNames {
+			kind, err := corpus.ParseKind(k)
+			if err != nil {
+				return fmt.Errorf("%w: --kinds: %w", errUsage, err)
+			}
+			kinds = append(kinds, kind)
+		}
 	}
 	if *dir == "" {
 		return fmt.Errorf("%w: --corpus DIR is required", errUsage)
@@ -170,7 +197,7 @@ func runCorpusQueries(env Env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	queries, skips := corpus.KnownItemQueries(docs)
+	queries, skips := corpus.Queries(docs, kinds)
 	var w io.Writer = env.Stdout
 	var f *os.File
 	if *out != "-" {
@@ -184,7 +211,9 @@ func runCorpusQueries(env Env, c *command, args []string) error {
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	multi := 0
+	perKind := make(map[corpus.Kind]int)
 	for _, q := range queries {
+		perKind[q.Kind]++
 		if err := enc.Encode(q); err != nil {
 			return fmt.Errorf("write query: %w", err)
 		}
@@ -209,8 +238,11 @@ func runCorpusQueries(env Env, c *command, args []string) error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	fmt.Fprintf(env.Stderr, "corpus: %d queries from %d documents (%d with more than one relevant document); %d documents gave no query\n",
+	fmt.Fprintf(env.Stderr, "corpus: %d queries from %d documents (%d with more than one relevant document); %d queries not made\n",
 		len(queries), len(docs), multi, len(skips))
+	for _, k := range kinds {
+		fmt.Fprintf(env.Stderr, "corpus:   %s: %d queries\n", k, perKind[k])
+	}
 	for _, k := range keys {
 		fmt.Fprintf(env.Stderr, "corpus:   %d: %s\n", reasons[k], k)
 	}

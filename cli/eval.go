@@ -9,55 +9,102 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/corpus"
 	"github.com/cordon-rag/cordon/eval"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/replay"
 )
 
 func init() {
 	register(&command{
 		name:    "eval",
-		summary: "measure retrieval quality: recall@k, MRR@10, nDCG@10 for four pipelines",
+		summary: "measure retrieval quality: recall@k, MRR@10, nDCG@10 per pipeline; score TREC runs",
 		usage: `Usage:
-  cordon eval --corpus DIR --queries FILE.jsonl [--drop-section NAME] [--bakeoff]
-              [--json | --markdown] [--save RUN.json] [--plot FILE.png]
-              [--per-query FILE.jsonl]
+  cordon eval --corpus DIR --queries FILE.jsonl [--kind K,...] [--split dev|test]
+              [--policy JSON|@FILE] [--profile NAME=JSON|@FILE]... [--k1 X] [--b X]
+              [--bm25-statistics entitled|tenant] [--drop-section NAME] [--bakeoff]
+              [--bootstrap N] [--baseline PIPELINE] [--json | --markdown]
+              [--save RUN.json] [--plot FILE.png] [--per-query FILE.jsonl] [--trec DIR]
+  cordon eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
+              [--split dev|test] [--bootstrap N] [--markdown | --json]
+  cordon eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
+              [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
   cordon eval plot --out FILE.png RUN.json...
 
 Indexes every *.md document under DIR (doc id = path without .md) in an
-in-memory store and runs each query of FILE.jsonl, one
-{"query": "...", "relevant": ["doc_id", ...]} per line, through four
-pipelines: BM25 only, dense only, hybrid RRF (rerank off), and hybrid RRF +
-rerank (the default policy). Every pipeline returns at most 10 chunks;
-relevance is per document (a document is found at the rank of its first
-chunk). It reports recall@1, @5, @10, MRR@10 and nDCG@10, how many documents
-each pipeline returned (the rerank floor may return fewer than 10, or none),
-and, query by query, how often each hybrid beats each single retriever.
+in-memory store and runs each query of FILE.jsonl through every pipeline.
+A query line is {"query": "...", "relevant": ["doc_id", ...]}, optionally
+with "id", "kind", "split" (what --kind and --split select on) and
+"remove" (a passage cut out of each relevant document before indexing: a
+held-out query); any other field is provenance, passed through to
+--per-query. 'cordon corpus queries' writes such files.
 
---drop-section NAME holds a section out of every document before indexing
-(for man-page known-item queries built from NAME lines, --drop-section NAME
-makes the query text absent from the index). --bakeoff also re-indexes the
-corpus under nine chunkings (fixed windows ignoring headings, structure-aware
-without and with overlap, at 50, 100 and 200 words) and reports each.
+Pipelines, each returning at most 10 chunks:
+  bm25               the store's BM25 ranking alone (the service profile's top_n)
+  dense              the store's cosine ranking alone
+  hybrid_rrf         the service profile with rerank off
+  hybrid_rrf_rerank  the service profile (the HTTP service's defaults)
+  seed               SPEC's seed profile
+  NAME               each --profile NAME=JSON, a policy over the service profile
+
+--policy sets the service profile itself (a SPEC section 9 policy object
+over the service's defaults, or @FILE holding one); limit must stay 10.
+--k1, --b and --bm25-statistics set the index's BM25 parameters.
+
+Metrics: recall@1, @5, @10, MRR@10 and nDCG@10 over the documents of the
+first 10 chunks (chunk level: a document is found at the rank of its first
+chunk), and doc R@10 and doc MRR@10 over the first 10 distinct documents of
+the pipeline's whole ranking (document level: its limit lifted; the
+ranking still ends at top_n per side, or rerank_depth after the rerank).
+--bootstrap N (default 1000, 0 = none) adds paired bootstrap 95% confidence
+intervals of the difference in R@10, MRR@10 and doc R@10 between each
+pipeline and --baseline (default bm25), resampling queries with a fixed
+seed: the same inputs give the same intervals. With queries of several
+kinds, each kind gets its own table.
+
+--drop-section NAME holds a section out of every document before indexing.
+--bakeoff also re-indexes the corpus under nine chunkings and reports each.
+--per-query FILE writes one JSON line per query: its id, line, kind, split,
+extra fields, relevant documents, and per pipeline the documents, the first
+10 chunks (chunk id, doc id, bm25 score and rank, cosine score and rank,
+fused, rerank) and the metrics. --trec DIR writes DIR/PIPELINE.run, each
+pipeline's document-level ranking as a TREC run for 'cordon eval score'.
 
 Output is a table for people; --markdown prints the tables of
-docs/quality.md; --json prints the whole run for scripts, --save also writes
-it to a file (both are what 'cordon eval plot' reads). --plot draws a PNG bar chart of this run; 'cordon eval
-plot' draws several saved --json runs into one chart. Progress goes to
-stderr. Deterministic: the same inputs give the same numbers.
+docs/quality.md; --json prints the whole run for scripts, --save also
+writes it to a file (both are what 'cordon eval plot' reads). Progress
+goes to stderr. Deterministic: the same inputs give the same numbers.
+
+score reads TREC runs ("qid Q0 docid rank score tag" per line; documents
+ordered by score, highest first, as trec_eval does) and reports the same
+document-level metrics over the first 10 distinct documents; qid is the
+query's "id" field, or its 1-based line number in the query file when it
+has none. A query with no line in a run scores 0 (counted as missing).
+With several --run, each run after the first gets paired bootstrap
+intervals against the first.
+
+export writes the chunks 'cordon eval' indexes with the same inputs (held-
+out passages and sections removed, same chunking), one {"chunk_id",
+"doc_id", "text"} line each, so another system can index exactly the same
+text (eval/peers/).
 
 How long it takes: time grows with chunks x queries. On 2 cores: the
-committed 58-page subset under 1 s; 402 man pages and 386 queries 10-20 s,
-with --bakeoff about 2.5 minutes; 1,608 pages and 1,500 queries about 4
-CPU-minutes. docs/quality.md gives the commands that build these corpora.
+committed 58-page subset under 1 s; 402 man pages and 400 queries 10-20 s,
+with --bakeoff about 2.5 minutes. docs/quality.md gives the commands.
 
 Examples:
-  cordon eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl
-  cordon eval --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --bakeoff --save kept.json
-  cordon eval --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --drop-section NAME --bakeoff --save heldout.json
+  cordon eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --kind name
+  cordon eval --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --split dev \
+      --profile 'k10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5}' --trec /tmp/runs
+  cordon eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
+  cordon eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
   cordon eval plot --out docs/quality.png kept.json heldout.json
 `,
 		run: runEval,
@@ -73,22 +120,118 @@ func (s *commaListFlag) Set(v string) error {
 	return nil
 }
 
+// profileFlag is the repeatable --profile NAME=JSON|@FILE.
+type profileFlag []string
+
+func (s *profileFlag) String() string     { return fmt.Sprint(*s) }
+func (s *profileFlag) Set(v string) error { *s = append(*s, v); return nil }
+
+// policyArg reads a --policy or --profile value: JSON, or @FILE holding it.
+func policyArg(v string) ([]byte, error) {
+	if f, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read policy: %w", err)
+		}
+		return b, nil
+	}
+	return []byte(v), nil
+}
+
+// evalPolicies applies --policy and --profile to opts: each a SPEC section 9
+// policy over the service profile (limit 10), decoded by replay.ParsePolicy.
+func evalPolicies(opts *eval.Options, policy string, profiles []string) error {
+	if policy != "" {
+		raw, err := policyArg(policy)
+		if err != nil {
+			return err
+		}
+		if opts.Policy, err = replay.ParsePolicy(raw, opts.Policy); err != nil {
+			return fmt.Errorf("%w: --policy: %w", errUsage, err)
+		}
+	}
+	for _, p := range profiles {
+		name, val, ok := strings.Cut(p, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%w: --profile %q: want NAME=JSON or NAME=@FILE", errUsage, p)
+		}
+		raw, err := policyArg(val)
+		if err != nil {
+			return err
+		}
+		pol, err := replay.ParsePolicy(raw, opts.Policy)
+		if err != nil {
+			return fmt.Errorf("%w: --profile %s: %w", errUsage, name, err)
+		}
+		opts.Profiles = append(opts.Profiles, eval.Profile{Name: eval.Pipeline(name), Policy: pol})
+	}
+	return nil
+}
+
+// readQueryFile reads and selects a query file's queries.
+func readQueryFile(path string, kinds []string, split string) ([]eval.Query, []byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read queries: %w", err)
+	}
+	all, err := eval.ReadQueries(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	qs := eval.Select(all, kinds, split)
+	if len(qs) == 0 {
+		return nil, nil, fmt.Errorf("%s: %w: none of kind %v and split %q", path, eval.ErrNoQueries, kinds, split)
+	}
+	return qs, data, nil
+}
+
+func loadDocs(dir string) ([]corpus.Doc, []eval.Document, error) {
+	docs, err := corpus.Load(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	edocs := make([]eval.Document, len(docs))
+	for i, d := range docs {
+		edocs[i] = eval.Document{ID: d.ID, Text: d.Text}
+	}
+	return docs, edocs, nil
+}
+
 func runEval(ctx context.Context, env Env, args []string) error {
 	c := commands["eval"]
-	if len(args) > 0 && args[0] == "plot" {
-		return runEvalPlot(env, c, args[1:])
+	if len(args) > 0 {
+		switch args[0] {
+		case "plot":
+			return runEvalPlot(env, c, args[1:])
+		case "score":
+			return runEvalScore(env, c, args[1:])
+		case "export":
+			return runEvalExport(ctx, env, c, args[1:])
+		}
 	}
 	fs := newFlagSet(c, env)
 	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
 	queriesPath := fs.String("queries", "", "query file, JSON Lines (required)")
+	var kinds commaListFlag
+	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
+	split := fs.String("split", "", "only queries of this split (dev or test)")
 	var drop commaListFlag
 	fs.Var(&drop, "drop-section", "section name to hold out of every document (repeatable, or comma-separated)")
+	policy := fs.String("policy", "", "the service profile: a SPEC 9 policy JSON object over the service defaults, or @FILE")
+	var profiles profileFlag
+	fs.Var(&profiles, "profile", "NAME=JSON or NAME=@FILE: an extra pipeline, a policy over the service profile (repeatable)")
+	k1 := fs.Float64("k1", index.DefaultSettings().BM25.K1, "BM25 k1")
+	bParam := fs.Float64("b", index.DefaultSettings().BM25.B, "BM25 b")
+	stats := fs.String("bm25-statistics", string(index.DefaultSettings().Statistics), "BM25 statistics scope: entitled or tenant")
+	boot := fs.Int("bootstrap", eval.DefaultBootstrap, "paired bootstrap resamples for the confidence intervals (0 = none)")
+	baseline := fs.String("baseline", string(eval.BM25Only), "pipeline the intervals compare every other one with")
 	bakeoff := fs.Bool("bakeoff", false, "also run the chunking bake-off (nine chunkings)")
 	asJSON := fs.Bool("json", false, "print the run as JSON")
 	asMarkdown := fs.Bool("markdown", false, "print the tables as Markdown")
 	plotPath := fs.String("plot", "", "draw this run as a PNG bar chart to FILE")
 	savePath := fs.String("save", "", "also write the run as JSON to FILE (for 'cordon eval plot')")
-	perQuery := fs.String("per-query", "", "write every query's document rankings and metrics to FILE (JSON Lines)")
+	perQuery := fs.String("per-query", "", "write every query's rankings, chunks and metrics to FILE (JSON Lines)")
+	trecDir := fs.String("trec", "", "write each pipeline's document ranking as DIR/PIPELINE.run (TREC run format)")
 	maxWords := fs.Int("max-words", index.DefaultSettings().Chunking.MaxWords, "chunk window size in words for the main run")
 	overlap := fs.Int("overlap-words", index.DefaultSettings().Chunking.OverlapWords, "chunk window overlap in words for the main run")
 	workers := fs.Int("workers", runtime.NumCPU(), "queries run in parallel (the numbers do not depend on it)")
@@ -105,19 +248,32 @@ func runEval(ctx context.Context, env Env, args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	case *asJSON && *asMarkdown:
 		return fmt.Errorf("%w: --json and --markdown exclude each other", errUsage)
+	case *boot < 0:
+		return fmt.Errorf("%w: --bootstrap %d must be >= 0", errUsage, *boot)
 	}
 
-	docs, err := corpus.Load(*dir)
+	opts := eval.DefaultOptions()
+	opts.Settings.Chunking.MaxWords = *maxWords
+	opts.Settings.Chunking.OverlapWords = *overlap
+	opts.Settings.BM25.K1 = *k1
+	opts.Settings.BM25.B = *bParam
+	opts.Settings.Statistics = bm25.Scope(*stats)
+	if err := opts.Settings.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := evalPolicies(&opts, *policy, profiles); err != nil {
+		return err
+	}
+	opts.Bootstrap = *boot
+	opts.Baseline = eval.Pipeline(*baseline)
+
+	docs, edocs, err := loadDocs(*dir)
 	if err != nil {
 		return err
 	}
-	qdata, err := os.ReadFile(*queriesPath)
+	queries, qdata, err := readQueryFile(*queriesPath, kinds, *split)
 	if err != nil {
-		return fmt.Errorf("read queries: %w", err)
-	}
-	queries, err := eval.ReadQueries(bytes.NewReader(qdata))
-	if err != nil {
-		return fmt.Errorf("%s: %w", *queriesPath, err)
+		return err
 	}
 	qsum := sha256.Sum256(qdata)
 	meta := eval.Meta{
@@ -125,21 +281,13 @@ func runEval(ctx context.Context, env Env, args []string) error {
 		Fingerprint: corpus.Fingerprint(docs),
 		Queries:     *queriesPath,
 		QueriesSHA:  hex.EncodeToString(qsum[:]),
-	}
-	edocs := make([]eval.Document, len(docs))
-	for i, d := range docs {
-		edocs[i] = eval.Document{ID: d.ID, Text: d.Text}
+		Kinds:       kinds,
+		Split:       *split,
 	}
 
-	opts := eval.DefaultOptions()
-	opts.Settings.Chunking.MaxWords = *maxWords
-	opts.Settings.Chunking.OverlapWords = *overlap
-	if err := opts.Settings.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
 	opts.DropSections = drop
 	opts.Workers = *workers
-	opts.PerQuery = *perQuery != ""
+	opts.PerQuery = *perQuery != "" || *trecDir != ""
 	label := "main run"
 	start := time.Now()
 	opts.Progress = func(done, total int) {
@@ -170,12 +318,17 @@ func runEval(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "eval: bake-off took %s\n", time.Since(bstart).Round(100*time.Millisecond))
 	}
 
+	if *trecDir != "" {
+		if err := writeTREC(*trecDir, queries, run.Report.PerQuery); err != nil {
+			return err
+		}
+	}
 	if *perQuery != "" {
 		if err := writePerQuery(*perQuery, run.Report.PerQuery); err != nil {
 			return err
 		}
-		run.Report.PerQuery = nil
 	}
+	run.Report.PerQuery = nil
 	if *plotPath != "" {
 		if err := writePlot(*plotPath, []eval.Evaluation{run}); err != nil {
 			return err
@@ -266,5 +419,158 @@ func runEvalPlot(env Env, c *command, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "eval: wrote %s (%d runs)\n", *out, len(runs))
+	return nil
+}
+
+// writeTREC writes each pipeline's document rankings as DIR/PIPELINE.run.
+func writeTREC(dir string, queries []eval.Query, per []eval.QueryResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("trec: %w", err)
+	}
+	if len(per) == 0 {
+		return nil
+	}
+	var names []eval.Pipeline
+	for p := range per[0].DocRanks {
+		names = append(names, p)
+	}
+	slices.Sort(names)
+	for _, p := range names {
+		var b bytes.Buffer
+		for i, q := range per {
+			if err := eval.WriteRun(&b, queries[i].Key(), q.DocRanks[p], string(p)); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, string(p)+".run"), b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("trec: %w", err)
+		}
+	}
+	return nil
+}
+
+func runEvalScore(env Env, c *command, args []string) error {
+	fs := newFlagSet(c, env)
+	queriesPath := fs.String("queries", "", "query file, JSON Lines (required)")
+	var runs profileFlag
+	fs.Var(&runs, "run", "TREC run file (repeatable; the first is the baseline of the intervals)")
+	var compare profileFlag
+	fs.Var(&compare, "compare", "another TREC run file, compared with the first --run (same as a further --run)")
+	var kinds commaListFlag
+	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
+	split := fs.String("split", "", "only queries of this split (dev or test)")
+	k := fs.Int("k", eval.K, "metric cut-off; only 10 is supported")
+	boot := fs.Int("bootstrap", eval.DefaultBootstrap, "paired bootstrap resamples (0 = none)")
+	asJSON := fs.Bool("json", false, "print the scores as JSON")
+	asMarkdown := fs.Bool("markdown", false, "print the tables as Markdown")
+	if err := parseFlags(fs, c, env, args); err != nil {
+		return err
+	}
+	runs = append(runs, compare...)
+	switch {
+	case *queriesPath == "":
+		return fmt.Errorf("%w: --queries FILE.jsonl is required", errUsage)
+	case len(runs) == 0:
+		return fmt.Errorf("%w: --run FILE is required", errUsage)
+	case fs.NArg() != 0:
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	case *k != eval.K:
+		return fmt.Errorf("%w: --k %d: only %d is supported", errUsage, *k, eval.K)
+	case *boot < 0:
+		return fmt.Errorf("%w: --bootstrap %d must be >= 0", errUsage, *boot)
+	case *asJSON && *asMarkdown:
+		return fmt.Errorf("%w: --json and --markdown exclude each other", errUsage)
+	}
+	queries, _, err := readQueryFile(*queriesPath, kinds, *split)
+	if err != nil {
+		return err
+	}
+	var scores []eval.RunScore
+	for _, p := range runs {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("read run: %w", err)
+		}
+		run, err := eval.ReadRun(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		name := strings.TrimSuffix(filepath.Base(p), ".run")
+		for _, s := range scores {
+			if s.Name == name {
+				name = p
+			}
+		}
+		scores = append(scores, eval.ScoreRun(name, run, queries))
+	}
+	var ivs []eval.Interval
+	if *boot > 0 && len(scores) > 1 {
+		ivs = eval.CompareRuns(scores[0], scores[1:], *boot)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Queries   int             `json:"queries"`
+			Runs      []eval.RunScore `json:"runs"`
+			Intervals []eval.Interval `json:"intervals,omitempty"`
+		}{len(queries), scores, ivs})
+	}
+	return eval.WriteScores(env.Stdout, *asMarkdown, len(queries), scores, ivs)
+}
+
+func runEvalExport(ctx context.Context, env Env, c *command, args []string) error {
+	fs := newFlagSet(c, env)
+	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
+	queriesPath := fs.String("queries", "", "query file, JSON Lines (required: its held-out passages are removed)")
+	out := fs.String("chunks", "", "JSON Lines file to write (required)")
+	var kinds commaListFlag
+	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
+	split := fs.String("split", "", "only queries of this split (dev or test)")
+	var drop commaListFlag
+	fs.Var(&drop, "drop-section", "section name to hold out of every document (repeatable, or comma-separated)")
+	maxWords := fs.Int("max-words", index.DefaultSettings().Chunking.MaxWords, "chunk window size in words")
+	overlap := fs.Int("overlap-words", index.DefaultSettings().Chunking.OverlapWords, "chunk window overlap in words")
+	if err := parseFlags(fs, c, env, args); err != nil {
+		return err
+	}
+	switch {
+	case *dir == "" || *queriesPath == "" || *out == "":
+		return fmt.Errorf("%w: --corpus DIR, --queries FILE.jsonl and --chunks FILE are required", errUsage)
+	case fs.NArg() != 0:
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	opts := eval.DefaultOptions()
+	opts.Settings.Chunking.MaxWords = *maxWords
+	opts.Settings.Chunking.OverlapWords = *overlap
+	if err := opts.Settings.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	opts.DropSections = drop
+	_, edocs, err := loadDocs(*dir)
+	if err != nil {
+		return err
+	}
+	queries, _, err := readQueryFile(*queriesPath, kinds, *split)
+	if err != nil {
+		return err
+	}
+	chunks, err := eval.Chunks(ctx, edocs, queries, opts)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, ch := range chunks {
+		if err := enc.Encode(ch); err != nil {
+			return fmt.Errorf("encode chunk: %w", err)
+		}
+	}
+	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write chunks: %w", err)
+	}
+	fmt.Fprintf(env.Stderr, "eval: wrote %d chunks of %d documents to %s\n", len(chunks), len(edocs), *out)
 	return nil
 }

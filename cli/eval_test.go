@@ -46,6 +46,15 @@ func TestEvalUsageErrors(t *testing.T) {
 		{"bad chunking", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--overlap-words", "300"}, "overlap_words"},
 		{"plot without out", []string{"eval", "plot", "x.json"}, "--out FILE.png is required"},
 		{"unknown flag", []string{"eval", "--nope"}, "flag provided but not defined"},
+		{"bad policy JSON", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--policy", `{"rrf_k": 0}`}, "--policy: invalid retrieval policy: rrf_k 0 must be >= 1"},
+		{"unknown policy field", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--policy", `{"rrf": 10}`}, "--policy"},
+		{"policy not JSON", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--policy", `{rrf_k`}, "--policy"},
+		{"profile without name", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--profile", `{"rrf_k": 10}`}, "want NAME=JSON"},
+		{"bad profile", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--profile", `x={"rerank": "bogus"}`}, "--profile x: invalid retrieval policy: rerank"},
+		{"bad statistics", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--bm25-statistics", "global"}, "global"},
+		{"bad k1", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--k1", "-1"}, "k1"},
+		{"score without run", []string{"eval", "score", "--queries", evalSubsetQueries}, "--run FILE is required"},
+		{"score k", []string{"eval", "score", "--queries", evalSubsetQueries, "--run", "x", "--k", "5"}, "only 10"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,7 +93,7 @@ func TestEvalInputErrors(t *testing.T) {
 }
 
 func TestEvalOutputs(t *testing.T) {
-	base := []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--progress-every", "0"}
+	base := []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--kind", "name", "--progress-every", "0"}
 	code, text, stderr := runEvalCLI(t, base...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -106,7 +115,7 @@ func TestEvalOutputs(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &run); err != nil {
 		t.Fatalf("--json output does not parse: %v", err)
 	}
-	if len(run.Report.Results) != 4 || run.Report.Queries != 58 || run.Meta.Fingerprint == "" {
+	if len(run.Report.Results) != 5 || run.Report.Queries != 58 || run.Meta.Fingerprint == "" {
 		t.Errorf("--json: got %+v", run.Report)
 	}
 	checkEvalPNG(t, png)
@@ -154,5 +163,70 @@ func checkEvalPNG(t *testing.T, path string) {
 	}
 	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
 		t.Errorf("%s is not a PNG", path)
+	}
+}
+
+// TestEvalProfilesAndScore: a --profile becomes a pipeline of its own; --trec
+// writes runs that 'eval score' scores to exactly eval's document-level
+// figures; a malformed run is refused with its line.
+func TestEvalProfilesAndScore(t *testing.T) {
+	dir := t.TempDir()
+	perQuery := filepath.Join(dir, "pq.jsonl")
+	code, js, stderr := runEvalCLI(t, "eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--split", "dev",
+		"--profile", `k10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5}`, "--k1", "1.2", "--b", "0.5",
+		"--trec", dir, "--per-query", perQuery, "--json", "--progress-every", "0")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var run eval.Evaluation
+	if err := json.Unmarshal([]byte(js), &run); err != nil {
+		t.Fatal(err)
+	}
+	rep := run.Report
+	if len(rep.Results) != 6 || rep.Results[5].Pipeline != "k10" || rep.BM25K1 != 1.2 || rep.BM25B != 0.5 {
+		t.Fatalf("got pipelines %+v, k1 %v, b %v; want 6 with k10 last, k1 1.2, b 0.5", rep.Pipelines, rep.BM25K1, rep.BM25B)
+	}
+	if p := rep.Pipelines[5].Policy; p.RRFK != 10 || p.Rerank != "idf_overlap" || p.RerankBlend != 0.5 || p.TopN != 50 {
+		t.Errorf("k10 policy: got %+v", p)
+	}
+	if len(rep.Intervals) != 5*3 || len(rep.Kinds) != 4 {
+		t.Errorf("got %d intervals and %d kinds, want 15 and 4", len(rep.Intervals), len(rep.Kinds))
+	}
+	b, err := os.ReadFile(perQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitN(string(b), "\n", 2)[0]
+	for _, want := range []string{`"kind":`, `"split":"dev"`, `"chunks":{`, `"chunk_id":`, `"bm25_rank":`, `"fused":`, `"rerank":`} {
+		if !strings.Contains(first, want) {
+			t.Errorf("per-query line lacks %s: %.300s", want, first)
+		}
+	}
+	code, out, stderr := runEvalCLI(t, "eval", "score", "--queries", evalSubsetQueries, "--split", "dev", "--json",
+		"--run", filepath.Join(dir, "bm25.run"), "--run", filepath.Join(dir, "k10.run"))
+	if code != ExitOK {
+		t.Fatalf("score: exit %d: %s", code, stderr)
+	}
+	var scored struct {
+		Queries   int
+		Runs      []eval.RunScore
+		Intervals []eval.Interval
+	}
+	if err := json.Unmarshal([]byte(out), &scored); err != nil {
+		t.Fatal(err)
+	}
+	if scored.Queries != rep.Queries || len(scored.Runs) != 2 || len(scored.Intervals) != 2 {
+		t.Fatalf("score: got %+v", scored)
+	}
+	for i, p := range []eval.Pipeline{eval.BM25Only, "k10"} {
+		if got, want := scored.Runs[i].Metrics, rep.Result(p).Doc; got != want {
+			t.Errorf("score %s: got %+v, eval's document level %+v", p, got, want)
+		}
+	}
+	bad := filepath.Join(dir, "bad.run")
+	os.WriteFile(bad, []byte("1 Q0 man/1/ls 1 2.5 x\n2 Q0 man/1/ls one 2.5 x\n"), 0o644)
+	code, _, stderr = runEvalCLI(t, "eval", "score", "--queries", evalSubsetQueries, "--run", bad)
+	if code != ExitError || !strings.Contains(stderr, `line 2: rank "one" is not an integer`) {
+		t.Errorf("bad run: got exit %d, %q", code, stderr)
 	}
 }

@@ -26,3 +26,6 @@ var ErrNoPages = errors.New("no manual pages selected")
 
 // ErrInvalidOptions is returned by [ManPages] for options out of range.
 var ErrInvalidOptions = errors.New("invalid corpus options")
+
+// ErrKind is returned by [ParseKind] for an unknown query kind.
+var ErrKind = errors.New("unknown query kind")

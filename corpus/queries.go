@@ -14,10 +14,16 @@ import (
 // reader would search for.
 const MinQueryTokens = 2
 
-// Query is one known-item query: its text and the documents that answer it.
+// Query is one known-item query: its id, kind and split, its text, the
+// documents that answer it, and for a held-out query the exact passage to cut
+// out of its document before indexing.
 type Query struct {
+	ID       string   `json:"id"`
+	Kind     Kind     `json:"kind"`
+	Split    string   `json:"split"`
 	Query    string   `json:"query"`
 	Relevant []string `json:"relevant"`
+	Remove   string   `json:"remove,omitempty"`
 }
 
 // QuerySkip is a document that yielded no query, and why.
@@ -106,10 +112,12 @@ func KnownItemQueries(docs []Doc) ([]Query, []QuerySkip) {
 			continue
 		}
 		at[q] = len(out)
-		out = append(out, Query{Query: q, Relevant: []string{d.ID}})
+		out = append(out, Query{Kind: KindName, Query: q, Relevant: []string{d.ID}})
 	}
 	for i := range out {
 		slices.Sort(out[i].Relevant)
+		out[i].ID = string(KindName) + ":" + out[i].Relevant[0]
+		out[i].Split = SplitOf(out[i].Relevant[0])
 	}
 	return out, skips
 }

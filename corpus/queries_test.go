@@ -1,7 +1,11 @@
 package corpus
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -37,13 +41,82 @@ func TestKnownItemQueries(t *testing.T) {
 	}
 	got, skips := KnownItemQueries(docs)
 	want := []Query{
-		{Query: "print the date", Relevant: []string{"man/1/a", "man/1/c"}},
-		{Query: "show a calendar", Relevant: []string{"man/1/b"}},
+		{ID: "name:man/1/a", Kind: KindName, Split: SplitOf("man/1/a"), Query: "print the date", Relevant: []string{"man/1/a", "man/1/c"}},
+		{ID: "name:man/1/b", Kind: KindName, Split: SplitOf("man/1/b"), Query: "show a calendar", Relevant: []string{"man/1/b"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 	if len(skips) != 1 || skips[0].DocID != "man/1/d" {
 		t.Errorf("skips: got %+v, want man/1/d", skips)
+	}
+}
+
+func TestQueriesKinds(t *testing.T) {
+	page := func(name, extra string) string {
+		return "# NAME\n       " + name + " - do a particular thing well\n\n# DESCRIPTION\n" +
+			"       The " + name + " tool reads every input line and writes it back out. It keeps the\n" +
+			"       order of lines as " + name + " found them in the input. Short one.\n\n" +
+			"       Options are read before any file named on the command line by " + name + ".\n\n" +
+			"# OPTIONS\n       -v, --verbose\n              Print what " + name + " does to standard error as it goes.\n" + extra
+	}
+	docs := []Doc{{ID: "man/1/alpha", Text: page("alpha", "")}, {ID: "man/1/beta", Text: page("beta", "")}}
+	got, skips := Queries(docs, nil)
+	again, _ := Queries(docs, nil)
+	if !reflect.DeepEqual(got, again) {
+		t.Fatal("Queries is not deterministic")
+	}
+	kinds := map[Kind]int{}
+	for _, q := range got {
+		kinds[q.Kind]++
+		if q.ID != string(q.Kind)+":"+q.Relevant[0] || q.Split != SplitOf(q.Relevant[0]) {
+			t.Errorf("%+v: id or split wrong", q)
+		}
+		switch q.Kind {
+		case KindHeldout:
+			if q.Remove == "" || !strings.Contains(docs[slices.IndexFunc(docs, func(d Doc) bool { return d.ID == q.Relevant[0] })].Text, q.Remove) {
+				t.Errorf("held-out %+v: remove is not a passage of its page", q)
+			}
+		case KindOption:
+			if !strings.HasPrefix(q.Query, "Print what") {
+				t.Errorf("option query %q, want the description", q.Query)
+			}
+		}
+		if q.Kind != KindHeldout && q.Remove != "" {
+			t.Errorf("%+v: only held-out queries remove text", q)
+		}
+	}
+	if kinds[KindName] != 1 || kinds[KindBody] != 2 || kinds[KindOption] != 2 || kinds[KindHeldout] != 2 {
+		t.Errorf("got kinds %v, want one name query (the pages share their description) and 2 of each other kind (skips %v)", kinds, skips)
+	}
+	var body, held string
+	for _, q := range got {
+		if q.Relevant[0] == "man/1/alpha" && q.Kind == KindBody {
+			body = q.Query
+		}
+		if q.Relevant[0] == "man/1/alpha" && q.Kind == KindHeldout {
+			held = q.Query
+		}
+	}
+	if body == held || body == "" {
+		t.Errorf("body %q and held-out %q must be distinct sentences", body, held)
+	}
+	if _, err := ParseKind("title"); !errors.Is(err, ErrKind) {
+		t.Errorf("ParseKind(title): got %v", err)
+	}
+}
+
+func TestSplitOf(t *testing.T) {
+	dev := 0
+	for i := range 1000 {
+		if SplitOf(fmt.Sprintf("man/1/page%d", i)) == SplitDev {
+			dev++
+		}
+	}
+	if dev < 450 || dev > 550 {
+		t.Errorf("%d of 1000 in dev, want about half", dev)
+	}
+	if SplitOf("man/1/ls") != SplitOf("man/1/ls") {
+		t.Error("SplitOf is not stable")
 	}
 }

@@ -7,10 +7,18 @@
 //   - [BM25Only]: the store's lexical ranking alone (SPEC section 4).
 //   - [DenseOnly]: the store's signed-feature-hashing cosine ranking alone
 //     (SPEC section 3).
-//   - [HybridRRF]: [retrieval.Retriever] with rerank shed (EnableRerank false):
+//   - [HybridRRF]: the service profile with rerank shed (EnableRerank false):
 //     both rankings fused by reciprocal rank fusion.
-//   - [HybridRerank]: [retrieval.Retriever] with the default policy: RRF, then
-//     the query-overlap rerank with its relevance floor.
+//   - [HybridRerank]: the service profile ([retrieval.ServicePolicy]): RRF,
+//     then the rerank with its relevance floor.
+//   - [Seed]: SPEC's seed profile ([retrieval.DefaultPolicy]).
+//   - any [Profile]: a named policy of its own.
+//
+// The hybrid pipelines are [retrieval.Tail] over the store's rankings, so
+// they return exactly what the Retriever returns. [Run] also reports
+// document-level metrics (first K distinct documents of the whole ranking),
+// paired bootstrap intervals ([PairedBootstrap]) against a baseline, and
+// [ScoreRun] scores another system's TREC run ([ReadRun]) the same way.
 //
 // Every pipeline returns at most [K] (10) chunks: the single-retriever
 // pipelines take the first 10 chunks of the store's ranking (a principal with

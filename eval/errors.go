@@ -15,3 +15,15 @@ var ErrRelevantMissing = errors.New("relevant document not in the corpus")
 // ErrNoQueries is returned by [Run] and [ReadQueries] when there is nothing
 // to evaluate.
 var ErrNoQueries = errors.New("no queries")
+
+// ErrRemoveMissing is returned by [ApplyRemovals] (and so by [Run]) when a
+// held-out query's passage is not in its relevant document.
+var ErrRemoveMissing = errors.New("held-out passage not in its document")
+
+// ErrRun is wrapped by [ReadRun] for a TREC run it cannot read; the message
+// names the line.
+var ErrRun = errors.New("invalid TREC run")
+
+// ErrPipeline is returned by [Run] for pipelines it cannot run together: a
+// name used twice or a baseline that is not among them.
+var ErrPipeline = errors.New("invalid pipelines")

@@ -13,6 +13,24 @@ type Meta struct {
 	Fingerprint string `json:"fingerprint"`
 	Queries     string `json:"queries"`
 	QueriesSHA  string `json:"queries_sha256"`
+	// Kinds and Split are the query selection (empty: all).
+	Kinds []string `json:"kinds,omitempty"`
+	Split string   `json:"split,omitempty"`
+}
+
+// selection describes a query selection for headers.
+func (m Meta) selection() string {
+	var parts []string
+	if len(m.Kinds) > 0 {
+		parts = append(parts, "kind "+strings.Join(m.Kinds, ", "))
+	}
+	if m.Split != "" {
+		parts = append(parts, "split "+m.Split)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }
 
 // pipelineLabel is a pipeline's name for people.
@@ -21,6 +39,7 @@ var pipelineLabel = map[Pipeline]string{
 	DenseOnly:    "dense only",
 	HybridRRF:    "hybrid RRF",
 	HybridRerank: "hybrid RRF + rerank",
+	Seed:         "seed profile",
 }
 
 // Label returns the pipeline's name for people ("hybrid RRF + rerank").
@@ -43,8 +62,44 @@ func setup(rep Report) string {
 
 func policyLine(rep Report) string {
 	p := rep.Policy
-	return fmt.Sprintf("limit %d, top_n %d, rerank_depth %d, rrf_k %d, min_score %g; document-level relevance",
+	s := fmt.Sprintf("limit %d, top_n %d, rerank_depth %d, rrf_k %d, min_score %g; document-level relevance",
 		p.Limit, p.TopN, p.RerankDepth, p.RRFK, p.MinScore)
+	if rep.BM25K1 != 0 || rep.BM25B != 0 {
+		s += fmt.Sprintf("; BM25 k1 %g, b %g, statistics %s", rep.BM25K1, rep.BM25B, rep.Statistics)
+	}
+	return s
+}
+
+// profileLines describe the pipelines whose policy is not the service
+// profile's: the seed profile and each --profile.
+func profileLines(rep Report) []string {
+	var out []string
+	for _, p := range rep.Pipelines {
+		if p.Mode != Hybrid || p.Name == HybridRRF || p.Name == HybridRerank {
+			continue
+		}
+		q := p.Policy
+		out = append(out, fmt.Sprintf("%s: rerank %v (%s, blend %g, min_score %g, depth %d), rrf_k %d, weights bm25 %g cosine %g, top_n %d",
+			p.Name, q.EnableRerank, q.Rerank, q.RerankBlend, q.MinScore, q.RerankDepth, q.RRFK, q.RRFWeights.BM25, q.RRFWeights.Cosine, q.TopN))
+	}
+	return out
+}
+
+func ci(iv Interval) string {
+	return fmt.Sprintf("%+.3f [%+.3f, %+.3f]", iv.Diff, iv.Lo, iv.Hi)
+}
+
+// intervalRows groups a report's intervals per compared pipeline, in the
+// order of intervalMetrics.
+func intervalRows(ivs []Interval) (names []Pipeline, rows map[Pipeline][]Interval) {
+	rows = make(map[Pipeline][]Interval)
+	for _, iv := range ivs {
+		if _, ok := rows[iv.A]; !ok {
+			names = append(names, iv.A)
+		}
+		rows[iv.A] = append(rows[iv.A], iv)
+	}
+	return names, rows
 }
 
 // WriteText writes a report (and an optional bake-off) as aligned tables for
@@ -53,16 +108,32 @@ func WriteText(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "corpus   %s: %d documents, %d chunks (%s)\n", m.Corpus, rep.Documents, rep.Chunks, setup(rep))
 	fmt.Fprintf(&b, "         %s\n", m.Fingerprint)
-	fmt.Fprintf(&b, "queries  %s: %d queries (%d with several relevant documents)\n", m.Queries, rep.Queries, rep.MultiRel)
+	fmt.Fprintf(&b, "queries  %s: %d queries (%d with several relevant documents%s)\n", m.Queries, rep.Queries, rep.MultiRel, m.selection())
 	fmt.Fprintf(&b, "policy   %s\n", policyLine(rep))
 	if len(rep.Refused) > 0 {
 		fmt.Fprintf(&b, "refused  %d documents had no text left once sections were held out\n", len(rep.Refused))
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "%-20s %6s %6s %6s %7s %8s %11s %6s\n", "pipeline", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "docs/query", "empty")
-	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "%-20s %6s %6s %6s %7s %8s %11.2f %6d\n", r.Pipeline.Label(), f3(r.RecallAt1), f3(r.RecallAt5),
-			f3(r.RecallAt10), f3(r.MRRAt10), f3(r.NDCGAt10), r.MeanDocs, r.Empty)
+	for _, l := range profileLines(rep) {
+		fmt.Fprintf(&b, "profile  %s\n", l)
+	}
+	b.WriteString("\n")
+	writeTextResults(&b, rep.Results)
+	for _, k := range rep.Kinds {
+		fmt.Fprintf(&b, "\nqueries of kind %q (%d)\n", k.Kind, k.Queries)
+		writeTextResults(&b, k.Results)
+	}
+	if len(rep.Intervals) > 0 {
+		names, rows := intervalRows(rep.Intervals)
+		fmt.Fprintf(&b, "\npaired bootstrap 95%% CI of A - %s: diff [lo, hi]\n", rows[names[0]][0].B.Label())
+		fmt.Fprintf(&b, "%-20s %27s %27s %27s\n", "pipeline A", "R@10", "MRR@10", "doc R@10")
+		for _, n := range names {
+			fmt.Fprintf(&b, "%-20s", n.Label())
+			for _, iv := range rows[n] {
+				fmt.Fprintf(&b, " %27s", ci(iv))
+			}
+			b.WriteString("\n")
+		}
 	}
 	b.WriteString("\nper query (A vs B)                          RR@10 better/same/worse   R@10 better/same/worse\n")
 	for _, c := range rep.Comparisons {
@@ -72,14 +143,14 @@ func WriteText(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 	if len(bake) > 0 {
 		b.WriteString("\nchunking bake-off: recall@10 / MRR@10 per pipeline\n")
 		fmt.Fprintf(&b, "%-16s %7s", "chunking", "chunks")
-		for _, p := range Pipelines {
-			fmt.Fprintf(&b, " %20s", p.Label())
+		for _, r := range rep.Results {
+			fmt.Fprintf(&b, " %20s", r.Pipeline.Label())
 		}
 		b.WriteString("\n")
 		for _, v := range bake {
 			fmt.Fprintf(&b, "%-16s %7d", v.Variant.Name, v.Report.Chunks)
-			for _, p := range Pipelines {
-				r := v.Report.Result(p)
+			for _, p := range rep.Results {
+				r := v.Report.Result(p.Pipeline)
 				fmt.Fprintf(&b, " %20s", f3(r.RecallAt10)+" / "+f3(r.MRRAt10))
 			}
 			b.WriteString("\n")
@@ -94,16 +165,33 @@ func WriteText(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 func WriteMarkdown(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Corpus `%s`: %d documents, %d chunks (%s), `%s`.\n", m.Corpus, rep.Documents, rep.Chunks, setup(rep), m.Fingerprint)
-	fmt.Fprintf(&b, "Queries `%s`: %d (%d with several relevant documents), `sha256:%s`.\n", m.Queries, rep.Queries, rep.MultiRel, m.QueriesSHA)
+	fmt.Fprintf(&b, "Queries `%s`: %d (%d with several relevant documents%s), `sha256:%s`.\n", m.Queries, rep.Queries, rep.MultiRel, m.selection(), m.QueriesSHA)
+	if rep.Removed > 0 {
+		fmt.Fprintf(&b, "Held-out passages cut from %d documents before indexing.\n", rep.Removed)
+	}
 	fmt.Fprintf(&b, "Policy: %s.\n", policyLine(rep))
 	if len(rep.Refused) > 0 {
 		fmt.Fprintf(&b, "%d documents had no text left once sections were held out and were not indexed.\n", len(rep.Refused))
 	}
-	b.WriteString("\n| pipeline | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | docs/query | empty |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %.2f | %d |\n", r.Pipeline.Label(), f3(r.RecallAt1), f3(r.RecallAt5),
-			f3(r.RecallAt10), f3(r.MRRAt10), f3(r.NDCGAt10), r.MeanDocs, r.Empty)
+	for _, l := range profileLines(rep) {
+		fmt.Fprintf(&b, "Profile %s.\n", l)
+	}
+	b.WriteString("\n")
+	writeMarkdownResults(&b, rep.Results)
+	for _, k := range rep.Kinds {
+		fmt.Fprintf(&b, "\nQueries of kind `%s` (%d):\n\n", k.Kind, k.Queries)
+		writeMarkdownResults(&b, k.Results)
+	}
+	if len(rep.Intervals) > 0 {
+		names, rows := intervalRows(rep.Intervals)
+		fmt.Fprintf(&b, "\n| A - %s, paired bootstrap 95%% CI | R@10 | MRR@10 | doc R@10 |\n|---|--:|--:|--:|\n", rows[names[0]][0].B.Label())
+		for _, n := range names {
+			fmt.Fprintf(&b, "| %s |", n.Label())
+			for _, iv := range rows[n] {
+				fmt.Fprintf(&b, " %s |", ci(iv))
+			}
+			b.WriteString("\n")
+		}
 	}
 	b.WriteString("\n| per query, A vs B | RR@10 better | same | worse | R@10 better | same | worse |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
@@ -113,19 +201,81 @@ func WriteMarkdown(w io.Writer, m Meta, rep Report, bake []VariantReport) error 
 	}
 	if len(bake) > 0 {
 		b.WriteString("\nChunking bake-off, recall@10 / MRR@10:\n\n| chunking | chunks |")
-		for _, p := range Pipelines {
-			fmt.Fprintf(&b, " %s |", p.Label())
+		for _, r := range rep.Results {
+			fmt.Fprintf(&b, " %s |", r.Pipeline.Label())
 		}
 		b.WriteString("\n|---|--:|")
-		for range Pipelines {
+		for range rep.Results {
 			b.WriteString("--:|")
 		}
 		b.WriteString("\n")
 		for _, v := range bake {
 			fmt.Fprintf(&b, "| %s | %d |", v.Variant.Name, v.Report.Chunks)
-			for _, p := range Pipelines {
-				r := v.Report.Result(p)
+			for _, p := range rep.Results {
+				r := v.Report.Result(p.Pipeline)
 				fmt.Fprintf(&b, " %s / %s |", f3(r.RecallAt10), f3(r.MRRAt10))
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeTextResults(b *strings.Builder, rs []PipelineResult) {
+	fmt.Fprintf(b, "%-20s %6s %6s %6s %7s %8s %9s %10s %11s %6s\n", "pipeline", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10",
+		"docR@10", "docMRR@10", "docs/query", "empty")
+	for _, r := range rs {
+		fmt.Fprintf(b, "%-20s %6s %6s %6s %7s %8s %9s %10s %11.2f %6d\n", r.Pipeline.Label(), f3(r.RecallAt1), f3(r.RecallAt5),
+			f3(r.RecallAt10), f3(r.MRRAt10), f3(r.NDCGAt10), f3(r.Doc.RecallAt10), f3(r.Doc.MRRAt10), r.MeanDocs, r.Empty)
+	}
+}
+
+func writeMarkdownResults(b *strings.Builder, rs []PipelineResult) {
+	b.WriteString("| pipeline | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | doc R@10 | doc MRR@10 | docs/query | empty |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, r := range rs {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %d |\n", r.Pipeline.Label(), f3(r.RecallAt1), f3(r.RecallAt5),
+			f3(r.RecallAt10), f3(r.MRRAt10), f3(r.NDCGAt10), f3(r.Doc.RecallAt10), f3(r.Doc.MRRAt10), r.MeanDocs, r.Empty)
+	}
+}
+
+// WriteScores writes 'cordon eval score' results: one row per run, then
+// each run's paired bootstrap interval against the first.
+func WriteScores(w io.Writer, markdown bool, queries int, scores []RunScore, ivs []Interval) error {
+	var b strings.Builder
+	if markdown {
+		fmt.Fprintf(&b, "| run (%d queries, document level) | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | missing |\n|---|--:|--:|--:|--:|--:|--:|\n", queries)
+		for _, s := range scores {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d |\n", s.Name, f3(s.RecallAt1), f3(s.RecallAt5), f3(s.RecallAt10),
+				f3(s.MRRAt10), f3(s.NDCGAt10), s.Missing)
+		}
+	} else {
+		fmt.Fprintf(&b, "%d queries, document level\n%-28s %6s %6s %6s %7s %8s %8s\n", queries, "run", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "missing")
+		for _, s := range scores {
+			fmt.Fprintf(&b, "%-28s %6s %6s %6s %7s %8s %8d\n", s.Name, f3(s.RecallAt1), f3(s.RecallAt5), f3(s.RecallAt10),
+				f3(s.MRRAt10), f3(s.NDCGAt10), s.Missing)
+		}
+	}
+	if len(ivs) > 0 {
+		names, rows := intervalRows(ivs)
+		if markdown {
+			fmt.Fprintf(&b, "\n| A - %s, paired bootstrap 95%% CI | R@10 | MRR@10 |\n|---|--:|--:|\n", rows[names[0]][0].B)
+		} else {
+			fmt.Fprintf(&b, "\npaired bootstrap 95%% CI of A - %s: diff [lo, hi]\n%-28s %27s %27s\n", rows[names[0]][0].B, "run A", "R@10", "MRR@10")
+		}
+		for _, n := range names {
+			if markdown {
+				fmt.Fprintf(&b, "| %s |", n)
+			} else {
+				fmt.Fprintf(&b, "%-28s", n)
+			}
+			for _, iv := range rows[n] {
+				if markdown {
+					fmt.Fprintf(&b, " %s |", ci(iv))
+				} else {
+					fmt.Fprintf(&b, " %27s", ci(iv))
+				}
 			}
 			b.WriteString("\n")
 		}

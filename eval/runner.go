@@ -2,8 +2,10 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -15,19 +17,47 @@ import (
 	"github.com/cordon-rag/cordon/store/memory"
 )
 
-// Pipeline names one of the four retrieval pipelines compared.
+// Pipeline names one retrieval pipeline compared.
 type Pipeline string
 
-// The pipelines, in report order.
+// The built-in pipelines, in report order. Profiles ([Options.Profiles])
+// add pipelines of their own name after them.
 const (
 	BM25Only     Pipeline = "bm25"
 	DenseOnly    Pipeline = "dense"
 	HybridRRF    Pipeline = "hybrid_rrf"
 	HybridRerank Pipeline = "hybrid_rrf_rerank"
+	Seed         Pipeline = "seed"
 )
 
-// Pipelines lists every pipeline in report order.
-var Pipelines = []Pipeline{BM25Only, DenseOnly, HybridRRF, HybridRerank}
+// Pipelines lists the built-in pipelines in report order.
+var Pipelines = []Pipeline{BM25Only, DenseOnly, HybridRRF, HybridRerank, Seed}
+
+// Mode says what a pipeline ranks with.
+type Mode string
+
+// The modes.
+const (
+	// Lexical is the store's BM25 ranking alone.
+	Lexical Mode = "bm25"
+	// Dense is the store's cosine ranking alone.
+	Dense Mode = "dense"
+	// Hybrid is [retrieval.Tail] over both rankings: fusion, rerank, limit.
+	Hybrid Mode = "hybrid"
+)
+
+// Spec is one pipeline: its name, mode and policy (Limit [K]).
+type Spec struct {
+	Name   Pipeline
+	Mode   Mode
+	Policy retrieval.Policy
+}
+
+// Profile is a named policy run as a hybrid pipeline of its own.
+type Profile struct {
+	Name   Pipeline
+	Policy retrieval.Policy
+}
 
 // Tenant is the one tenant an evaluation index uses. Every document is public
 // and the principal holds clearance restricted: the evaluation measures
@@ -42,35 +72,137 @@ type Document struct {
 
 // Options configure one evaluation.
 type Options struct {
-	// Settings are the index settings (chunk sizes, BM25 parameters, dims).
+	// Settings are the index settings (chunk sizes, BM25 parameters and
+	// statistics scope, dims).
 	Settings index.Settings
 	// Strategy says how text reaches the chunker; default Structured.
 	Strategy Strategy
 	// DropSections are section names removed from every document before
 	// indexing (see [DropSections]).
 	DropSections []string
-	// Policy is the hybrid pipelines' policy; EnableRerank is set per
-	// pipeline. [DefaultPolicy] is SPEC's default with Limit = [K].
+	// Policy is the service profile with Limit [K]: [HybridRerank] runs it,
+	// [HybridRRF] runs it with EnableRerank false, and [BM25Only] and
+	// [DenseOnly] take its TopN. [DefaultOptions] sets
+	// [retrieval.ServicePolicy].
 	Policy retrieval.Policy
+	// SeedPolicy is what the [Seed] pipeline runs: [retrieval.DefaultPolicy]
+	// with Limit [K] in [DefaultOptions].
+	SeedPolicy retrieval.Policy
+	// Profiles are extra hybrid pipelines, after the built-in ones.
+	Profiles []Profile
+	// Bootstrap is the number of paired bootstrap resamples behind the
+	// reported confidence intervals (0: none); Baseline the pipeline every
+	// other one is compared with ([BM25Only] when empty).
+	Bootstrap int
+	Baseline  Pipeline
 	// Workers run queries in parallel; results do not depend on it.
 	Workers int
-	// PerQuery keeps every query's rankings in the report.
+	// PerQuery keeps every query's rankings and chunks in the report.
 	PerQuery bool
 	// Progress, when set, is called as queries finish, never concurrently.
 	Progress func(done, total int)
 }
 
-// DefaultPolicy is SPEC section 5's default policy with Limit = K, so every
-// pipeline returns at most K chunks.
+// DefaultPolicy is the service profile ([retrieval.ServicePolicy]) with
+// Limit = K, so every pipeline returns at most K chunks.
 func DefaultPolicy() retrieval.Policy {
+	p := retrieval.ServicePolicy()
+	p.Limit = K
+	return p
+}
+
+// SeedPolicy is SPEC section 5's seed profile ([retrieval.DefaultPolicy])
+// with Limit = K.
+func SeedPolicy() retrieval.Policy {
 	p := retrieval.DefaultPolicy()
 	p.Limit = K
 	return p
 }
 
-// DefaultOptions evaluates with the default index settings and policy.
+// DefaultBootstrap is the default number of bootstrap resamples.
+const DefaultBootstrap = 1000
+
+// DefaultOptions evaluates with the default index settings, the service
+// profile and the seed profile, and 1000 bootstrap resamples against BM25.
 func DefaultOptions() Options {
-	return Options{Settings: index.DefaultSettings(), Strategy: Structured, Policy: DefaultPolicy()}
+	return Options{Settings: index.DefaultSettings(), Strategy: Structured, Policy: DefaultPolicy(),
+		SeedPolicy: SeedPolicy(), Bootstrap: DefaultBootstrap, Baseline: BM25Only}
+}
+
+// Specs lists the pipelines opts runs, in report order.
+func (opts Options) Specs() []Spec {
+	rrf := opts.Policy
+	rrf.EnableRerank = false
+	out := []Spec{
+		{BM25Only, Lexical, opts.Policy},
+		{DenseOnly, Dense, opts.Policy},
+		{HybridRRF, Hybrid, rrf},
+		{HybridRerank, Hybrid, opts.Policy},
+		{Seed, Hybrid, opts.SeedPolicy},
+	}
+	for _, p := range opts.Profiles {
+		out = append(out, Spec{p.Name, Hybrid, p.Policy})
+	}
+	return out
+}
+
+// validate checks every pipeline's policy and that names are distinct.
+func (opts Options) validate() error {
+	seen := make(map[Pipeline]bool)
+	for _, s := range opts.Specs() {
+		if s.Name == "" || seen[s.Name] {
+			return fmt.Errorf("%w: pipeline name %q empty or used twice", ErrPipeline, s.Name)
+		}
+		seen[s.Name] = true
+		if err := s.Policy.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
+		if s.Policy.Limit != K || s.Policy.RerankDepth < K || s.Policy.TopN < K {
+			return fmt.Errorf("%s: %w: evaluation needs limit %d, rerank_depth >= %d and top_n >= %d",
+				s.Name, retrieval.ErrInvalidPolicy, K, K, K)
+		}
+	}
+	if opts.Bootstrap > 0 && !seen[opts.baseline()] {
+		return fmt.Errorf("%w: baseline %q is not a pipeline of this run", ErrPipeline, opts.baseline())
+	}
+	return nil
+}
+
+func (opts Options) baseline() Pipeline {
+	if opts.Baseline == "" {
+		return BM25Only
+	}
+	return opts.Baseline
+}
+
+// PolicyInfo is a policy in SPEC section 9's shape, for reports.
+type PolicyInfo struct {
+	EnableRerank bool    `json:"enable_rerank"`
+	MinScore     float64 `json:"min_score"`
+	TopN         int     `json:"top_n"`
+	RerankDepth  int     `json:"rerank_depth"`
+	RRFK         int64   `json:"rrf_k"`
+	Limit        int     `json:"limit"`
+	RRFWeights   struct {
+		BM25   float64 `json:"bm25"`
+		Cosine float64 `json:"cosine"`
+	} `json:"rrf_weights"`
+	Rerank      retrieval.RerankKind `json:"rerank"`
+	RerankBlend float64              `json:"rerank_blend"`
+}
+
+func policyInfo(p retrieval.Policy) PolicyInfo {
+	in := PolicyInfo{EnableRerank: p.EnableRerank, MinScore: p.MinScore, TopN: p.TopN, RerankDepth: p.RerankDepth,
+		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend}
+	in.RRFWeights.BM25, in.RRFWeights.Cosine = p.RRFWeights.BM25, p.RRFWeights.Cosine
+	return in
+}
+
+// PipelineInfo describes one pipeline of a report.
+type PipelineInfo struct {
+	Name   Pipeline   `json:"name"`
+	Mode   Mode       `json:"mode"`
+	Policy PolicyInfo `json:"policy"`
 }
 
 // Report is one evaluation's result.
@@ -78,21 +210,29 @@ type Report struct {
 	Documents    int      `json:"documents"`
 	Chunks       int      `json:"chunks"`
 	Refused      []string `json:"refused"` // documents the store refused after DropSections, as "id: reason"
+	Removed      int      `json:"removed_passages"`
 	Queries      int      `json:"queries"`
 	MultiRel     int      `json:"queries_with_several_relevant"`
 	Strategy     Strategy `json:"strategy"`
 	MaxWords     int      `json:"max_words"`
 	OverlapWords int      `json:"overlap_words"`
+	BM25K1       float64  `json:"bm25_k1"`
+	BM25B        float64  `json:"bm25_b"`
+	Statistics   string   `json:"bm25_statistics"`
 	DropSections []string `json:"drop_sections"`
-	Policy       struct {
+	// Policy is the service profile's main fields.
+	Policy struct {
 		Limit       int     `json:"limit"`
 		TopN        int     `json:"top_n"`
 		RerankDepth int     `json:"rerank_depth"`
 		RRFK        int64   `json:"rrf_k"`
 		MinScore    float64 `json:"min_score"`
 	} `json:"policy"`
+	Pipelines   []PipelineInfo   `json:"pipelines"`
 	Results     []PipelineResult `json:"results"`
 	Comparisons []Comparison     `json:"comparisons"`
+	Intervals   []Interval       `json:"intervals,omitempty"`
+	Kinds       []KindResult     `json:"kinds,omitempty"`
 	PerQuery    []QueryResult    `json:"per_query,omitempty"`
 }
 
@@ -100,12 +240,23 @@ type Report struct {
 // returned.
 type PipelineResult struct {
 	Pipeline Pipeline `json:"pipeline"`
+	// Metrics are chunk-level: over the documents of the first K chunks.
 	Metrics
+	// Doc are document-level: over the first K distinct documents of the
+	// pipeline's whole ranking (its limit lifted).
+	Doc Metrics `json:"doc"`
 	// MeanDocs is the mean number of distinct documents returned per query
 	// (at most K).
 	MeanDocs float64 `json:"mean_docs"`
 	// Empty counts queries for which the pipeline returned nothing.
 	Empty int `json:"empty"`
+}
+
+// KindResult is the results over the queries of one kind.
+type KindResult struct {
+	Kind    string           `json:"kind"`
+	Queries int              `json:"queries"`
+	Results []PipelineResult `json:"results"`
 }
 
 // Comparison counts, query by query, how often pipeline A's reciprocal rank
@@ -130,26 +281,45 @@ var comparisons = [][2]Pipeline{
 	{HybridRerank, HybridRRF},
 }
 
-// QueryResult is one query's document rankings and metrics per pipeline.
-type QueryResult struct {
-	Query    string                `json:"query"`
-	Relevant []string              `json:"relevant"`
-	Rankings map[Pipeline][]string `json:"rankings"`
-	Metrics  map[Pipeline]Metrics  `json:"metrics"`
+// Hit is one returned chunk with how it was placed: each side's score and
+// 1-based rank (absent when the chunk is not in that truncated ranking),
+// the fused RRF score and the rerank score (hybrid pipelines).
+type Hit struct {
+	ChunkID    string   `json:"chunk_id"`
+	DocID      string   `json:"doc_id"`
+	BM25       *float64 `json:"bm25,omitempty"`
+	BM25Rank   *int     `json:"bm25_rank,omitempty"`
+	Cosine     *float64 `json:"cosine,omitempty"`
+	CosineRank *int     `json:"cosine_rank,omitempty"`
+	Fused      *float64 `json:"fused,omitempty"`
+	Rerank     *float64 `json:"rerank,omitempty"`
 }
 
-// Run indexes docs in an in-memory store under opts and runs every query
-// through the four pipelines.
+// QueryResult is one query's rankings and metrics per pipeline.
+type QueryResult struct {
+	ID       string                     `json:"id,omitempty"`
+	Line     int                        `json:"line,omitempty"`
+	Query    string                     `json:"query"`
+	Kind     string                     `json:"kind,omitempty"`
+	Split    string                     `json:"split,omitempty"`
+	Extra    map[string]json.RawMessage `json:"extra,omitempty"`
+	Relevant []string                   `json:"relevant"`
+	Rankings map[Pipeline][]string      `json:"rankings"`     // documents of the first K chunks
+	DocRanks map[Pipeline][]string      `json:"doc_rankings"` // first K distinct documents
+	Metrics  map[Pipeline]Metrics       `json:"metrics"`
+	Doc      map[Pipeline]Metrics       `json:"doc_metrics"`
+	Chunks   map[Pipeline][]Hit         `json:"chunks,omitempty"`
+}
+
+// Run indexes docs in an in-memory store under opts (each query's Remove
+// passage cut out of its relevant documents first) and runs every query
+// through every pipeline of opts.
 func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (Report, error) {
 	if len(queries) == 0 {
 		return Report{}, ErrNoQueries
 	}
-	if err := opts.Policy.Validate(); err != nil {
+	if err := opts.validate(); err != nil {
 		return Report{}, err
-	}
-	if opts.Policy.Limit != K || opts.Policy.RerankDepth < K || opts.Policy.TopN < K {
-		return Report{}, fmt.Errorf("%w: evaluation needs limit %d, rerank_depth >= %d and top_n >= %d",
-			retrieval.ErrInvalidPolicy, K, K, K)
 	}
 	ids := make(map[string]bool, len(docs))
 	for _, d := range docs {
@@ -162,15 +332,24 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 			}
 		}
 	}
-	st, rep, err := build(ctx, docs, opts)
+	docs, removed, err := applyRemovals(docs, queries)
 	if err != nil {
 		return Report{}, err
 	}
+	st, rep, err := build(ctx, docs, opts, nil)
+	if err != nil {
+		return Report{}, err
+	}
+	rep.Removed = removed
 	rep.Queries = len(queries)
 	for _, q := range queries {
 		if len(relevantSet(q.Relevant)) > 1 {
 			rep.MultiRel++
 		}
+	}
+	specs := opts.Specs()
+	for _, s := range specs {
+		rep.Pipelines = append(rep.Pipelines, PipelineInfo{Name: s.Name, Mode: s.Mode, Policy: policyInfo(s.Policy)})
 	}
 
 	per := make([]QueryResult, len(queries))
@@ -190,7 +369,7 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				qr, err := runQuery(ctx, st, queries[i], opts.Policy)
+				qr, err := runQuery(ctx, st, queries[i], specs, opts.PerQuery)
 				mu.Lock()
 				if err != nil && firstEr == nil {
 					firstEr = fmt.Errorf("query %d (%q): %w", i+1, queryLabel(queries[i].Query), err)
@@ -218,15 +397,39 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 	if firstEr != nil {
 		return Report{}, firstEr
 	}
-	rep.aggregate(per)
+	names := make([]Pipeline, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	rep.Results = results(names, per)
+	rep.Comparisons = compare(names, per)
+	if opts.Bootstrap > 0 {
+		rep.Intervals = intervals(names, opts.baseline(), per, opts.Bootstrap)
+	}
+	rep.Kinds = byKind(names, queries, per)
 	if opts.PerQuery {
 		rep.PerQuery = per
 	}
 	return rep, nil
 }
 
-// build indexes docs under opts.
-func build(ctx context.Context, docs []Document, opts Options) (*memory.Store, Report, error) {
+// applyRemovals is [ApplyRemovals] that also counts the passages cut.
+func applyRemovals(docs []Document, qs []Query) ([]Document, int, error) {
+	out, err := ApplyRemovals(docs, qs)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := 0
+	for i := range out {
+		if out[i].Text != docs[i].Text {
+			n++
+		}
+	}
+	return out, n, nil
+}
+
+// build indexes docs under opts; chunk, when set, sees every stored chunk.
+func build(ctx context.Context, docs []Document, opts Options, chunk func(cordontype.Chunk)) (*memory.Store, Report, error) {
 	st, err := memory.New(opts.Settings)
 	if err != nil {
 		return nil, Report{}, err
@@ -237,6 +440,9 @@ func build(ctx context.Context, docs []Document, opts Options) (*memory.Store, R
 		Strategy:     opts.Strategy,
 		MaxWords:     opts.Settings.Chunking.MaxWords,
 		OverlapWords: opts.Settings.Chunking.OverlapWords,
+		BM25K1:       opts.Settings.BM25.K1,
+		BM25B:        opts.Settings.BM25.B,
+		Statistics:   string(opts.Settings.Statistics),
 		DropSections: append([]string{}, opts.DropSections...),
 	}
 	if rep.Strategy == "" {
@@ -265,6 +471,11 @@ func build(ctx context.Context, docs []Document, opts Options) (*memory.Store, R
 			return nil, Report{}, fmt.Errorf("index %s: %w", d.ID, err)
 		}
 		rep.Chunks += len(chunks)
+		if chunk != nil {
+			for _, c := range chunks {
+				chunk(c)
+			}
+		}
 	}
 	return st, rep, nil
 }
@@ -280,81 +491,148 @@ func PrepareText(text string, s Strategy, drop []string) string {
 	return text
 }
 
-// runQuery runs one query through the four pipelines.
-func runQuery(ctx context.Context, st retrieval.Store, q Query, pol retrieval.Policy) (QueryResult, error) {
+// principal sees every evaluation chunk.
+var principal = cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restricted, Barriers: []string{}}
+
+// runQuery runs one query through every pipeline. The store ranks the query
+// once per distinct top_n; the hybrid pipelines are [retrieval.Tail] over
+// those rankings, so they are exactly what the Retriever returns.
+func runQuery(ctx context.Context, st retrieval.Store, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
 	tokens := analysis.Tokenize(q.Query)
-	principal := cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restricted, Barriers: []string{}}
-	req := retrieval.RankRequest{
-		Principal: principal,
-		Tokens:    tokens,
-		Terms:     analysis.TokenSet(q.Query),
-		TopN:      pol.TopN,
-	}
-	rk, err := st.Rank(ctx, req)
-	if err != nil {
-		return QueryResult{}, fmt.Errorf("rank: %w", err)
+	terms := analysis.TokenSet(q.Query)
+	ranked := make(map[int]retrieval.Rankings)
+	rank := func(topN int) (retrieval.Rankings, error) {
+		if rk, ok := ranked[topN]; ok {
+			return rk, nil
+		}
+		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms, TopN: topN})
+		if err != nil {
+			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
+		}
+		ranked[topN] = rk
+		return rk, nil
 	}
 	qr := QueryResult{
+		ID:       q.ID,
+		Line:     q.Line,
 		Query:    q.Query,
+		Kind:     q.Kind,
+		Split:    q.Split,
+		Extra:    q.Extra,
 		Relevant: q.Relevant,
-		Rankings: make(map[Pipeline][]string, len(Pipelines)),
-		Metrics:  make(map[Pipeline]Metrics, len(Pipelines)),
+		Rankings: make(map[Pipeline][]string, len(specs)),
+		DocRanks: make(map[Pipeline][]string, len(specs)),
+		Metrics:  make(map[Pipeline]Metrics, len(specs)),
+		Doc:      make(map[Pipeline]Metrics, len(specs)),
 	}
-	qr.Rankings[BM25Only] = hitDocs(rk.Lexical)
-	qr.Rankings[DenseOnly] = hitDocs(rk.Dense)
-	// The hybrid pipelines are the real Retriever; it asks the store for the
-	// same rankings again, which rankOnce answers without ranking twice.
-	r := retrieval.New(&rankOnce{store: st, req: req, rk: rk})
-	for _, p := range []Pipeline{HybridRRF, HybridRerank} {
-		pp := pol
-		pp.EnableRerank = p == HybridRerank
-		res, err := r.Retrieve(ctx, retrieval.Query{Principal: principal, Text: q.Query, Policy: pp})
+	if keepChunks {
+		qr.Chunks = make(map[Pipeline][]Hit, len(specs))
+	}
+	for _, s := range specs {
+		rk, err := rank(s.Policy.TopN)
 		if err != nil {
-			return QueryResult{}, fmt.Errorf("%s: %w", p, err)
+			return QueryResult{}, err
 		}
-		docs := make([]string, len(res.Chunks))
-		for i, c := range res.Chunks {
+		var all []retrieval.Scored
+		switch s.Mode {
+		case Lexical:
+			all = sided(rk, rk.Lexical)
+		case Dense:
+			all = sided(rk, rk.Dense)
+		default:
+			deep := s.Policy
+			deep.Limit = math.MaxInt // Tail truncates last: its first K are the pipeline's
+			all = retrieval.Tail(rk, terms, deep).Chunks
+		}
+		docs := make([]string, len(all))
+		for i, c := range all {
 			docs[i] = c.Chunk.DocID
 		}
-		qr.Rankings[p] = DocRanking(docs)
-	}
-	for _, p := range Pipelines {
-		qr.Metrics[p] = Score(qr.Rankings[p], q.Relevant)
+		top := DocRanking(docs[:min(len(docs), K)])
+		deepDocs := DocRanking(docs)
+		deepDocs = deepDocs[:min(len(deepDocs), K)]
+		qr.Rankings[s.Name] = top
+		qr.DocRanks[s.Name] = deepDocs
+		qr.Metrics[s.Name] = Score(top, q.Relevant)
+		qr.Doc[s.Name] = Score(deepDocs, q.Relevant)
+		if keepChunks {
+			hits := make([]Hit, 0, min(len(all), K))
+			for _, c := range all[:min(len(all), K)] {
+				h := Hit{ChunkID: c.Chunk.ChunkID, DocID: c.Chunk.DocID, BM25: c.BM25, BM25Rank: c.BM25Rank,
+					Cosine: c.Cosine, CosineRank: c.CosineRank, Rerank: c.Rerank}
+				if s.Mode == Hybrid {
+					f := c.Fused
+					h.Fused = &f
+				}
+				hits = append(hits, h)
+			}
+			qr.Chunks[s.Name] = hits
+		}
 	}
 	return qr, nil
 }
 
-// hitDocs is the document ranking of a store ranking's first K chunks.
-func hitDocs(hits []retrieval.Hit) []string {
-	hits = hits[:min(len(hits), K)]
-	docs := make([]string, len(hits))
-	for i, h := range hits {
-		docs[i] = h.Chunk.DocID
+// sided is one side's ranking with each chunk's score and rank on both
+// sides.
+func sided(rk retrieval.Rankings, hits []retrieval.Hit) []retrieval.Scored {
+	type pos struct {
+		score float64
+		rank  int
 	}
-	return DocRanking(docs)
+	index := func(hs []retrieval.Hit) map[string]pos {
+		m := make(map[string]pos, len(hs))
+		for i, h := range hs {
+			m[h.Chunk.ChunkID] = pos{h.Score, i + 1}
+		}
+		return m
+	}
+	lex, dense := index(rk.Lexical), index(rk.Dense)
+	out := make([]retrieval.Scored, len(hits))
+	for i, h := range hits {
+		out[i].Chunk = h.Chunk
+		if p, ok := lex[h.Chunk.ChunkID]; ok {
+			out[i].BM25, out[i].BM25Rank = &p.score, &p.rank
+		}
+		if p, ok := dense[h.Chunk.ChunkID]; ok {
+			out[i].Cosine, out[i].CosineRank = &p.score, &p.rank
+		}
+	}
+	return out
 }
 
-// aggregate fills the report's means and comparisons from per-query results,
-// in query order.
-func (rep *Report) aggregate(per []QueryResult) {
-	rep.Results = make([]PipelineResult, 0, len(Pipelines))
-	for _, p := range Pipelines {
+// results averages per-query results per pipeline, in query order.
+func results(names []Pipeline, per []QueryResult) []PipelineResult {
+	out := make([]PipelineResult, 0, len(names))
+	for _, p := range names {
 		ms := make([]Metrics, len(per))
+		ds := make([]Metrics, len(per))
 		res := PipelineResult{Pipeline: p}
 		docs := 0
 		for i, q := range per {
 			ms[i] = q.Metrics[p]
+			ds[i] = q.Doc[p]
 			docs += len(q.Rankings[p])
 			if len(q.Rankings[p]) == 0 {
 				res.Empty++
 			}
 		}
 		res.Metrics = Mean(ms)
-		res.MeanDocs = float64(docs) / float64(len(per))
-		rep.Results = append(rep.Results, res)
+		res.Doc = Mean(ds)
+		if len(per) > 0 {
+			res.MeanDocs = float64(docs) / float64(len(per))
+		}
+		out = append(out, res)
 	}
-	rep.Comparisons = make([]Comparison, 0, len(comparisons))
+	return out
+}
+
+// compare counts, per pair of [comparisons] present, better/same/worse.
+func compare(names []Pipeline, per []QueryResult) []Comparison {
+	out := make([]Comparison, 0, len(comparisons))
 	for _, pair := range comparisons {
+		if !slices.Contains(names, pair[0]) || !slices.Contains(names, pair[1]) {
+			continue
+		}
 		c := Comparison{A: pair[0], B: pair[1]}
 		for _, q := range per {
 			a, b := q.Metrics[pair[0]], q.Metrics[pair[1]]
@@ -375,8 +653,30 @@ func (rep *Report) aggregate(per []QueryResult) {
 				c.RecallSame++
 			}
 		}
-		rep.Comparisons = append(rep.Comparisons, c)
+		out = append(out, c)
 	}
+	return out
+}
+
+// byKind splits the results by query kind when the queries have more than
+// one kind.
+func byKind(names []Pipeline, queries []Query, per []QueryResult) []KindResult {
+	var kinds []string
+	groups := make(map[string][]QueryResult)
+	for i, q := range queries {
+		if _, ok := groups[q.Kind]; !ok {
+			kinds = append(kinds, q.Kind)
+		}
+		groups[q.Kind] = append(groups[q.Kind], per[i])
+	}
+	if len(kinds) < 2 {
+		return nil
+	}
+	out := make([]KindResult, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, KindResult{Kind: k, Queries: len(groups[k]), Results: results(names, groups[k])})
+	}
+	return out
 }
 
 // Result returns the report's result for pipeline p.
@@ -387,34 +687,4 @@ func (rep Report) Result(p Pipeline) PipelineResult {
 		}
 	}
 	return PipelineResult{Pipeline: p}
-}
-
-// rankOnce is a [retrieval.Store] that answers one known request with
-// rankings already computed for it and passes any other request on. Ranking
-// is by far the costliest step, and every pipeline of a query needs the same
-// rankings, so an evaluation ranks each query once.
-type rankOnce struct {
-	store retrieval.Store
-	req   retrieval.RankRequest
-	rk    retrieval.Rankings
-	hits  int // requests answered from rk
-}
-
-func (r *rankOnce) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, error) {
-	if !sameRequest(req, r.req) {
-		return r.store.Rank(ctx, req)
-	}
-	r.hits++
-	out := r.rk
-	out.Lexical = slices.Clone(r.rk.Lexical)
-	out.Dense = slices.Clone(r.rk.Dense)
-	return out, nil
-}
-
-func sameRequest(a, b retrieval.RankRequest) bool {
-	stale := a.MaxStaleTicks == nil && b.MaxStaleTicks == nil ||
-		a.MaxStaleTicks != nil && b.MaxStaleTicks != nil && *a.MaxStaleTicks == *b.MaxStaleTicks
-	return stale && a.Principal.Tenant == b.Principal.Tenant && a.Principal.Clearance == b.Principal.Clearance &&
-		slices.Equal(a.Principal.Barriers, b.Principal.Barriers) && slices.Equal(a.Tokens, b.Tokens) &&
-		slices.Equal(a.Terms, b.Terms) && a.NowTick == b.NowTick && a.TopN == b.TopN
 }

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
-	"github.com/cordon-rag/cordon/analysis"
-	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
@@ -87,46 +86,74 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-// TestRankOnceIsTheRetriever: the hybrid pipelines run retrieval.Retriever
-// over rankOnce; its results must equal the Retriever over the store itself.
-func TestRankOnceIsTheRetriever(t *testing.T) {
+// TestHybridIsTheRetriever: the hybrid pipelines are retrieval.Tail over
+// rankings computed once per query; their chunks must be exactly what the
+// Retriever returns over the store, for the service, seed and a profile
+// policy, and their first chunks the document-level ranking's start.
+func TestHybridIsTheRetriever(t *testing.T) {
 	docs := []Document{
 		{ID: "a", Text: "# NAME\nls - list directory contents\n# DESCRIPTION\nList information about the FILEs."},
 		{ID: "b", Text: "# NAME\ncp - copy files and directories\n# DESCRIPTION\nCopy SOURCE to DEST."},
 		{ID: "c", Text: "# NAME\nmv - move (rename) files\n"},
 	}
 	opts := DefaultOptions()
-	st, _, err := build(context.Background(), docs, opts)
+	prof := opts.Policy
+	prof.RRFK, prof.Rerank, prof.RerankBlend, prof.MinScore = 10, retrieval.RerankIDFOverlap, 0.5, 0
+	opts.Profiles = []Profile{{Name: "p", Policy: prof}}
+	opts.PerQuery = true
+	st, _, err := build(context.Background(), docs, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	principal := cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restricted, Barriers: []string{}}
+	var queries []Query
 	for _, q := range []string{"list files", "copy directories", "rename", "nothing matches zz"} {
-		req := retrieval.RankRequest{Principal: principal, Tokens: analysis.Tokenize(q), Terms: analysis.TokenSet(q), TopN: opts.Policy.TopN}
-		rk, err := st.Rank(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		once := &rankOnce{store: st, req: req, rk: rk}
-		for _, rerank := range []bool{false, true} {
-			pol := opts.Policy
-			pol.EnableRerank = rerank
-			query := retrieval.Query{Principal: principal, Text: q, Policy: pol}
-			want, err := retrieval.New(st).Retrieve(context.Background(), query)
+		queries = append(queries, Query{Query: q, Relevant: []string{"a"}})
+	}
+	rep, err := Run(context.Background(), docs, queries, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range queries {
+		for _, s := range opts.Specs() {
+			if s.Mode != Hybrid {
+				continue
+			}
+			want, err := retrieval.New(st).Retrieve(context.Background(), retrieval.Query{Principal: principal, Text: q.Query, Policy: s.Policy})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := retrieval.New(once).Retrieve(context.Background(), query)
-			if err != nil {
-				t.Fatal(err)
+			got := rep.PerQuery[i].Chunks[s.Name]
+			if len(got) != len(want.Chunks) {
+				t.Fatalf("%q %s: got %d chunks, the Retriever %d", q.Query, s.Name, len(got), len(want.Chunks))
 			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%q rerank=%v: rankOnce gave %+v, the store %+v", q, rerank, got, want)
+			for j, w := range want.Chunks {
+				g := got[j]
+				if g.ChunkID != w.Chunk.ChunkID || *g.Fused != w.Fused || !reflect.DeepEqual(g.Rerank, w.Rerank) ||
+					!reflect.DeepEqual(g.BM25Rank, w.BM25Rank) || !reflect.DeepEqual(g.CosineRank, w.CosineRank) {
+					t.Errorf("%q %s chunk %d: got %+v, the Retriever %+v", q.Query, s.Name, j, g, w)
+				}
 			}
 		}
-		if once.hits != 2 {
-			t.Errorf("%q: rankOnce answered %d requests, want 2 (the Retriever asked for something else)", q, once.hits)
-		}
+	}
+}
+
+// TestDocLevelRecall: a document whose first chunk is below the first K
+// chunks is missed at chunk level and found at document level, which looks
+// at the first K distinct documents.
+func TestDocLevelRecall(t *testing.T) {
+	long := strings.Repeat("alpha beta gamma delta ", 400) // many chunks, all matching
+	docs := []Document{{ID: "a", Text: long}, {ID: "b", Text: "alpha zeta"}}
+	queries := []Query{{Query: "alpha beta", Relevant: []string{"b"}}}
+	rep, err := Run(context.Background(), docs, queries, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Chunks <= K {
+		t.Fatalf("a has %d chunks in all, want more than %d", rep.Chunks, K)
+	}
+	got := rep.Result(BM25Only)
+	if got.RecallAt10 != 0 || got.Doc.RecallAt10 != 1 || got.Doc.MRRAt10 != 0.5 {
+		t.Errorf("bm25: chunk-level R@10 %v, doc-level R@10 %v MRR %v; want 0, 1, 0.5", got.RecallAt10, got.Doc.RecallAt10, got.Doc.MRRAt10)
 	}
 }
 

@@ -64,8 +64,17 @@ func TestReadQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(qs) != 2 || qs[1].Relevant[1] != "man/1/install" {
+	if len(qs) != 2 || qs[1].Relevant[1] != "man/1/install" || qs[1].Line != 3 || qs[1].Key() != "3" {
 		t.Errorf("got %+v", qs)
+	}
+	// Extra fields are provenance: kept, not refused.
+	extra := `{"id": "q1", "kind": "body", "split": "dev", "query": "x y", "relevant": ["a"], "source": {"page": "a"}}`
+	qs, err = ReadQueries(strings.NewReader(extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qs[0].Key() != "q1" || qs[0].Kind != "body" || qs[0].Split != "dev" || string(qs[0].Extra["source"]) != `{"page": "a"}` {
+		t.Errorf("extra fields: got %+v", qs[0])
 	}
 	bad := []struct {
 		name, in, want string
@@ -74,7 +83,9 @@ func TestReadQueries(t *testing.T) {
 		{"no relevant field", `{"query": "x y"}`, "lists no relevant document"},
 		{"no token", `{"query": " -- ", "relevant": ["a"]}`, "has no token"},
 		{"bad doc id", `{"query": "x", "relevant": ["a b"]}`, "doc_id"},
-		{"unknown field", `{"query": "x", "relevant": ["a"], "grade": 2}`, "unknown field"},
+		{"known field of the wrong type", `{"query": "x", "relevant": "a"}`, `field "relevant"`},
+		{"repeated id", `{"id": "q", "query": "x", "relevant": ["a"]}` + "\n" + `{"id": "q", "query": "y", "relevant": ["a"]}`, `line 2: id "q" already used on line 1`},
+		{"not an object", `["x"]`, "line 1"},
 		{"not json", "x\n", "line 1"},
 		{"second line", `{"query": "x", "relevant": ["a"]}` + "\n{", "line 2"},
 		{"empty file", "\n\n", "no queries"},

@@ -10,7 +10,7 @@
 #                                         20th page, pages under 6,000 bytes
 #                                         (58 documents, ~130 KB), and its
 #                                         manifest.json (sources, digests, skips)
-#   testdata/eval/queries.jsonl           the subset's known-item queries
+#   testdata/eval/queries.jsonl           the subset's known-item queries, all four kinds
 #   MAN_DIR (default /tmp/cordon-man)     docs/quality.md's corpus: sections
 #                                         1, 5, 8 without gcloud, every 4th page
 #                                         (402 documents, 3.7 MB; not committed)
@@ -27,8 +27,8 @@ cordon=${CORDON:-"go run ./cmd/cordon"}
 
 $cordon corpus manpages --out testdata/eval/corpus --replace \
 	--sections 1,5,8 --exclude 'gcloud*' --every 20 --max-bytes 6000
-$cordon corpus queries --corpus testdata/eval/corpus --out testdata/eval/queries.jsonl
+$cordon corpus queries --corpus testdata/eval/corpus --kinds name,body,option,heldout --out testdata/eval/queries.jsonl
 
 $cordon corpus manpages --out "$man_dir" --replace \
 	--sections 1,5,8 --exclude 'gcloud*' --every 4
-$cordon corpus queries --corpus "$man_dir" --out testdata/eval/man-every4-queries.jsonl
+$cordon corpus queries --corpus "$man_dir" --kinds name,body,option,heldout --out testdata/eval/man-every4-queries.jsonl

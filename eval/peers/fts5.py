@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""SQLite FTS5 as a peer of Cordon: index the chunks 'cordon eval export'
+wrote and write a TREC run for 'cordon eval score'.
+
+    python3 eval/peers/fts5.py --chunks CHUNKS.jsonl --queries QUERIES.jsonl \
+        [--kind K] [--split S] [--unit chunk|doc] [--op or|and] --out RUN
+
+--unit chunk (default) indexes each chunk as a row, exactly the text Cordon
+indexes; a document is ranked at its best chunk. --unit doc indexes one row
+per document, its chunks joined in order (export with --overlap-words 0 so
+that no text is counted twice). The query's words (FTS5's unicode61
+tokenizer, each quoted) are OR-ed (--op or, default) or AND-ed (--op and);
+rows are ranked by FTS5's bm25() (k1 1.2, b 0.75), ties by chunk id. The
+run lists, per query, the first 100 distinct documents; the qid is the
+query's "id", else its 1-based line number, as 'cordon eval score' expects.
+Python's standard library only (sqlite3 with FTS5).
+"""
+import argparse
+import json
+import re
+import sqlite3
+import sys
+
+WORD = re.compile(r"\w+", re.UNICODE)
+DEPTH = 100  # documents per query in the run
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                yield n, json.loads(line)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chunks", required=True)
+    ap.add_argument("--queries", required=True)
+    ap.add_argument("--kind", default="")
+    ap.add_argument("--split", default="")
+    ap.add_argument("--unit", choices=["chunk", "doc"], default="chunk")
+    ap.add_argument("--op", choices=["or", "and"], default="or")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(text, doc_id UNINDEXED, chunk_id UNINDEXED)")
+    rows = [c for _, c in read_jsonl(a.chunks)]
+    if a.unit == "doc":
+        docs = {}
+        for c in rows:
+            docs.setdefault(c["doc_id"], []).append(c["text"])
+        db.executemany("INSERT INTO t(text, doc_id, chunk_id) VALUES (?, ?, ?)",
+                       (("\n\n".join(t), d, d) for d, t in docs.items()))
+    else:
+        db.executemany("INSERT INTO t(text, doc_id, chunk_id) VALUES (?, ?, ?)",
+                       ((c["text"], c["doc_id"], c["chunk_id"]) for c in rows))
+    joiner = " OR " if a.op == "or" else " AND "
+    tag = "fts5-%s-%s" % (a.unit, a.op)
+    n = 0
+    with open(a.out, "w", encoding="utf-8") as out:
+        for line, q in read_jsonl(a.queries):
+            if a.kind and q.get("kind") != a.kind or a.split and q.get("split") != a.split:
+                continue
+            qid = q.get("id") or str(line)
+            words = WORD.findall(q["query"])
+            if not words:
+                continue
+            match = joiner.join('"%s"' % w.replace('"', '""') for w in words)
+            seen = []
+            for (doc,) in db.execute(
+                    "SELECT doc_id FROM t WHERE t MATCH ? ORDER BY bm25(t), chunk_id LIMIT 2000", (match,)):
+                if doc not in seen:
+                    seen.append(doc)
+                    if len(seen) == DEPTH:
+                        break
+            for i, doc in enumerate(seen):
+                out.write("%s Q0 %s %d %d %s\n" % (qid, doc, i + 1, len(seen) - i, tag))
+            n += 1
+    print("fts5: %d rows, %d queries, run %s" % (len(rows), n, a.out), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Runs docs/quality.md's comparison: for each split (dev, test) and query
+# kind, Cordon's pipelines (and a tuning profile) with TREC runs, the chunks
+# exported, the FTS5 and PostgreSQL FTS peers over them, and 'cordon eval
+# score' over all runs. Run from the repository root:
+#
+#   sh eval/peers/run.sh CORPUS QUERIES OUT
+#
+# OUT/<split>-<kind>.md holds eval's tables, OUT/<split>-<kind>-score.md the
+# document-level table of every run. Needs CORDON_TEST_DATABASE_URL for the
+# PostgreSQL peer.
+set -eu
+corpus=$1 queries=$2 out=$3
+cordon=${CORDON:-"go run ./cmd/cordon"}
+profile='idf10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5}'
+mkdir -p "$out"
+for split in dev test; do
+	for kind in name body option heldout; do
+		o=$out/$split-$kind
+		mkdir -p "$o"
+		$cordon eval --corpus "$corpus" --queries "$queries" --split $split --kind $kind \
+			--profile "$profile" --trec "$o" --markdown --progress-every 0 >"$o.md"
+		$cordon eval export --corpus "$corpus" --queries "$queries" --split $split --kind $kind --chunks "$o/chunks.jsonl"
+		python3 eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op or --out "$o/fts5-or.run"
+		python3 eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op and --out "$o/fts5-and.run"
+		sh eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-english-or.run" english or $kind $split
+		sh eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-simple-or.run" simple or $kind $split
+		$cordon eval score --queries "$queries" --split $split --kind $kind --markdown \
+			--run "$o/bm25.run" --run "$o/dense.run" --run "$o/hybrid_rrf.run" --run "$o/hybrid_rrf_rerank.run" \
+			--run "$o/seed.run" --run "$o/idf10.run" --run "$o/fts5-or.run" --run "$o/fts5-and.run" \
+			--run "$o/pg-english-or.run" --run "$o/pg-simple-or.run" >"$o-score.md"
+	done
+done
