@@ -411,10 +411,15 @@ func (r *rankOnce) Rank(ctx context.Context, req retrieval.RankRequest) (retriev
 	return out, nil
 }
 
+// IDF passes on to the store.
+func (r *rankOnce) IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
+	return r.store.IDF(ctx, p, terms)
+}
+
 func sameRequest(a, b retrieval.RankRequest) bool {
 	stale := a.MaxStaleTicks == nil && b.MaxStaleTicks == nil ||
 		a.MaxStaleTicks != nil && b.MaxStaleTicks != nil && *a.MaxStaleTicks == *b.MaxStaleTicks
 	return stale && a.Principal.Tenant == b.Principal.Tenant && a.Principal.Clearance == b.Principal.Clearance &&
 		slices.Equal(a.Principal.Barriers, b.Principal.Barriers) && slices.Equal(a.Tokens, b.Tokens) &&
-		slices.Equal(a.Terms, b.Terms) && a.NowTick == b.NowTick && a.TopN == b.TopN
+		slices.Equal(a.Terms, b.Terms) && slices.Equal(a.Weights, b.Weights) && a.NowTick == b.NowTick && a.TopN == b.TopN
 }
