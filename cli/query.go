@@ -64,6 +64,7 @@ func runQuery(ctx context.Context, env Env, args []string) error {
 	nowTick := fs.Int64("now-tick", -1, "now_tick (default: the server clock)")
 	maxStale := fs.Int64("max-stale-ticks", -1, "freshness contract: drop chunks older than this many ticks")
 	noRerank := fs.Bool("no-rerank", false, "shed the rerank stage (reported as degraded)")
+	prfDocs := fs.Int("prf-docs", 0, "query expansion from your top N BM25 chunks (0: off; see docs/decisions.md)")
 	timeout := fs.Duration("timeout", 30*time.Second, "request timeout")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
@@ -94,6 +95,9 @@ func runQuery(ctx context.Context, env Env, args []string) error {
 	}
 	if *noRerank {
 		policy["enable_rerank"] = false
+	}
+	if *prfDocs != 0 {
+		policy["prf_docs"] = *prfDocs
 	}
 	if len(policy) > 0 {
 		body["policy"] = policy
@@ -143,6 +147,7 @@ func runQuery(ctx context.Context, env Env, args []string) error {
 			Rerank    *float64 `json:"rerank"`
 		} `json:"results"`
 		Degraded              []string `json:"degraded"`
+		Expansion             []string `json:"expansion"`
 		Considered            *int     `json:"considered"`
 		ExcludedByEntitlement *int     `json:"excluded_by_entitlement"`
 		ExcludedByFreshness   *int     `json:"excluded_by_freshness"`
@@ -164,6 +169,9 @@ func runQuery(ctx context.Context, env Env, args []string) error {
 	}
 	if len(out.Degraded) > 0 {
 		fmt.Fprintf(env.Stdout, "degraded: %s\n", strings.Join(out.Degraded, ", "))
+	}
+	if len(out.Expansion) > 0 {
+		fmt.Fprintf(env.Stdout, "expansion: %s\n", strings.Join(out.Expansion, ", "))
 	}
 	if out.Considered != nil {
 		fmt.Fprintf(env.Stdout, "considered %d, excluded by entitlement %d, by freshness %d\n", *out.Considered, deref(out.ExcludedByEntitlement), deref(out.ExcludedByFreshness))

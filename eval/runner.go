@@ -542,7 +542,17 @@ func runQuery(ctx context.Context, st retrieval.Store, q Query, specs []Spec, ke
 		default:
 			deep := s.Policy
 			deep.Limit = math.MaxInt // Tail truncates last: its first K are the pipeline's
-			all = retrieval.Tail(rk, terms, deep).Chunks
+			if deep.PRFDocs > 0 {
+				// Query expansion ranks again with the expanded query:
+				// the whole Retriever, not the tail over shared rankings.
+				res, err := retrieval.New(st).Retrieve(ctx, retrieval.Query{Principal: principal, Text: q.Query, Policy: deep})
+				if err != nil {
+					return QueryResult{}, fmt.Errorf("retrieve with expansion: %w", err)
+				}
+				all = res.Chunks
+			} else {
+				all = retrieval.Tail(rk, terms, deep).Chunks
+			}
 		}
 		docs := make([]string, len(all))
 		for i, c := range all {

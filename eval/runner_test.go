@@ -99,7 +99,9 @@ func TestHybridIsTheRetriever(t *testing.T) {
 	opts := DefaultOptions()
 	prof := opts.Policy
 	prof.RRFK, prof.Rerank, prof.RerankBlend, prof.MinScore = 10, retrieval.RerankIDFOverlap, 0.5, 0
-	opts.Profiles = []Profile{{Name: "p", Policy: prof}}
+	prf := opts.Policy
+	prf.PRFDocs, prf.PRFTerms, prf.MaxChunksPerDoc = 2, 3, 1
+	opts.Profiles = []Profile{{Name: "p", Policy: prof}, {Name: "prf", Policy: prf}}
 	opts.PerQuery = true
 	st, _, err := build(context.Background(), docs, opts, nil)
 	if err != nil {

@@ -159,6 +159,10 @@ func TestServerCLI(t *testing.T) {
 		!strings.Contains(out, "\n   blake2b-256:") {
 		t.Fatalf("query: exit %d\n%s\n%s", code, out, errs)
 	}
+	code, out, errs = runCLI(t, qenv, "query", "--prf-docs", "1", "--no-rerank", "PMT-771", "hold")
+	if code != 0 || !strings.Contains(out, "\nexpansion: ") {
+		t.Fatalf("query --prf-docs: exit %d\n%s\n%s", code, out, errs)
+	}
 	code, out, _ = runCLI(t, qenv, "query", "--json", "settlement")
 	var res map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(resultIDs(t, res)) != 1 || resultIDs(t, res)[0] != "payments/settlement_window.txt::0" {

@@ -331,6 +331,15 @@ func TestServerEndToEnd(t *testing.T) {
 	if _, ok := res["degraded"].([]any); !ok {
 		t.Fatalf("no degraded list: %v", res)
 	}
+	if _, ok := res["expansion"]; ok {
+		t.Fatalf("expansion without prf_docs: %v", res)
+	}
+	// Query expansion: the added terms come back, best first.
+	res = a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "PMT-771 hold", "now_tick": 120,
+		"policy": map[string]any{"prf_docs": 1, "prf_terms": 2, "prf_weight": 0.3}}), http.StatusOK).json(t)
+	if exp, _ := res["expansion"].([]any); len(exp) != 2 {
+		t.Fatalf("expansion = %v, want two terms", res["expansion"])
+	}
 	// Defaults: now_tick from the server clock.
 	res = a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "daily limit"}), http.StatusOK).json(t)
 	if nt := res["now_tick"].(float64); nt < float64(time.Now().Unix()-60) {
@@ -450,6 +459,10 @@ func TestServerStatusCodes(t *testing.T) {
 		{"limit 0", "POST", retrieve, reader, `{"query": "hold", "policy": {"limit": 0}}`, nil, 400, "bad_request"},
 		{"min_score 2", "POST", retrieve, reader, `{"query": "hold", "policy": {"min_score": 2}}`, nil, 400, "bad_request"},
 		{"huge top_n", "POST", retrieve, reader, `{"query": "hold", "policy": {"top_n": 99999999}}`, nil, 400, "bad_request"},
+		{"prf_docs -1", "POST", retrieve, reader, `{"query": "hold", "policy": {"prf_docs": -1}}`, nil, 400, "bad_request"},
+		{"huge prf_terms", "POST", retrieve, reader, `{"query": "hold", "policy": {"prf_docs": 1, "prf_terms": 99999999}}`, nil, 400, "bad_request"},
+		{"prf_weight 2", "POST", retrieve, reader, `{"query": "hold", "policy": {"prf_docs": 1, "prf_weight": 2}}`, nil, 400, "bad_request"},
+		{"prf ok", "POST", retrieve, reader, `{"query": "hold", "policy": {"prf_docs": 3, "prf_terms": 1, "prf_weight": 1}}`, nil, 200, ""},
 		{"NUL in query", "POST", retrieve, reader, `{"query": "hold\u0000"}`, nil, 400, "bad_request"},
 		{"string for number", "POST", retrieve, reader, `{"query": "hold", "now_tick": "5"}`, nil, 400, "bad_request"},
 		{"bad classification", "PUT", put, writer, `{"text": "x y", "classification": "secret"}`, nil, 400, "bad_request"},

@@ -86,7 +86,7 @@ func answer(t *testing.T, st retrieval.Store, p cordontype.Principal, query stri
 	if err != nil {
 		asm = err.Error()
 	}
-	b, err := json.Marshal(map[string]any{"results": res.Chunks, "degraded": res.Degraded, "ground": rep, "assemble": asm})
+	b, err := json.Marshal(map[string]any{"results": res.Chunks, "degraded": res.Degraded, "expansion": res.Expansion, "ground": rep, "assemble": asm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +111,14 @@ func TestHiddenDocumentsChangeNothingAPrincipalReceives(t *testing.T) {
 	stale := int64(20)
 	p.MaxStaleTicks = &stale
 	policies["no rerank, fresh only"] = p
+	// Query expansion reads the principal's top chunks and idf: neither may
+	// depend on hidden documents.
+	p = retrieval.DefaultPolicy()
+	p.EnableRerank, p.PRFDocs, p.PRFTerms, p.PRFWeight = false, 3, 4, 0.5
+	policies["prf, no rerank"] = p
+	p = retrieval.DefaultPolicy()
+	p.Rerank, p.PRFDocs, p.PRFTerms, p.PRFWeight = retrieval.RerankIDFOverlap, 2, 10, 1
+	policies["prf, idf_overlap"] = p
 	names := make([]string, 0, len(policies))
 	for n := range policies {
 		names = append(names, n)

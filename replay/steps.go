@@ -56,6 +56,10 @@ type policyIn struct {
 	RerankBlend Float      `json:"rerank_blend"`
 	// Cordon's extension: at most this many chunks per document (0: no cap).
 	MaxChunksPerDoc Int `json:"max_chunks_per_doc"`
+	// Cordon's extension: query expansion by pseudo-relevance feedback.
+	PRFDocs   Int   `json:"prf_docs"`
+	PRFTerms  Int   `json:"prf_terms"`
+	PRFWeight Float `json:"prf_weight"`
 }
 
 // weightsIn is rrf_weights: a missing key keeps its default 1.
@@ -280,6 +284,11 @@ func (p *policyIn) over(pol retrieval.Policy) retrieval.Policy {
 	}
 	if p.MaxChunksPerDoc.Set {
 		pol.MaxChunksPerDoc = clampInt(p.MaxChunksPerDoc.V)
+	}
+	setInt(p.PRFDocs, &pol.PRFDocs)
+	setInt(p.PRFTerms, &pol.PRFTerms)
+	if p.PRFWeight.Set {
+		pol.PRFWeight = p.PRFWeight.V
 	}
 	return pol
 }

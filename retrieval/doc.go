@@ -15,6 +15,16 @@
 // SQL, before any ranked row reaches Go. The rest is pure and shared by every
 // store, which is what keeps their results byte-identical.
 //
+// # Query expansion
+//
+// With a policy's prf_docs > 0 the retriever ranks twice: terms of the first
+// prf_docs chunks of the principal's own lexical ranking (already filtered)
+// are valued by their share of those chunks times their idf in the
+// principal's statistics scope ([Store.IDF]), and the best are ranked again
+// with the query at BM25 weights below 1 ([RankRequest.Weights]). See
+// [FeedbackTerms] and [ChooseExpansion]; docs/decisions.md states the
+// arithmetic.
+//
 // # Enforcement points
 //
 //   - Namespace: [RankRequest] names one tenant; a store searches only that

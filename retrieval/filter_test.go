@@ -208,6 +208,15 @@ func TestPolicyValidate(t *testing.T) {
 		{"rerank_blend NaN", func(p *Policy) { p.RerankBlend = math.NaN() }, true},
 		{"max_chunks_per_doc 1", func(p *Policy) { p.MaxChunksPerDoc = 1 }, false},
 		{"max_chunks_per_doc negative", func(p *Policy) { p.MaxChunksPerDoc = -1 }, true},
+		{"prf_docs 3", func(p *Policy) { p.PRFDocs = 3 }, false},
+		{"prf_docs negative", func(p *Policy) { p.PRFDocs = -1 }, true},
+		{"prf_terms 1", func(p *Policy) { p.PRFTerms = 1 }, false},
+		{"prf_terms 0", func(p *Policy) { p.PRFTerms = 0 }, true},
+		{"prf_weight 0", func(p *Policy) { p.PRFWeight = 0 }, false},
+		{"prf_weight 1", func(p *Policy) { p.PRFWeight = 1 }, false},
+		{"prf_weight above 1", func(p *Policy) { p.PRFWeight = 1.01 }, true},
+		{"prf_weight negative", func(p *Policy) { p.PRFWeight = -0.5 }, true},
+		{"prf_weight NaN", func(p *Policy) { p.PRFWeight = math.NaN() }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,7 +231,7 @@ func TestPolicyValidate(t *testing.T) {
 		})
 	}
 	want := Policy{EnableRerank: true, MinScore: 0.2, TopN: 50, RerankDepth: 20, RRFK: 60, Limit: 5,
-		RRFWeights: Weights{BM25: 1, Cosine: 1}, Rerank: RerankOverlap}
+		RRFWeights: Weights{BM25: 1, Cosine: 1}, Rerank: RerankOverlap, PRFTerms: 10, PRFWeight: 0.5}
 	if got := DefaultPolicy(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultPolicy() = %+v, want %+v", got, want)
 	}

@@ -14,6 +14,11 @@ const (
 	DefaultRerankDepth = 20  // fused chunks the reranker looks at; the rest are dropped
 	DefaultLimit       = 5   // chunks returned
 	DegradedRerank     = "rerank"
+	// DefaultPRFTerms and DefaultPRFWeight apply once query expansion is on
+	// (PRFDocs > 0): ten added terms, each weighing at most half an
+	// original term.
+	DefaultPRFTerms  = 10
+	DefaultPRFWeight = 0.5
 )
 
 // RerankKind names how the reranker scores a chunk's hold on the query
@@ -61,11 +66,19 @@ type Policy struct {
 	// document in the result (the best-placed ones), before the limit: ten
 	// results then cover more documents. 0 is no cap.
 	MaxChunksPerDoc int
+	// PRFDocs, when > 0, expands the query by pseudo-relevance feedback
+	// from the first PRFDocs chunks of the principal's own lexical ranking
+	// (see [Expand]); 0 is off. PRFTerms (>= 1) is how many terms may be
+	// added, PRFWeight in [0, 1] the BM25 weight of the best added term.
+	PRFDocs   int
+	PRFTerms  int
+	PRFWeight float64
 }
 
 // DefaultPolicy returns SPEC section 5's defaults (the seed profile): rerank
 // on, min_score 0.2, top_n 50, rerank_depth 20, rrf_k 60, limit 5, both RRF
-// weights 1, the overlap reranker with no BM25 blend, no freshness contract.
+// weights 1, the overlap reranker with no BM25 blend, no freshness contract,
+// no query expansion (prf_terms 10 and prf_weight 0.5 once it is on).
 func DefaultPolicy() Policy {
 	return Policy{
 		EnableRerank: true,
@@ -76,6 +89,8 @@ func DefaultPolicy() Policy {
 		Limit:        DefaultLimit,
 		RRFWeights:   DefaultWeights(),
 		Rerank:       RerankOverlap,
+		PRFTerms:     DefaultPRFTerms,
+		PRFWeight:    DefaultPRFWeight,
 	}
 }
 
@@ -113,6 +128,12 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: rerank_blend %v must be in [0, 1]", ErrInvalidPolicy, p.RerankBlend)
 	case p.MaxChunksPerDoc < 0:
 		return fmt.Errorf("%w: max_chunks_per_doc %d must be >= 0 (0: no cap)", ErrInvalidPolicy, p.MaxChunksPerDoc)
+	case p.PRFDocs < 0:
+		return fmt.Errorf("%w: prf_docs %d must be >= 0 (0: no query expansion)", ErrInvalidPolicy, p.PRFDocs)
+	case p.PRFTerms < 1:
+		return fmt.Errorf("%w: prf_terms %d must be >= 1", ErrInvalidPolicy, p.PRFTerms)
+	case !(p.PRFWeight >= 0 && p.PRFWeight <= 1):
+		return fmt.Errorf("%w: prf_weight %v must be in [0, 1]", ErrInvalidPolicy, p.PRFWeight)
 	}
 	return nil
 }

@@ -18,6 +18,9 @@ type Result struct {
 	ExcludedByFreshness   int
 	// Degraded names the stages that were shed ("rerank"); never nil.
 	Degraded []string
+	// Expansion holds the terms query expansion added, best first; nil when
+	// the policy does not expand or nothing was added.
+	Expansion []string
 }
 
 // Scored is a returned chunk with how its place was earned: each side's score
@@ -64,18 +67,36 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (Result, error) {
 	}
 	tokens := analysis.Tokenize(q.Text)
 	terms := distinct(tokens)
-	rk, err := r.store.Rank(ctx, RankRequest{
+	req := RankRequest{
 		Principal:     q.Principal,
 		Tokens:        tokens,
 		Terms:         terms,
 		NowTick:       q.NowTick,
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
 		TopN:          q.Policy.TopN,
-	})
+	}
+	rk, err := r.store.Rank(ctx, req)
 	if err != nil {
 		return Result{}, fmt.Errorf("rank: %w", err)
 	}
-	return Tail(rk, terms, q.Policy), nil
+	var expansion []string
+	if q.Policy.PRFDocs > 0 && len(rk.Lexical) > 0 {
+		req2, added, ok, err := r.expand(ctx, req, rk, q.Policy)
+		if err != nil {
+			return Result{}, err
+		}
+		if ok {
+			if rk, err = r.store.Rank(ctx, req2); err != nil {
+				return Result{}, fmt.Errorf("rank expanded query: %w", err)
+			}
+			expansion = added
+		}
+	}
+	// The reranker reads the original terms and the first len(terms)
+	// entries of rk.IDF, theirs in either pass.
+	res := Tail(rk, terms, q.Policy)
+	res.Expansion = expansion
+	return res, nil
 }
 
 // Tail is the pure end of the pipeline (SPEC section 5, steps 5-7) over a
@@ -92,9 +113,15 @@ func Tail(rk Rankings, terms []string, p Policy) Result {
 	}
 	res.Chunks = Fuse(rk, p.RRFK, p.RRFWeights)
 	if p.EnableRerank {
+		// An expanded query's rankings carry idf for the added terms too,
+		// after the original ones: the reranker reads the original's.
+		idf := rk.IDF
+		if len(idf) > len(terms) {
+			idf = idf[:len(terms)]
+		}
 		res.Chunks = Rerank(res.Chunks, RerankInput{
 			Terms:    terms,
-			IDF:      rk.IDF,
+			IDF:      idf,
 			BM25Max:  bm25Max(rk),
 			Depth:    p.RerankDepth,
 			MinScore: p.MinScore,

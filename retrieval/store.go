@@ -7,9 +7,14 @@ import (
 )
 
 // Store is what the retriever needs from an index: the principal's filtered,
-// truncated rankings. The in-memory store and the Postgres store satisfy it.
+// truncated rankings, and idf under the principal's statistics scope for
+// query expansion. The in-memory stores and the Postgres store satisfy it.
 type Store interface {
 	Rank(ctx context.Context, req RankRequest) (Rankings, error)
+	// IDF returns idf(t) of each of terms (same index) under p's BM25
+	// statistics scope (SPEC section 4), the values Rank would use for
+	// them; all zero for an unknown tenant or an empty scope.
+	IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error)
 }
 
 // RankRequest asks a store for the two rankings of one query, already
@@ -19,11 +24,25 @@ type RankRequest struct {
 	// Tokens are the query's tokens with repetition (the dense side hashes
 	// them); Terms are the distinct tokens in order of first occurrence (the
 	// BM25 summation order).
-	Tokens        []string
-	Terms         []string
+	Tokens []string
+	Terms  []string
+	// Weights, when not nil, weigh each term's BM25 contribution (same
+	// index as Terms): a chunk's score sums float64(w * contribution) in
+	// term order. Nil weighs every term 1, which gives the same bits as the
+	// unweighted sum. Query expansion weighs its added terms below 1.
+	Weights       []float64
 	NowTick       int64
 	MaxStaleTicks *int64
 	TopN          int
+}
+
+// Weight is the weight of Terms[i]: Weights[i], or 1 when Weights does not
+// reach i.
+func (r *RankRequest) Weight(i int) float64 {
+	if i < len(r.Weights) {
+		return r.Weights[i]
+	}
+	return 1
 }
 
 // Hit is one chunk in a ranking with its score. Chunk carries the text.

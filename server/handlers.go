@@ -364,6 +364,10 @@ type PolicyJSON struct {
 	// MaxChunksPerDoc caps the chunks of one document in the result (0: no
 	// cap).
 	MaxChunksPerDoc *int `json:"max_chunks_per_doc,omitempty"`
+	// Query expansion (pseudo-relevance feedback): prf_docs > 0 turns it on.
+	PRFDocs   *int     `json:"prf_docs,omitempty"`
+	PRFTerms  *int     `json:"prf_terms,omitempty"`
+	PRFWeight *float64 `json:"prf_weight,omitempty"`
 }
 
 // WeightsJSON is a policy's rrf_weights.
@@ -372,8 +376,8 @@ type WeightsJSON struct {
 	Cosine *float64 `json:"cosine,omitempty"`
 }
 
-// maxPolicyInt bounds top_n, rerank_depth and limit so a request cannot ask
-// the database for an unbounded result.
+// maxPolicyInt bounds top_n, rerank_depth, limit, prf_docs and prf_terms so
+// a request cannot ask the database for an unbounded result.
 const maxPolicyInt = 10000
 
 func (p *PolicyJSON) policy() (retrieval.Policy, error) {
@@ -417,6 +421,15 @@ func (p *PolicyJSON) policy() (retrieval.Policy, error) {
 	if p.MaxChunksPerDoc != nil {
 		pol.MaxChunksPerDoc = *p.MaxChunksPerDoc
 	}
+	if p.PRFDocs != nil {
+		pol.PRFDocs = *p.PRFDocs
+	}
+	if p.PRFTerms != nil {
+		pol.PRFTerms = *p.PRFTerms
+	}
+	if p.PRFWeight != nil {
+		pol.PRFWeight = *p.PRFWeight
+	}
 	if err := pol.Validate(); err != nil {
 		return pol, err
 	}
@@ -424,7 +437,7 @@ func (p *PolicyJSON) policy() (retrieval.Policy, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"top_n", pol.TopN}, {"rerank_depth", pol.RerankDepth}, {"limit", pol.Limit}} {
+	}{{"top_n", pol.TopN}, {"rerank_depth", pol.RerankDepth}, {"limit", pol.Limit}, {"prf_docs", pol.PRFDocs}, {"prf_terms", pol.PRFTerms}} {
 		if f.v > maxPolicyInt {
 			return pol, errf(http.StatusBadRequest, "bad_request", "%s %d: at most %d", f.name, f.v, maxPolicyInt)
 		}
@@ -469,6 +482,8 @@ type RetrieveResponse struct {
 	ExcludedByEntitlement *int         `json:"excluded_by_entitlement,omitempty"`
 	ExcludedByFreshness   *int         `json:"excluded_by_freshness,omitempty"`
 	IndexVersion          *int64       `json:"index_version,omitempty"`
+	// Expansion lists the terms query expansion added, best first.
+	Expansion []string `json:"expansion,omitempty"`
 }
 
 // versioned adapts the store's RankVersion to retrieval.Store, keeping the
@@ -482,6 +497,12 @@ func (v *versioned) Rank(ctx context.Context, req retrieval.RankRequest) (retrie
 	rk, ver, err := v.st.RankVersion(ctx, req)
 	v.version = ver
 	return rk, err
+}
+
+// IDF passes on to the store: it ranks nothing, so the version stays the
+// one of the last ranking.
+func (v *versioned) IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
+	return v.st.IDF(ctx, p, terms)
 }
 
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
@@ -514,7 +535,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	s.metrics.retrieval(id.Tenant, res.Considered, res.ExcludedByEntitlement, res.ExcludedByFreshness, res.Degraded)
-	out := RetrieveResponse{Results: make([]ResultJSON, len(res.Chunks)), Degraded: res.Degraded, NowTick: now}
+	out := RetrieveResponse{Results: make([]ResultJSON, len(res.Chunks)), Degraded: res.Degraded, NowTick: now, Expansion: res.Expansion}
 	ids := make([]string, len(res.Chunks))
 	for i, c := range res.Chunks {
 		ids[i] = c.Chunk.ChunkID
@@ -524,6 +545,10 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	effective := PolicyJSON{MaxStaleTicks: pol.MaxStaleTicks, EnableRerank: &pol.EnableRerank, MinScore: &pol.MinScore,
 		TopN: &pol.TopN, RerankDepth: &pol.RerankDepth, RRFK: &pol.RRFK, Limit: &pol.Limit}
+	if pol.PRFDocs > 0 {
+		// Expansion shapes the results: the audit record says it was on.
+		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = &pol.PRFDocs, &pol.PRFTerms, &pol.PRFWeight
+	}
 	policyText, _ := json.Marshal(struct {
 		NowTick int64 `json:"now_tick"`
 		PolicyJSON

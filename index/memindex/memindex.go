@@ -352,13 +352,10 @@ var parallelMin = 32768
 // each counts into its own funnel, summed after, so nothing depends on
 // scheduling.
 func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
-	newFilter := func() *filter {
-		return &filter{x: x, clearance: int8(req.Principal.Clearance), setOK: make([]int8, len(x.sets)),
-			principal: req.Principal.Barriers, now: req.NowTick, maxStale: req.MaxStaleTicks}
-	}
+	newFilter := func() *filter { return x.newFilter(&req) }
 	var lex, dense retrieval.Rankings
 	n := int32(len(x.chunks))
-	st := x.scopeStats(req, newFilter())
+	st := x.scopeStats(req.Terms, newFilter())
 	lexical := func(rk *retrieval.Rankings, lo, hi int32) *topN {
 		sc := x.getScratch()
 		defer x.pool.Put(sc)
@@ -404,6 +401,17 @@ func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
 	}
 }
 
+func (x *Index) newFilter(req *retrieval.RankRequest) *filter {
+	return &filter{x: x, clearance: int8(req.Principal.Clearance), setOK: make([]int8, len(x.sets)),
+		principal: req.Principal.Barriers, now: req.NowTick, maxStale: req.MaxStaleTicks}
+}
+
+// IDF is each term's idf under p's statistics scope, as Rank computes it
+// (the retriever's query expansion asks for it).
+func (x *Index) IDF(p cordontype.Principal, terms []string) []float64 {
+	return x.scopeStats(terms, x.newFilter(&retrieval.RankRequest{Principal: p})).idf
+}
+
 // scopeStats are the BM25 statistics of one query's scope (SPEC section 4).
 type scopeStats struct {
 	n, sumLen int64
@@ -415,8 +423,8 @@ type scopeStats struct {
 // tenant scope, or under the entitled scope only those of chunks the
 // principal may see (freshness does not narrow it). When every label set
 // is visible the two scopes agree and nothing is scanned.
-func (x *Index) scopeStats(req retrieval.RankRequest, f *filter) scopeStats {
-	st := scopeStats{n: int64(x.live), sumLen: x.sumLen, idf: make([]float64, len(req.Terms))}
+func (x *Index) scopeStats(terms []string, f *filter) scopeStats {
+	st := scopeStats{n: int64(x.live), sumLen: x.sumLen, idf: make([]float64, len(terms))}
 	all := true
 	if x.settings.Statistics == bm25.ScopeEntitled {
 		st.n, st.sumLen = 0, 0
@@ -429,7 +437,7 @@ func (x *Index) scopeStats(req retrieval.RankRequest, f *filter) scopeStats {
 			}
 		}
 	}
-	for i, t := range req.Terms {
+	for i, t := range terms {
 		p := x.postings[t]
 		var df int64
 		switch {
@@ -456,7 +464,9 @@ const (
 )
 
 // lexical ranks the slots in [lo, hi) (the whole tenant's statistics still
-// apply): Rank splits a large index in two and merges the halves' tops.
+// apply): Rank splits a large index in two and merges the halves' tops. A
+// chunk's score sums float64(w * contribution) in term order, w the term's
+// weight (1 unless the query was expanded).
 func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc *scratch, rk *retrieval.Rankings, lo, hi int32) *topN {
 	top := &topN{k: req.TopN, x: x}
 	if st.n == 0 {
@@ -491,7 +501,7 @@ func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc 
 		if p == nil {
 			continue
 		}
-		idf := st.idf[i]
+		idf, w := st.idf[i], req.Weight(i)
 		long := len(p.slots) >= longPostings
 		if long {
 			sc.stamp++
@@ -514,10 +524,10 @@ func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc 
 				if sc.oneStamp[i] != oneStamp {
 					sc.one[i], sc.oneStamp[i] = bm25.TermNorm(idf, int64(tf), normOf(dl), params), oneStamp
 				}
-				sc.lex[s] += sc.one[i]
+				sc.lex[s] += float64(w * sc.one[i])
 				continue
 			}
-			sc.lex[s] += bm25.TermNorm(idf, int64(tf), normOf(dl), params)
+			sc.lex[s] += float64(w * bm25.TermNorm(idf, int64(tf), normOf(dl), params))
 		}
 	}
 	visit := func(s int32) {

@@ -75,3 +75,14 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 	}
 	return x.Rank(req), nil
 }
+
+// IDF implements retrieval.Store.
+func (s *Store) IDF(_ context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	x := s.tenants[p.Tenant]
+	if x == nil {
+		return make([]float64, len(terms)), nil
+	}
+	return x.IDF(p, terms), nil
+}

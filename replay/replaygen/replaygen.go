@@ -183,7 +183,7 @@ func (g gen) retrieve() map[string]any {
 	if g.r.IntN(3) == 0 {
 		pol["max_chunks_per_doc"] = g.r.IntN(3)
 	}
-	return map[string]any{
+	step := map[string]any{
 		"op": "retrieve",
 		"principal": map[string]any{
 			"tenant": g.pick(tenants), "clearance": g.pick(classes), "barriers": g.barriers(),
@@ -192,6 +192,17 @@ func (g gen) retrieve() map[string]any {
 		"now_tick": 100 + g.r.IntN(150),
 		"policy":   pol,
 	}
+	// Query expansion, drawn last so the draws above keep their order.
+	if g.r.IntN(3) == 0 {
+		pol["prf_docs"] = g.r.IntN(4)
+		if g.r.IntN(2) == 0 {
+			pol["prf_terms"] = 1 + g.r.IntN(5)
+		}
+		if g.r.IntN(2) == 0 {
+			pol["prf_weight"] = []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
+		}
+	}
+	return step
 }
 
 func (g gen) ground() map[string]any {

@@ -130,9 +130,21 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 		return retrieval.Funnel(req, nil, nil), nil
 	}
 	st := t.stats(req, s.settings.Statistics)
-	rk := retrieval.Funnel(req, t.lexical(req.Terms, st, s.settings.BM25), t.dense(req.Tokens, s.settings.Dims))
+	rk := retrieval.Funnel(req, t.lexical(&req, st, s.settings.BM25), t.dense(req.Tokens, s.settings.Dims))
 	rk.IDF = st.idf
 	return rk, nil
+}
+
+// IDF implements [retrieval.Store]: each term's idf under p's statistics
+// scope, as Rank computes it.
+func (s *Store) IDF(_ context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t := s.tenants[p.Tenant]
+	if t == nil {
+		return make([]float64, len(terms)), nil
+	}
+	return t.stats(retrieval.RankRequest{Principal: p, Terms: terms}, s.settings.Statistics).idf, nil
 }
 
 // scopeStats are the BM25 statistics of one query's scope (SPEC section 4).
@@ -169,20 +181,20 @@ func (t *tenant) stats(req retrieval.RankRequest, scope bm25.Scope) scopeStats {
 }
 
 // lexical returns every chunk with BM25 > 0 under st, sorted; none when the
-// scope holds no chunk.
-func (t *tenant) lexical(terms []string, st scopeStats, p bm25.Params) []retrieval.Hit {
+// scope holds no chunk. Each term's contribution is weighed by req.Weight.
+func (t *tenant) lexical(req *retrieval.RankRequest, st scopeStats, p bm25.Params) []retrieval.Hit {
 	if st.n == 0 {
 		return nil
 	}
 	avgdl := bm25.AvgDL(st.sumLen, st.n)
 	scores := make(map[string]float64)
 	var order []string
-	for i, term := range terms {
+	for i, term := range req.Terms {
 		post := t.postings[term]
 		if len(post) == 0 {
 			continue
 		}
-		idf := st.idf[i]
+		idf, w := st.idf[i], req.Weight(i)
 		// Iterate postings in chunk-id order: the sum per chunk is in term
 		// order regardless, but the first-seen order must not leak map order.
 		ids := make([]string, 0, len(post))
@@ -194,7 +206,7 @@ func (t *tenant) lexical(terms []string, st scopeStats, p bm25.Params) []retriev
 			if _, ok := scores[id]; !ok {
 				order = append(order, id)
 			}
-			scores[id] += bm25.Term(idf, post[id], int64(t.chunks[id].Chunk.Length), avgdl, p)
+			scores[id] += float64(w * bm25.Term(idf, post[id], int64(t.chunks[id].Chunk.Length), avgdl, p))
 		}
 	}
 	hits := make([]retrieval.Hit, 0, len(order))

@@ -14,7 +14,6 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/index/memindex"
-	"github.com/cordon-rag/cordon/retrieval"
 )
 
 // cache keeps tenants' indexes in process memory for the in-memory query
@@ -107,46 +106,49 @@ func chunkBytes(dims int, pc *index.PreparedChunk) int64 {
 	return bytesPerChunk(dims, len(pc.Terms)) + int64(len(pc.Chunk.Text))
 }
 
-// fastRank answers req from a cached index in one statement, without a
-// transaction: the statement reads the tenant's registry row and committed
-// index version together, and a cached index at that version or newer (a
-// later committed state) answers, texts included. ok is false when the
-// caller must take the transactional path, which refreshes the cache; any
-// error there is reported by that path.
-func (c *cache) fastRank(ctx context.Context, db DBTX, req retrieval.RankRequest) (rk retrieval.Rankings, version int64, ok bool) {
-	schema, err := SchemaName(req.Principal.Tenant)
+// fastUse answers a query of tenant from a cached index in one statement,
+// without a transaction: the statement reads the tenant's registry row and
+// committed index version together, and a cached index at that version or
+// newer (a later committed state) answers, texts included, by running use
+// on it under the read lock. ok is false when the caller must take the
+// transactional path, which refreshes the cache; any error there is
+// reported by that path.
+func (c *cache) fastUse(ctx context.Context, db DBTX, tenant string, use func(*memindex.Index)) (version int64, ok bool) {
+	schema, err := SchemaName(tenant)
 	if err != nil {
-		return rk, 0, false
+		return 0, false
 	}
 	var st index.Settings
 	var tok string
 	var incarnation int64
 	err = db.QueryRow(ctx, `
 		SELECT t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, t.bm25_statistics, s.tableoid::bigint, s.version
-		FROM cordon.tenants t, `+tablesFor(schema).stats+` s WHERE t.name = $1`, req.Principal.Tenant).Scan(
+		FROM cordon.tenants t, `+tablesFor(schema).stats+` s WHERE t.name = $1`, tenant).Scan(
 		&st.Dims, &st.BM25.K1, &st.BM25.B, &st.Chunking.MaxWords, &st.Chunking.OverlapWords, &tok, &st.Statistics, &incarnation, &version)
 	if err != nil || tok != analysis.TokenizerVersion {
-		return rk, 0, false
+		return 0, false
 	}
 	ct := c.entry(schema, false)
 	if ct == nil {
-		return rk, 0, false
+		return 0, false
 	}
 	ct.mu.RLock()
 	defer ct.mu.RUnlock()
 	if ct.x == nil || ct.incarnation != incarnation || ct.settings != st || ct.version < version {
-		return rk, 0, false
+		return 0, false
 	}
-	return ct.x.Rank(req), ct.version, true
+	use(ct.x)
+	return ct.version, true
 }
 
-// rank answers req from the cached index when it can. ok is false when the
-// caller must use the SQL path (the tenant does not fit the budget, or
-// another query moved the cache past this query's snapshot).
-func (c *cache) rank(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest) (retrieval.Rankings, bool, error) {
+// use runs use on the cached index of t, brought to this snapshot's
+// version, under the read lock. ok is false when the caller must use the
+// SQL path (the tenant does not fit the budget, or another query moved the
+// cache past this query's snapshot).
+func (c *cache) use(ctx context.Context, tx pgx.Tx, t tenantInfo, use func(*memindex.Index)) (bool, error) {
 	var version, n, incarnation int64
 	if err := tx.QueryRow(ctx, `SELECT version, n_chunks, tableoid::bigint FROM `+t.tables.stats).Scan(&version, &n, &incarnation); err != nil {
-		return retrieval.Rankings{}, false, classify(err)
+		return false, classify(err)
 	}
 	ct := c.entry(t.schema, true)
 	current := func() bool {
@@ -159,17 +161,17 @@ func (c *cache) rank(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval
 		err := c.refresh(ctx, tx, t, ct, version, n, incarnation)
 		ct.mu.Unlock()
 		if err != nil {
-			return retrieval.Rankings{}, false, err
+			return false, err
 		}
 		ct.mu.RLock()
 		if !current() {
 			ct.mu.RUnlock()
-			return retrieval.Rankings{}, false, nil
+			return false, nil
 		}
 	}
-	rk := ct.x.Rank(req)
+	use(ct.x)
 	ct.mu.RUnlock()
-	return rk, true, nil
+	return true, nil
 }
 
 // refresh brings ct to version (with the write lock held). It leaves ct

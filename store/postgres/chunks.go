@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index/memindex"
 	"github.com/cordon-rag/cordon/migrations"
 	"github.com/cordon-rag/cordon/retrieval"
 )
@@ -33,38 +34,67 @@ var ErrNotReady = errors.New("database not ready")
 // always without the cache, everything is read in one read-only
 // REPEATABLE READ snapshot, refreshing the cache on the way.
 func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
+	out := retrieval.Funnel(req, nil, nil)
+	version, err := s.read(ctx, req.Principal.Tenant,
+		func(x *memindex.Index) { out = x.Rank(req) },
+		func(tx pgx.Tx, t tenantInfo) (err error) {
+			out, err = rankTx(ctx, tx, t, req)
+			return err
+		})
+	if err != nil {
+		return retrieval.Rankings{}, 0, fmt.Errorf("rank tenant %q: %w", req.Principal.Tenant, err)
+	}
+	return out, version, nil
+}
+
+// IDF implements [retrieval.Store]: each term's idf under p's statistics
+// scope, read as RankVersion reads (the in-memory index when current, else
+// SQL in one read-only snapshot); all zero for an unknown tenant.
+func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
+	out := make([]float64, len(terms))
+	_, err := s.read(ctx, p.Tenant,
+		func(x *memindex.Index) { out = x.IDF(p, terms) },
+		func(tx pgx.Tx, t tenantInfo) (err error) {
+			out, err = idfTx(ctx, tx, t, p, terms)
+			return err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("idf tenant %q: %w", p.Tenant, err)
+	}
+	return out, nil
+}
+
+// read answers one query of tenant on one of the two query paths and
+// returns the index version that answered: mem on the cached index when it
+// is current (see cache.fastUse and cache.use), else sql, in one read-only
+// REPEATABLE READ snapshot. Neither runs for an unknown tenant (version 0):
+// the caller's zero answer stands.
+func (s *Store) read(ctx context.Context, tenant string, mem func(*memindex.Index), sql func(pgx.Tx, tenantInfo) error) (int64, error) {
 	if s.cache != nil {
-		if rk, version, ok := s.cache.fastRank(ctx, s.pool, req); ok {
-			return rk, version, nil
+		if version, ok := s.cache.fastUse(ctx, s.pool, tenant, mem); ok {
+			return version, nil
 		}
 	}
-	var out retrieval.Rankings
 	var version int64
 	err := s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		t, found, err := lookupTenant(ctx, tx, req.Principal.Tenant)
+		t, found, err := lookupTenant(ctx, tx, tenant)
 		if err != nil || !found {
-			out = retrieval.Funnel(req, nil, nil)
 			return err
 		}
 		if err := tx.QueryRow(ctx, `SELECT version FROM `+t.tables.stats).Scan(&version); err != nil {
 			return classify(err)
 		}
-		// The same two paths as Rank: the in-memory index when enabled and
-		// current for this snapshot, else SQL.
+		// The same two paths as the fast one: the in-memory index when
+		// enabled and current for this snapshot, else SQL.
 		if s.cache != nil {
-			rk, ok, err := s.cache.rank(ctx, tx, t, req)
+			ok, err := s.cache.use(ctx, tx, t, mem)
 			if err != nil || ok {
-				out = rk
 				return err
 			}
 		}
-		out, err = rankTx(ctx, tx, t, req)
-		return err
+		return sql(tx, t)
 	})
-	if err != nil {
-		return retrieval.Rankings{}, 0, fmt.Errorf("rank tenant %q: %w", req.Principal.Tenant, err)
-	}
-	return out, version, nil
+	return version, err
 }
 
 // MaxLoadChunks bounds how many chunk ids one [Store.LoadChunks] call takes.

@@ -42,19 +42,24 @@ type candidate struct {
 	score   float64
 }
 
-func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest) (retrieval.Rankings, error) {
-	var n, sumLen int64
-	var maxAbs int32
-	entitled := t.settings.Statistics == bm25.ScopeEntitled
-	// N and the length sum of the statistics scope: the tenant's, or the
-	// sum over the label sets the principal may see.
-	if err := tx.QueryRow(ctx, `
+// scopeTotals reads N and the length sum of p's statistics scope (the
+// tenant's, or the sum over the label sets p may see), and the largest
+// vector component magnitude of the tenant.
+func scopeTotals(ctx context.Context, tx pgx.Tx, t tenantInfo, p cordontype.Principal) (n, sumLen int64, maxAbs int32, err error) {
+	err = tx.QueryRow(ctx, `
 		SELECT CASE WHEN $1 THEN l.n ELSE s.n_chunks END, CASE WHEN $1 THEN l.len ELSE s.sum_len END, s.max_abs
 		FROM `+t.tables.stats+` s,
 		     (SELECT coalesce(sum(n_chunks), 0)::bigint AS n, coalesce(sum(sum_len), 0)::bigint AS len
 		      FROM `+t.tables.labelStats+` WHERE $1 AND classification <= $2 AND barriers <@ $3::text[]) l`,
-		entitled, int16(req.Principal.Clearance), req.Principal.Barriers).Scan(&n, &sumLen, &maxAbs); err != nil {
-		return retrieval.Rankings{}, classify(err)
+		t.settings.Statistics == bm25.ScopeEntitled, int16(p.Clearance), p.Barriers).Scan(&n, &sumLen, &maxAbs)
+	return n, sumLen, maxAbs, classify(err)
+}
+
+func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest) (retrieval.Rankings, error) {
+	entitled := t.settings.Statistics == bm25.ScopeEntitled
+	n, sumLen, maxAbs, err := scopeTotals(ctx, tx, t, req.Principal)
+	if err != nil {
+		return retrieval.Rankings{}, err
 	}
 	filterArgs := []any{int16(req.Principal.Clearance), req.Principal.Barriers, req.NowTick, req.MaxStaleTicks}
 	var rk retrieval.Rankings
@@ -150,7 +155,7 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 		slices.SortFunc(a.postings, func(x, y posting) int { return x.ord - y.ord })
 		var score float64
 		for _, p := range a.postings {
-			score += bm25.Term(idf[p.ord], p.tf, a.length, avgdl, t.settings.BM25)
+			score += float64(req.Weight(p.ord-1) * bm25.Term(idf[p.ord], p.tf, a.length, avgdl, t.settings.BM25))
 		}
 		if !(score > 0) {
 			continue
@@ -170,6 +175,47 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 		kept = kept[:req.TopN]
 	}
 	return kept, nil
+}
+
+// idfTx is each term's idf under p's statistics scope in tx's snapshot,
+// with the scope's N and df counted exactly as rankTx counts them (df over
+// the postings of current chunks, only visible ones under the entitled
+// scope).
+func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, p cordontype.Principal, terms []string) ([]float64, error) {
+	idf := make([]float64, len(terms))
+	n, _, _, err := scopeTotals(ctx, tx, t, p)
+	if err != nil || n == 0 || len(terms) == 0 {
+		return idf, err
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT q.ord::int, count(*)::bigint
+		FROM unnest($1::text[]) WITH ORDINALITY AS q(term, ord)
+		JOIN `+t.tables.postings+` p ON p.term = q.term
+		CROSS JOIN LATERAL unnest(p.chunks) AS u(chunk)
+		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
+		WHERE NOT $4::boolean OR `+visibleSQL+`
+		GROUP BY q.ord`,
+		terms, int16(p.Clearance), p.Barriers, t.settings.Statistics == bm25.ScopeEntitled)
+	if err != nil {
+		return nil, classify(err)
+	}
+	df := make([]int64, len(terms))
+	for rows.Next() {
+		var ord int
+		var count int64
+		if err := rows.Scan(&ord, &count); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		df[ord-1] = count
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	for i := range idf {
+		idf[i] = bm25.IDF(n, df[i])
+	}
+	return idf, nil
 }
 
 func sortCandidates(c []candidate) {
