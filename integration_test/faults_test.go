@@ -26,10 +26,11 @@ func runWith(st replay.Store, script []byte, w io.Writer) error {
 // snapshot is what a retrieval sees of a tenant, for before/after checks.
 func snapshot(t *testing.T, st *postgres.Store, tenant string) string {
 	t.Helper()
+	pol := retrieval.DefaultPolicy()
+	pol.EnableRerank, pol.TopN, pol.RerankDepth, pol.Limit = false, 100, 100, 100
 	res, err := retrieval.New(st).Retrieve(context.Background(), retrieval.Query{
 		Principal: cordontype.Principal{Tenant: tenant, Clearance: cordontype.Restricted},
-		Text:      "original version replacement hold", Policy: retrieval.Policy{EnableRerank: false, TopN: 100, RerankDepth: 100, RRFK: 60, Limit: 100,
-			RRFWeights: retrieval.DefaultWeights(), Rerank: retrieval.RerankOverlap},
+		Text:      "original version replacement hold", Policy: pol,
 	})
 	if err != nil {
 		t.Fatal(err)

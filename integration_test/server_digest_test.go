@@ -16,7 +16,7 @@ import (
 func digestsOf(t *testing.T, a *apiServer, token, query, doc string) (ids, digests []string) {
 	t.Helper()
 	m := a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", token, map[string]any{
-		"query": query, "policy": map[string]any{"enable_rerank": false, "limit": 20}}), http.StatusOK).json(t)
+		"query": query, "policy": map[string]any{"enable_rerank": false, "limit": 20, "max_chunks_per_doc": 0}}), http.StatusOK).json(t)
 	for _, r := range m["results"].([]any) {
 		r := r.(map[string]any)
 		c := cordontype.Chunk{ChunkID: r["chunk_id"].(string), DocID: r["doc_id"].(string), Section: r["section"].(string),

@@ -89,7 +89,7 @@ func serverLoad(t *testing.T, cacheBytes int64) {
 					return
 				}
 				t0 = time.Now()
-				r, err = a.try("POST", "/v1/tenants/wholesale/retrieve", token, map[string]any{"query": fmt.Sprintf("load%dx%d ver%d", w, d, v), "policy": map[string]any{"limit": 10}})
+				r, err = a.try("POST", "/v1/tenants/wholesale/retrieve", token, map[string]any{"query": fmt.Sprintf("load%dx%d ver%d", w, d, v), "policy": map[string]any{"limit": 10, "max_chunks_per_doc": 0}})
 				readLat.add(time.Since(t0))
 				if err != nil || r.status != http.StatusOK {
 					fail("read-your-write %s v%d: %v %d %s", docID, v, err, r.status, r.body)
@@ -127,7 +127,7 @@ func serverLoad(t *testing.T, cacheBytes int64) {
 			for !writersDone.Load() && failures.Load() == 0 {
 				w, d := rng.IntN(writers), rng.IntN(docsPerWriter)
 				t0 := time.Now()
-				r, err := a.try("POST", "/v1/tenants/wholesale/retrieve", token, map[string]any{"query": fmt.Sprintf("load%dx%d ledger", w, d), "policy": map[string]any{"limit": 10}})
+				r, err := a.try("POST", "/v1/tenants/wholesale/retrieve", token, map[string]any{"query": fmt.Sprintf("load%dx%d ledger", w, d), "policy": map[string]any{"limit": 10, "max_chunks_per_doc": 0}})
 				readLat.add(time.Since(t0))
 				if err != nil || r.status != http.StatusOK {
 					fail("reader %d: %v %d %s", rd, err, r.status, r.body)

@@ -489,3 +489,18 @@ func deref[T any](p *T) string {
 	}
 	return fmt.Sprint(*p)
 }
+
+// TestServicePolicy: the service profile is valid, and differs from the
+// seed profile only in the fields its documentation names.
+func TestServicePolicy(t *testing.T) {
+	svc := ServicePolicy()
+	if err := svc.Validate(); err != nil {
+		t.Fatalf("ServicePolicy() = %+v is invalid: %v", svc, err)
+	}
+	seed := DefaultPolicy()
+	seed.RRFK, seed.RRFWeights, seed.Rerank, seed.RerankBlend, seed.MinScore, seed.MaxChunksPerDoc =
+		10, Weights{BM25: 2, Cosine: 1}, RerankIDFOverlap, 0.9, 0.1, 1
+	if !reflect.DeepEqual(svc, seed) {
+		t.Errorf("ServicePolicy() = %+v, want the seed with the documented changes %+v", svc, seed)
+	}
+}
