@@ -414,3 +414,50 @@ func TestMigrateWithoutVectorExtension(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMigrateWithoutCreateRights: a role that is not the database's owner
+// is told which right it lacks, first on schema public, then on the
+// database.
+func TestMigrateWithoutCreateRights(t *testing.T) {
+	ctx := context.Background()
+	role := uniqueRole("cordon_own_")
+	loginRole(t, role, false)
+	superURL := newDatabase(t)
+	execSQL(t, superURL, `CREATE EXTENSION vector`)
+	roleURL := asRole(superURL, role)
+	_, err := postgres.Migrate(ctx, roleURL)
+	if err == nil || !strings.Contains(err.Error(), "may not create public.goose_db_version") || !strings.Contains(err.Error(), "OWNER TO") {
+		t.Fatalf("migrate without CREATE on schema public: %v", err)
+	}
+	execSQL(t, superURL, `GRANT CREATE ON SCHEMA public TO `+role)
+	_, err = postgres.Migrate(ctx, roleURL)
+	if err == nil || !strings.Contains(err.Error(), "may not create schemas in database") {
+		t.Fatalf("migrate without CREATE on the database: %v", err)
+	}
+	if n := queryInt(t, superURL, `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'cordon%'`); n != 0 {
+		t.Fatalf("a failed migrate left %d cordon schemas", n)
+	}
+	db := strings.TrimPrefix(mustParse(t, superURL).Path, "/")
+	execSQL(t, superURL, `GRANT CREATE ON DATABASE `+pgx.Identifier{db}.Sanitize()+` TO `+role)
+	if _, err := postgres.Migrate(ctx, roleURL); err != nil {
+		t.Fatalf("migrate with both rights: %v", err)
+	}
+}
+
+// TestMigrateRefusesBookkeepingElsewhere: a database migrated under a
+// search_path that put goose's table in another schema is refused with
+// that schema named, not migrated again from version 1.
+func TestMigrateRefusesBookkeepingElsewhere(t *testing.T) {
+	ctx := context.Background()
+	dbURL := migrated(t)
+	execSQL(t, dbURL, `CREATE SCHEMA app`)
+	execSQL(t, dbURL, `ALTER TABLE public.goose_db_version SET SCHEMA app`)
+	_, err := postgres.Migrate(ctx, dbURL)
+	if err == nil || !strings.Contains(err.Error(), "app.goose_db_version") || !strings.Contains(err.Error(), "SET SCHEMA public") {
+		t.Fatalf("migrate with the bookkeeping in schema app: %v", err)
+	}
+	execSQL(t, dbURL, `ALTER TABLE app.goose_db_version SET SCHEMA public`)
+	if res, err := postgres.Migrate(ctx, dbURL); err != nil || len(res) != 0 {
+		t.Fatalf("migrate after moving it back: applied %d, %v", len(res), err)
+	}
+}

@@ -224,7 +224,7 @@ func migrationError(url string, err error) error {
 	case pe.Code == "42501" && strings.Contains(msg, `extension "vector"`):
 		return fmt.Errorf("%w: role %q may not create the vector extension: ask a superuser (your DBA) to run CREATE EXTENSION vector; in database %q, then run the migration again", err, role, db)
 	case strings.Contains(msg, "vector.control") || strings.Contains(msg, `extension "vector" is not available`):
-		return fmt.Errorf("%w: the PostgreSQL server has no pgvector: ask your DBA to install pgvector (0.5 or later) and to run CREATE EXTENSION vector; in database %q, then run the migration again", err, db)
+		return fmt.Errorf("%w: the PostgreSQL server has no pgvector: ask your DBA to install pgvector and to run CREATE EXTENSION vector; in database %q, then run the migration again", err, db)
 	case pe.Code == "42501" && strings.Contains(msg, "schema public"):
 		return fmt.Errorf("%w: role %q may not create %s: ask your DBA to make it the owner of database %q (ALTER DATABASE ... OWNER TO ...) or to GRANT CREATE ON SCHEMA public to it", err, role, VersionTable, db)
 	case pe.Code == "42501" && strings.Contains(msg, "database"):
