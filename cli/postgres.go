@@ -51,14 +51,19 @@ func init() {
 
 Applies the embedded goose migrations (migrations/*.sql) under a Postgres
 advisory lock: of two deploys migrating at once, one migrates and the other
-waits and then finds nothing to do. The same folder works with the stock goose
-CLI: goose -dir migrations postgres "$CORDON_DATABASE_URL" up
+waits and then finds nothing to do. Goose's bookkeeping is the table
+public.goose_db_version, whatever the role's name or search_path. The same
+folder works with the stock goose CLI, given that table:
+  goose -dir migrations -table public.goose_db_version postgres "$CORDON_DATABASE_URL" up
 
-The first migration runs CREATE EXTENSION IF NOT EXISTS vector, which may need
-elevated rights; a DBA can run it beforehand, and then Cordon's role needs none.
+The first migration runs CREATE EXTENSION IF NOT EXISTS vector, which needs a
+superuser; a DBA can run it beforehand, and then Cordon's role needs none.
+The role needs CREATE on the database and on schema public (a database owner
+has both).
 
   up               apply every pending migration (the default)
   status           print the database's version and the latest known version
+                   (reads only)
   down-to VERSION  roll back to VERSION (0 removes Cordon and every tenant schema)
 
 Examples:
@@ -70,14 +75,22 @@ Examples:
 	register(&command{
 		name:    "tenant",
 		summary: "create, drop or list tenants (one Postgres schema each)",
-		usage: `Usage: cordon tenant create|set|drop|list [flags] [NAME]
+		usage: `Usage: cordon tenant create|set|drop|list|grant|revoke [flags] [NAME|ROLE]
 
   create NAME   register a tenant and create its schema (idempotent); its index
                 settings are fixed at creation, except --bm25-statistics
   set NAME      change --bm25-statistics of an existing tenant (takes effect
                 with the next query; nothing is re-indexed)
   drop NAME     remove a tenant, its schema and all its documents; needs --yes
-  list          list tenants with their settings and chunk counts
+  list          list tenants with their settings and chunk counts, and the
+                service roles
+  grant ROLE    make ROLE a service role: grant it what serving needs on every
+                tenant, and on every tenant created or upgraded later (INSERT
+                and SELECT only on the audit log)
+  revoke ROLE   remove ROLE from the service roles and revoke those grants
+
+Run these as the owner role (the one that ran 'cordon migrate'); the service
+connects as a service role that owns nothing (see docs/operations.md).
 
 --bm25-statistics picks the BM25 statistics scope: "entitled" (the default)
 takes N, the average length and df over the chunks the querying principal may
@@ -93,6 +106,7 @@ Examples:
   cordon tenant create --dims 512 --max-words 120 --overlap-words 20 retail
   cordon tenant set --bm25-statistics entitled legacy_tenant
   cordon tenant drop --yes retail
+  cordon tenant grant cordon_service
 `,
 		run: runTenant,
 	})
@@ -177,7 +191,7 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 			fmt.Fprint(env.Stdout, c.usage)
 			return flag.ErrHelp
 		}
-		return fmt.Errorf("%w: want an action: create, set, drop or list", errUsage)
+		return fmt.Errorf("%w: want an action: create, set, drop, list, grant or revoke", errUsage)
 	}
 	action, args := args[0], args[1:]
 	fs := newFlagSet(c, env)
@@ -193,12 +207,12 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 		wantArgs = 0
 	}
 	if fs.NArg() != wantArgs {
-		return fmt.Errorf("%w: %s takes %d NAME argument(s), got %d", errUsage, action, wantArgs, fs.NArg())
+		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, action, wantArgs, fs.NArg())
 	}
 	switch action {
-	case "create", "set", "drop", "list":
+	case "create", "set", "drop", "list", "grant", "revoke":
 	default:
-		return fmt.Errorf("%w: unknown action %q (want create, set, drop or list)", errUsage, action)
+		return fmt.Errorf("%w: unknown action %q (want create, set, drop, list, grant or revoke)", errUsage, action)
 	}
 	if action == "set" {
 		if _, err := bm25.ParseScope(string(settings().Statistics)); err != nil {
@@ -253,6 +267,27 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
 				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks)
 		}
+		roles, err := st.ServiceRoles(ctx)
+		if err != nil {
+			return err
+		}
+		if len(roles) > 0 {
+			fmt.Fprintf(env.Stdout, "service roles: %s\n", strings.Join(roles, ", "))
+		}
+	case "grant":
+		if err := st.GrantServiceRole(ctx, fs.Arg(0)); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "granted service role %s on every tenant, now and later\n", fs.Arg(0))
+	case "revoke":
+		found, err := st.RevokeServiceRole(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%q is not a service role", fs.Arg(0))
+		}
+		fmt.Fprintf(env.Stdout, "revoked service role %s\n", fs.Arg(0))
 	}
 	return nil
 }

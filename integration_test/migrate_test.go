@@ -17,7 +17,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-const latestVersion = 8
+const latestVersion = 9
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()
@@ -195,7 +195,7 @@ func TestStockGooseCLI(t *testing.T) {
 	goose := gooseCLI(t)
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(goose, append([]string{"-dir", "../migrations", "postgres", dbURL}, args...)...)
+		cmd := exec.Command(goose, append([]string{"-dir", "../migrations", "-table", "public.goose_db_version", "postgres", dbURL}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("goose %s: %v\n%s", strings.Join(args, " "), err, out)

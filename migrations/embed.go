@@ -1,7 +1,8 @@
 // Package migrations embeds Cordon's goose SQL migrations. The same folder
-// works with the stock goose CLI:
+// works with the stock goose CLI, given Cordon's schema-qualified
+// bookkeeping table (postgres.VersionTable):
 //
-//	goose -dir migrations postgres "$CORDON_DATABASE_URL" up
+//	goose -dir migrations -table public.goose_db_version postgres "$CORDON_DATABASE_URL" up
 package migrations
 
 import "embed"

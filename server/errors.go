@@ -93,6 +93,8 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, cordontype.ErrInvalid), errors.Is(err, retrieval.ErrInvalidPolicy),
 		errors.Is(err, grounding.ErrInvalidThreshold), errors.Is(err, assemble.ErrInvalidBudget):
 		return errf(http.StatusBadRequest, "bad_request", "%s", err.Error())
+	case errors.Is(err, postgres.ErrOwnerRequired):
+		return errf(http.StatusForbidden, "forbidden", "%s", err.Error())
 	case errors.Is(err, postgres.ErrTenantSettings):
 		return errf(http.StatusConflict, "conflict", "the tenant exists with other index settings")
 	case errors.Is(err, postgres.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),

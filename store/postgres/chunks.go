@@ -228,8 +228,7 @@ func LatestMigration() int64 {
 // connection failure wraps [ErrUnavailable]; anything behind wraps
 // [ErrNotReady].
 func (s *Store) Ready(ctx context.Context) error {
-	var current int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT version_id FROM goose_db_version ORDER BY id DESC LIMIT 1), 0)`).Scan(&current)
+	current, err := databaseVersion(ctx, s.pool)
 	if err != nil {
 		return fmt.Errorf("readiness: %w", classify(err))
 	}

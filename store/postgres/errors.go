@@ -9,6 +9,10 @@ var (
 	// ErrTenantSettings is returned by CreateTenant when the tenant exists with
 	// other index settings.
 	ErrTenantSettings = errors.New("tenant exists with other index settings")
+	// ErrOwnerRequired is returned when the connected role lacks a privilege
+	// that only Cordon's owner role has, as when a least-privilege service
+	// role creates a tenant.
+	ErrOwnerRequired = errors.New("this needs Cordon's owner role")
 	// ErrUnavailable wraps failures to reach the database.
 	ErrUnavailable = errors.New("database unavailable")
 	// ErrAuditKeyring is returned by ParseAuditKeyring, AuditKeyring.Validate

@@ -88,7 +88,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.MaxConns = opts.MaxConns
 	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		return pgxvec.RegisterTypes(ctx, c)
+		if err := pgxvec.RegisterTypes(ctx, c); err != nil {
+			return vectorTypeError(ctx, c, err)
+		}
+		return nil
 	}
 	// A connection goes back to the pool only when it is idle outside any
 	// transaction; one left mid-transaction or broken is closed instead.
@@ -108,13 +111,28 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if !ok {
 		pool.Close()
-		return nil, errors.New("the database has no Cordon schema: run 'cordon migrate --database-url URL' (or goose -dir migrations postgres URL up) first")
+		return nil, errors.New("the database has no Cordon schema: run 'cordon migrate --database-url URL' (or goose -dir migrations -table public.goose_db_version postgres URL up) first")
 	}
 	st := &Store{pool: pool, opts: opts}
 	if opts.CacheBytes > 0 {
 		st.cache = newCache(opts.CacheBytes)
 	}
 	return st, nil
+}
+
+// vectorTypeError explains why the vector type was not found: the
+// extension is missing, or it lives in a schema off the role's search_path.
+func vectorTypeError(ctx context.Context, c *pgx.Conn, err error) error {
+	var db, role, schema string
+	if qerr := c.QueryRow(ctx, `SELECT current_database(), current_user,
+		coalesce((SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'), '')`).
+		Scan(&db, &role, &schema); qerr != nil {
+		return err
+	}
+	if schema == "" {
+		return fmt.Errorf("%w: the vector extension is not installed in database %q: ask a superuser (your DBA) to run CREATE EXTENSION vector; in it, then run 'cordon migrate'", err, db)
+	}
+	return fmt.Errorf("%w: the vector extension is installed in schema %q of database %q, which is not on role %q's search_path: ask your DBA to add it (ALTER ROLE ... SET search_path) or to install the extension in schema public", err, schema, db, role)
 }
 
 // Close closes the pool.
@@ -221,6 +239,10 @@ func createTenant(ctx context.Context, db DBTX, tenant string, st index.Settings
 	if errors.As(err, &pe) && pe.Code == "CD001" {
 		return false, fmt.Errorf("%w: %s", ErrTenantSettings, pe.Message)
 	}
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return false, fmt.Errorf("%w: the database role may not create tenant %q (%s): create it as the owner role, with 'cordon tenant create %s'",
+			ErrOwnerRequired, tenant, pe.Message, tenant)
+	}
 	if err != nil {
 		return false, fmt.Errorf("create tenant %q: %w", tenant, classify(err))
 	}
@@ -251,10 +273,52 @@ func (s *Store) SetStatistics(ctx context.Context, tenant string, scope bm25.Sco
 		return false, fmt.Errorf("%w: %w", cordontype.ErrInvalid, err)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE cordon.tenants SET bm25_statistics = $2 WHERE name = $1`, tenant, string(scope))
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return false, fmt.Errorf("%w: the database role may not change tenant %q (%s): change it as the owner role, with 'cordon tenant set --bm25-statistics %s %s'",
+			ErrOwnerRequired, tenant, pe.Message, scope, tenant)
+	}
 	if err != nil {
 		return false, fmt.Errorf("set bm25_statistics of tenant %q: %w", tenant, classify(err))
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// GrantServiceRole registers role as a service role: it is granted what
+// serving needs on every tenant schema now, and on every tenant created or
+// upgraded later (see migrations/00009_service_roles.sql). It needs the
+// owner role.
+func (s *Store) GrantServiceRole(ctx context.Context, role string) error {
+	if role == "" {
+		return fmt.Errorf("%w: no role name", cordontype.ErrInvalid)
+	}
+	if _, err := s.pool.Exec(ctx, `SELECT cordon.grant_service_role($1)`, role); err != nil {
+		return fmt.Errorf("grant service role %q: %w", role, classify(err))
+	}
+	return nil
+}
+
+// RevokeServiceRole unregisters a service role and revokes its grants. It
+// reports whether role was registered.
+func (s *Store) RevokeServiceRole(ctx context.Context, role string) (bool, error) {
+	var found bool
+	if err := s.pool.QueryRow(ctx, `SELECT cordon.revoke_service_role($1)`, role).Scan(&found); err != nil {
+		return false, fmt.Errorf("revoke service role %q: %w", role, classify(err))
+	}
+	return found, nil
+}
+
+// ServiceRoles lists the registered service roles.
+func (s *Store) ServiceRoles(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT role_name FROM cordon.service_roles ORDER BY role_name`)
+	if err != nil {
+		return nil, fmt.Errorf("list service roles: %w", classify(err))
+	}
+	roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list service roles: %w", classify(err))
+	}
+	return roles, nil
 }
 
 // TenantInfo describes a registered tenant.
