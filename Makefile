@@ -24,9 +24,17 @@ help: ## list the targets
 demo: ## run the worked demo on the in-memory store (no database needed)
 	$(GO) run ./cmd/cordon demo
 
+# Stamped into 'cordon version' and cordon_build_info (deploy/Dockerfile
+# passes the same three as build arguments).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := github.com/cordon-rag/cordon/internal/version
+LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT) -X $(VERSION_PKG).date=$(DATE)
+
 .PHONY: build
-build: ## build the cordon binary into ./cordon
-	$(GO) build -o cordon ./cmd/cordon
+build: ## build the cordon binary into ./cordon, stamped with version, commit and date
+	$(GO) build -ldflags "$(LDFLAGS)" -o cordon ./cmd/cordon
 
 .PHONY: test
 test: ## run every test, against a throwaway PostgreSQL unless CORDON_TEST_DATABASE_URL is set

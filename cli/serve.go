@@ -35,16 +35,21 @@ Metrics are served only with --metrics-addr, on a listener of their own
 (never on the API's), with aggregate counters unless --metrics-tenant-labels.
 
 Tokens: 'Authorization: Bearer <JWT>' with claims sub, exp (required),
-tenant, clearance, barriers, roles (reader, writer, auditor, admin). Keys come
-from exactly one of CORDON_JWT_HS256_SECRET (development and tests; environment
-only, never a flag), --jwks-file, --jwks-url or --oidc-issuer.
+tenant, clearance, barriers, roles (reader, writer, auditor, admin; other
+roles are ignored). Keys come from exactly one of CORDON_JWT_HS256_SECRET
+(development and tests; environment only, never a flag), --jwks-file,
+--jwks-url or --oidc-issuer. --claim-tenant, --claim-clearance,
+--claim-barriers and --claim-roles read those claims from an identity
+provider's names, dotted paths into nested objects included (Keycloak:
+--claim-roles realm_access.roles); a mapped claim must be in every token.
+--jwt-leeway is the clock skew tolerated on exp, nbf and iat.
 
 Examples:
   export CORDON_DATABASE_URL=postgres://cordon@127.0.0.1:5432/cordon
   export CORDON_JWT_HS256_SECRET=$(head -c 32 /dev/urandom | base64)
   echo "k1 $(head -c 32 /dev/urandom | base64)" > audit.keys
   cordon serve --listen 127.0.0.1:8080 --metrics-addr 127.0.0.1:9090 --audit-key-file audit.keys --migrate
-  cordon serve --oidc-issuer https://login.example.com/realms/bank --jwt-audience cordon
+  cordon serve --oidc-issuer https://login.example.com/realms/bank --jwt-audience cordon --claim-roles realm_access.roles
 `,
 		run: runServe,
 	})
@@ -118,6 +123,10 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	oidc := envString(fs, env, "oidc-issuer", "CORDON_OIDC_ISSUER", "", "OIDC issuer whose discovery document names the JWKS")
 	issuer := envString(fs, env, "jwt-issuer", "CORDON_JWT_ISSUER", "", "required iss claim")
 	audience := envString(fs, env, "jwt-audience", "CORDON_JWT_AUDIENCE", "", "required aud claim")
+	claimTenant := envString(fs, env, "claim-tenant", "CORDON_CLAIM_TENANT", "", "claim name or dotted path holding the tenant (default: tenant)")
+	claimClearance := envString(fs, env, "claim-clearance", "CORDON_CLAIM_CLEARANCE", "", "claim name or dotted path holding the clearance (default: clearance)")
+	claimBarriers := envString(fs, env, "claim-barriers", "CORDON_CLAIM_BARRIERS", "", "claim name or dotted path holding the barriers (default: barriers)")
+	claimRoles := envString(fs, env, "claim-roles", "CORDON_CLAIM_ROLES", "", "claim name or dotted path holding the roles, e.g. realm_access.roles (default: roles)")
 	migrate := fs.Bool("migrate", envBool(env, "CORDON_MIGRATE"), "apply pending migrations before serving ($CORDON_MIGRATE=1)")
 	metricsAddr := envString(fs, env, "metrics-addr", "CORDON_METRICS_ADDR", "", "address of the Prometheus /metrics listener, apart from the API's (empty: no metrics)")
 	metricsTenants := fs.Bool("metrics-tenant-labels", envBool(env, "CORDON_METRICS_TENANT_LABELS"), "label the retrieval counters with the tenant ($CORDON_METRICS_TENANT_LABELS=1)")
@@ -152,6 +161,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	idle := dur("idle-timeout", "CORDON_IDLE_TIMEOUT", d.IdleTimeout, "keep-alive idle time")
 	reqTimeout := dur("request-timeout", "CORDON_REQUEST_TIMEOUT", d.RequestTimeout, "bound of one request's work, database included")
 	shutdown := dur("shutdown-timeout", "CORDON_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "time in-flight requests get on SIGTERM")
+	leeway := dur("jwt-leeway", "CORDON_JWT_LEEWAY", server.DefaultLeeway, "clock skew tolerated on a token's exp, nbf and iat (at most "+server.MaxLeeway.String()+")")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -160,6 +170,13 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: serve takes no arguments", errUsage)
+	}
+	if *leeway < 0 || *leeway > server.MaxLeeway {
+		return fmt.Errorf("%w: --jwt-leeway %v: want between 0s and %v", errUsage, *leeway, server.MaxLeeway)
+	}
+	claimPaths := server.ClaimPaths{Tenant: *claimTenant, Clearance: *claimClearance, Barriers: *claimBarriers, Roles: *claimRoles}
+	if err := claimPaths.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	keys, err := serveAuditKeys(*auditKeyFile, *auditKeyID, *auditUnkeyed)
 	if err != nil {
@@ -174,6 +191,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	log.Info("config", "listen", *listen, "database_url", redactURL(url), "jwt_hs256_secret", secretState,
 		"jwks_file", *jwksFile, "jwks_url", *jwksURL, "oidc_issuer", *oidc, "jwt_issuer", *issuer, "jwt_audience", *audience,
+		"jwt_leeway", leeway.String(), "claim_tenant", *claimTenant, "claim_clearance", *claimClearance,
+		"claim_barriers", *claimBarriers, "claim_roles", *claimRoles,
 		"migrate", *migrate, "max_conns", *maxConns, "cache_bytes", *cacheBytes, "max_body_bytes", *maxBody, "max_document_bytes", *maxDoc,
 		"max_batch_bytes", *maxBatch, "read_header_timeout", readHeader.String(), "read_timeout", read.String(),
 		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
@@ -183,7 +202,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		log.Warn("audit records are chained without a key (--audit-unkeyed): anyone who can write the database can rewrite the audit log undetected; development only")
 	}
 	verifier, err := server.NewVerifier(ctx, server.AuthConfig{HS256Secret: secret, JWKSFile: *jwksFile, JWKSURL: *jwksURL,
-		OIDCIssuer: *oidc, Issuer: *issuer, Audience: *audience, Leeway: 30 * time.Second})
+		OIDCIssuer: *oidc, Issuer: *issuer, Audience: *audience, Leeway: *leeway, Claims: claimPaths})
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,12 @@ func runToken(ctx context.Context, env Env, args []string) error {
 	if secret == "" {
 		return fmt.Errorf("%w: set CORDON_JWT_HS256_SECRET (at least %d bytes)", errUsage, server.MinHS256SecretLen)
 	}
+	for _, r := range roles {
+		// The server ignores roles it does not know; here one is a typo.
+		if !server.IsRole(r) {
+			return fmt.Errorf("%w: unknown role %q (want reader, writer, auditor or admin)", errUsage, r)
+		}
+	}
 	now := time.Now()
 	claims := server.Claims{
 		RegisteredClaims: jwt.RegisteredClaims{Subject: *sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(*ttl))},

@@ -486,7 +486,7 @@ func TestServerStatusCodes(t *testing.T) {
 		{"token without sub", "POST", retrieve, noSub, `{"query": "hold"}`, nil, 401, "unauthorized"},
 		{"token from another key", "POST", retrieve, otherKey, `{"query": "hold"}`, nil, 401, "unauthorized"},
 		{"alg none", "POST", retrieve, none, `{"query": "hold"}`, nil, 401, "unauthorized"},
-		{"unknown role", "POST", retrieve, badRole, `{"query": "hold"}`, nil, 401, "unauthorized"},
+		{"no known role", "POST", retrieve, badRole, `{"query": "hold"}`, nil, 403, "forbidden"},
 		{"bad clearance claim", "POST", retrieve, badClearance, `{"query": "hold"}`, nil, 401, "unauthorized"},
 		{"reader cannot write", "PUT", put, reader, `{"text": "x", "classification": "public"}`, nil, 403, "forbidden"},
 		{"reader cannot delete", "DELETE", "/v1/tenants/wholesale/documents/pay-001", reader, nil, nil, 403, "forbidden"},

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
@@ -30,6 +31,11 @@ const (
 
 var knownRoles = []string{RoleReader, RoleWriter, RoleAuditor, RoleAdmin}
 
+// IsRole reports whether r is one of Cordon's roles. A token's other roles
+// (an identity provider's "offline_access", "uma_authorization", ...) are
+// ignored by [Verifier.Verify]; 'cordon token' refuses them as typos.
+func IsRole(r string) bool { return slices.Contains(knownRoles, r) }
+
 // AuthConfig chooses how tokens are verified. Exactly one key source must be
 // set: HS256Secret (development and tests), JWKSFile, JWKSURL or OIDCIssuer
 // (RS256, ES256 and EdDSA keys from a JSON Web Key Set).
@@ -41,9 +47,92 @@ type AuthConfig struct {
 	// Issuer and Audience, when set, must match the token's iss and aud.
 	Issuer   string
 	Audience string
-	// Leeway tolerates clock skew on exp and nbf.
+	// Leeway tolerates clock skew on exp, nbf and iat; at most [MaxLeeway].
 	Leeway time.Duration
+	// Claims says where a token carries Cordon's claims when an identity
+	// provider names them otherwise.
+	Claims ClaimPaths
 }
+
+// DefaultLeeway is the clock skew 'cordon serve' tolerates unless told
+// otherwise; MaxLeeway bounds it, since a leeway extends every token's life.
+const (
+	DefaultLeeway = 30 * time.Second
+	MaxLeeway     = 10 * time.Minute
+)
+
+// ClaimPaths maps Cordon's claims to where an identity provider puts them.
+// Each is a top-level claim name ("groups") or a dotted path into nested
+// objects ("realm_access.roles", as Keycloak issues roles); empty means
+// Cordon's own name. A top-level claim whose name is the whole path, dots
+// included (Auth0's "https://example.com/roles"), is read as it is; a token
+// holding both that claim and the nested path is refused as ambiguous.
+//
+// A claim read under Cordon's own name may be absent (no tenant, clearance
+// public, no barriers, no roles); a mapped claim must be present in every
+// token, so a provider that stops sending it fails loudly (401, with the
+// reason in the request log) instead of quietly issuing weaker identities.
+type ClaimPaths struct {
+	Tenant    string
+	Clearance string
+	Barriers  string
+	Roles     string
+}
+
+// claimPath is one of Cordon's claims and where it is read.
+type claimPath struct {
+	claim  string   // Cordon's name: tenant, clearance, barriers, roles
+	path   string   // as configured; claim when not mapped
+	parts  []string // path split at dots
+	mapped bool
+}
+
+// maxClaimPathParts bounds a dotted claim path, well inside [MaxJSONDepth].
+const maxClaimPathParts = 8
+
+// Validate reports a path that is not a claim name or dotted path, one that
+// starts at a registered claim (sub, exp, ...), or two claims read from one
+// path. [NewVerifier] checks the same.
+func (p ClaimPaths) Validate() error {
+	_, err := p.paths()
+	return err
+}
+
+// paths checks the mapping and returns the four claims' paths.
+func (p ClaimPaths) paths() ([]claimPath, error) {
+	var out []claimPath
+	seen := map[string]string{}
+	for _, c := range []struct{ claim, path string }{
+		{"tenant", p.Tenant}, {"clearance", p.Clearance}, {"barriers", p.Barriers}, {"roles", p.Roles},
+	} {
+		cp := claimPath{claim: c.claim, path: c.path, mapped: c.path != ""}
+		if !cp.mapped {
+			cp.path = c.claim
+		}
+		cp.parts = strings.Split(cp.path, ".")
+		if len(cp.parts) > maxClaimPathParts {
+			return nil, fmt.Errorf("claim path %q for %s: more than %d parts", cp.path, c.claim, maxClaimPathParts)
+		}
+		for _, part := range cp.parts {
+			if part == "" || strings.TrimSpace(part) != part || !utf8.ValidString(part) {
+				return nil, fmt.Errorf("claim path %q for %s: want names separated by single dots, such as realm_access.roles", cp.path, c.claim)
+			}
+		}
+		if slices.Contains(registeredClaims, cp.parts[0]) {
+			return nil, fmt.Errorf("claim path %q for %s: %q is a registered JWT claim", cp.path, c.claim, cp.parts[0])
+		}
+		if other, dup := seen[cp.path]; dup {
+			return nil, fmt.Errorf("claims %s and %s are both read from %q", other, c.claim, cp.path)
+		}
+		seen[cp.path] = c.claim
+		out = append(out, cp)
+	}
+	return out, nil
+}
+
+// registeredClaims are RFC 7519's registered claim names; Cordon's claims are
+// never read from them.
+var registeredClaims = []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti"}
 
 // MinHS256SecretLen is the shortest HS256 secret accepted: 32 bytes, the
 // HMAC-SHA256 output size (RFC 7518 section 3.2).
@@ -80,6 +169,7 @@ type Claims struct {
 type Verifier struct {
 	keyfunc jwt.Keyfunc
 	opts    []jwt.ParserOption
+	paths   []claimPath
 }
 
 // NewVerifier builds a verifier from cfg. A JWKS URL or OIDC issuer is
@@ -94,7 +184,14 @@ func NewVerifier(ctx context.Context, cfg AuthConfig) (*Verifier, error) {
 	if sources != 1 {
 		return nil, errors.New("set exactly one token key source: CORDON_JWT_HS256_SECRET (development), --jwks-file, --jwks-url or --oidc-issuer")
 	}
-	v := &Verifier{opts: []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Leeway)}}
+	if cfg.Leeway < 0 || cfg.Leeway > MaxLeeway {
+		return nil, fmt.Errorf("clock leeway %v: want between 0s and %v", cfg.Leeway, MaxLeeway)
+	}
+	paths, err := cfg.Claims.paths()
+	if err != nil {
+		return nil, err
+	}
+	v := &Verifier{opts: []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Leeway)}, paths: paths}
 	if cfg.Issuer != "" {
 		v.opts = append(v.opts, jwt.WithIssuer(cfg.Issuer))
 	}
@@ -173,16 +270,17 @@ var errBadToken = errors.New("unauthorized")
 
 // Verify checks a token's signature, algorithm, expiry (required) and
 // Cordon's claims, and returns the identity it proves. The claims must be as
-// strict as a request body ([checkClaims]).
+// strict as a request body ([checkClaims]); Cordon's claims are read where
+// [AuthConfig].Claims says.
 func (v *Verifier) Verify(token string) (Identity, error) {
-	var c Claims
+	var rc jwt.RegisteredClaims
 	p := jwt.NewParser(v.opts...)
-	if _, err := p.ParseWithClaims(token, &c, v.keyfunc); err != nil {
+	if _, err := p.ParseWithClaims(token, &rc, v.keyfunc); err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", errBadToken, err)
 	}
 	// The signature holds, so the token has exactly three segments. The
-	// library decoded the claims leniently; accept them only if the payload
-	// it decoded passes the strict check.
+	// library decoded the registered claims leniently; accept them only if
+	// the payload it decoded passes the strict check.
 	_, rest, _ := strings.Cut(token, ".")
 	seg, _, _ := strings.Cut(rest, ".")
 	payload, err := p.DecodeSegment(seg)
@@ -192,7 +290,92 @@ func (v *Verifier) Verify(token string) (Identity, error) {
 	if err := checkClaims(payload); err != nil {
 		return Identity{}, fmt.Errorf("%w: claims: %w", errBadToken, err)
 	}
+	// Checked strictly above: one object, no key repeated.
+	var all map[string]any
+	if err := json.Unmarshal(payload, &all); err != nil {
+		return Identity{}, fmt.Errorf("%w: claims: %w", errBadToken, err)
+	}
+	c, err := v.claims(all)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: %w", errBadToken, err)
+	}
+	c.RegisteredClaims = rc
 	return IdentityFromClaims(c)
+}
+
+// claims reads Cordon's claims (all but the registered ones) out of a
+// verified token's payload.
+func (v *Verifier) claims(all map[string]any) (Claims, error) {
+	var c Claims
+	for _, cp := range v.paths {
+		val, err := cp.lookup(all)
+		if err != nil {
+			return c, err
+		}
+		if val == nil {
+			if cp.mapped {
+				return c, fmt.Errorf("claim %q (mapped to %s) is missing", cp.path, cp.claim)
+			}
+			continue
+		}
+		switch cp.claim {
+		case "tenant", "clearance":
+			s, ok := val.(string)
+			if !ok {
+				return c, fmt.Errorf("claim %q (%s) must be a string", cp.path, cp.claim)
+			}
+			if cp.claim == "tenant" {
+				c.Tenant = s
+			} else {
+				c.Clearance = s
+			}
+		default:
+			list, ok := val.([]any)
+			ss := make([]string, 0, len(list))
+			for _, e := range list {
+				s, isString := e.(string)
+				ok = ok && isString
+				ss = append(ss, s)
+			}
+			if !ok {
+				return c, fmt.Errorf("claim %q (%s) must be an array of strings", cp.path, cp.claim)
+			}
+			if cp.claim == "roles" {
+				c.Roles = ss
+			} else {
+				c.Barriers = ss
+			}
+		}
+	}
+	return c, nil
+}
+
+// lookup finds cp in the claims: nil when absent or JSON null.
+func (cp claimPath) lookup(all map[string]any) (any, error) {
+	literal, hasLiteral := all[cp.path]
+	if len(cp.parts) == 1 {
+		return literal, nil
+	}
+	var cur any = all
+	for i, part := range cp.parts {
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			if cur == nil || hasLiteral {
+				// The nested reading does not exist (the literal one may).
+				cur = nil
+				break
+			}
+			return nil, fmt.Errorf("claim path %q (%s): %q is not an object", cp.path, cp.claim, strings.Join(cp.parts[:i], "."))
+		}
+		cur = obj[part]
+	}
+	switch {
+	case hasLiteral && cur != nil:
+		return nil, fmt.Errorf("claim path %q (%s) is ambiguous: the token has a claim of that name and the nested path", cp.path, cp.claim)
+	case hasLiteral:
+		return literal, nil
+	}
+	return cur, nil
 }
 
 // claimNames are the JSON names of [Claims]' fields, registered claims
@@ -273,11 +456,11 @@ func IdentityFromClaims(c Claims) (Identity, error) {
 		return bad("barriers claim: " + err.Error())
 	}
 	id.Barriers = b
+	// Roles Cordon does not know are ignored: identity providers add their
+	// own ("offline_access"). A token with none of Cordon's roles is still
+	// an identity, refused with 403 by every endpoint.
 	for _, r := range c.Roles {
-		if !slices.Contains(knownRoles, r) {
-			return bad(fmt.Sprintf("unknown role %q (want reader, writer, auditor or admin)", r))
-		}
-		if !slices.Contains(id.Roles, r) {
+		if IsRole(r) && !slices.Contains(id.Roles, r) {
 			id.Roles = append(id.Roles, r)
 		}
 	}

@@ -120,7 +120,7 @@ func TestIdentityFromClaims(t *testing.T) {
 		{"bad tenant", Claims{RegisteredClaims: regSub("a"), Tenant: "T"}, true},
 		{"bad clearance", Claims{RegisteredClaims: regSub("a"), Clearance: "secret"}, true},
 		{"bad barrier", Claims{RegisteredClaims: regSub("a"), Barriers: []string{"a b"}}, true},
-		{"bad role", Claims{RegisteredClaims: regSub("a"), Roles: []string{"root"}}, true},
+		{"unknown role ignored", Claims{RegisteredClaims: regSub("a"), Roles: []string{"root", "offline_access"}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,6 +130,9 @@ func TestIdentityFromClaims(t *testing.T) {
 			}
 			if tt.name == "full" && (len(id.Roles) != 2 || id.Barriers[0] != "a" || !id.Has(RoleAuditor) || id.Has(RoleWriter)) {
 				t.Fatalf("identity = %+v", id)
+			}
+			if tt.name == "unknown role ignored" && len(id.Roles) != 0 {
+				t.Fatalf("roles = %q, want none", id.Roles)
 			}
 			if tt.name == "minimal" && id.Clearance.String() != "public" {
 				t.Fatalf("default clearance = %v, want public", id.Clearance)

@@ -4,6 +4,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/cordon-rag/cordon/internal/version"
 )
 
 // metrics are the service's Prometheus collectors, on a registry of their own
@@ -54,6 +56,14 @@ func newMetrics(pool func() *pgxpool.Pool, tenantLabels bool) *metrics {
 	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_audit_append_failures_total", Help: "Audit records that could not be written (the request failed)."})
 	m.reg.MustRegister(m.latency, m.retrievals, m.considered, m.exclEnt, m.exclFresh, m.degraded, m.auditFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The build, as 'cordon version' prints it: a constant 1 whose labels
+	// say what is running (the Prometheus build_info convention).
+	info := version.Get()
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "cordon_build_info",
+		Help:        "The running build: version, VCS revision and Go version as labels; always 1.",
+		ConstLabels: prometheus.Labels{"version": info.Version, "revision": info.Revision, "goversion": info.GoVersion},
+	}, func() float64 { return 1 }))
 	gauge := func(name, help string, f func(s *pgxpool.Stat) float64) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			p := pool()

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cordon-rag/cordon/internal/version"
+)
+
+func init() {
+	register(&command{
+		name:    "version",
+		summary: "print the version, commit, build date and Go version",
+		usage: `Usage: cordon version [--json]
+
+Prints the build of this binary: the version, commit and build date stamped
+at link time ('make build', deploy/Dockerfile), else what the Go toolchain
+recorded (module version, VCS revision and time), and the Go version. The
+same values are the labels of the cordon_build_info gauge on the metrics
+listener.
+
+Example:
+  cordon version
+  cordon version --json
+`,
+		run: runVersion,
+	})
+}
+
+func runVersion(ctx context.Context, env Env, args []string) error {
+	c := commands["version"]
+	fs := newFlagSet(c, env)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, c, env, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: version takes no arguments", errUsage)
+	}
+	info := version.Get()
+	if *asJSON {
+		b, err := json.Marshal(info)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(env.Stdout, string(b))
+		return nil
+	}
+	modified := ""
+	if info.Modified {
+		modified = " (modified)"
+	}
+	fmt.Fprintf(env.Stdout, "cordon %s\ncommit:     %s%s\nbuilt:      %s\ngo version: %s\n", info.Version, info.Revision, modified, info.BuildDate, info.GoVersion)
+	return nil
+}
