@@ -12,7 +12,8 @@
 set -eu
 corpus=$1 queries=$2 out=$3
 cordon=${CORDON:-"go run ./cmd/cordon"}
-profile='idf10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5}'
+# idf10: the lead, over the seed profile's other values.
+profile='idf10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5,"rrf_weights":{"bm25":1},"min_score":0.2,"max_chunks_per_doc":0}'
 mkdir -p "$out"
 for split in dev test; do
 	for kind in name body option heldout; do
@@ -23,11 +24,12 @@ for split in dev test; do
 		$cordon eval export --corpus "$corpus" --queries "$queries" --split $split --kind $kind --chunks "$o/chunks.jsonl"
 		python3 eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op or --out "$o/fts5-or.run"
 		python3 eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op and --out "$o/fts5-and.run"
+		python3 eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --unit doc --op or --out "$o/fts5-doc-or.run"
 		sh eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-english-or.run" english or $kind $split
 		sh eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-simple-or.run" simple or $kind $split
 		$cordon eval score --queries "$queries" --split $split --kind $kind --markdown \
 			--run "$o/bm25.run" --run "$o/dense.run" --run "$o/hybrid_rrf.run" --run "$o/hybrid_rrf_rerank.run" \
-			--run "$o/seed.run" --run "$o/idf10.run" --run "$o/fts5-or.run" --run "$o/fts5-and.run" \
+			--run "$o/seed.run" --run "$o/idf10.run" --run "$o/fts5-or.run" --run "$o/fts5-and.run" --run "$o/fts5-doc-or.run" \
 			--run "$o/pg-english-or.run" --run "$o/pg-simple-or.run" >"$o-score.md"
 	done
 done
