@@ -155,3 +155,25 @@ func TestIngestCLIBatches(t *testing.T) {
 		t.Fatalf("reader token: exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestReadmeBatchExample: the README's documents:batch command posts
+// examples/docs.ndjson, and every line of it is stored.
+func TestReadmeBatchExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "--data-binary @examples/docs.ndjson") {
+		t.Fatal("the README no longer posts examples/docs.ndjson")
+	}
+	body, err := os.ReadFile("../examples/docs.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startAPIServer(t, serverOpts{})
+	a.want(t, a.call(t, "POST", "/v1/tenants", tok(t, "root", "admin"), map[string]string{"tenant": "wholesale"}), http.StatusCreated)
+	r := a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/documents:batch", tok(t, "w", "tenant=wholesale", "writer"), body, "application/x-ndjson"), http.StatusOK)
+	if m := r.json(t); m["succeeded"] != float64(2) || m["failed"] != float64(0) {
+		t.Fatalf("got %v, want 2 succeeded, 0 failed", m)
+	}
+}
