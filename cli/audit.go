@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func init() {
-	register(&command{
+func auditCommand() *command {
+	return &command{
 		name:    "audit",
 		summary: "verify a tenant's keyed, hash-chained audit log; export its head",
 		usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed]
@@ -42,9 +41,28 @@ Examples:
   export CORDON_AUDIT_KEY_FILE=/etc/cordon/audit.keys
   cordon audit head --tenant wholesale > wholesale-head.json
   cordon audit verify --tenant wholesale --anchor wholesale-head.json
-`,
-		run: runAudit,
-	})
+` + databaseHelp,
+		subs: []*command{
+			{name: "verify", summary: "verify the tenant's audit chain", run: runAudit, usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed]
+
+Recomputes the tenant's audit chain and says where it breaks (exit 1), or
+prints the number of records, how many are unkeyed, and the head hash.
+'cordon audit --help' says more.
+
+Example:
+  cordon audit verify --tenant wholesale --anchor wholesale-head.json
+`},
+			{name: "head", summary: "verify the chain and print its newest record", run: runAudit, usage: `Usage: cordon audit head --tenant NAME [--audit-key-file FILE]
+
+Verifies the tenant's audit chain and prints its newest record as JSON, to
+keep where the database's owner cannot rewrite it and pass back to
+'verify --anchor FILE'. 'cordon audit --help' says more.
+
+Example:
+  cordon audit head --tenant wholesale > wholesale-head.json
+`},
+		},
+	}
 }
 
 // loadAuditKeyring reads a keyring file (postgres.ParseAuditKeyring).
@@ -60,18 +78,10 @@ func loadAuditKeyring(path, active string) (*postgres.AuditKeyring, error) {
 	return k, nil
 }
 
-func runAudit(ctx context.Context, env Env, args []string) error {
-	c := commands["audit"]
-	if len(args) == 0 || (args[0] != "verify" && args[0] != "head") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(env.Stdout, c.usage)
-			return errHelp()
-		}
-		return fmt.Errorf("%w: want the action 'verify' or 'head'", errUsage)
-	}
-	action := args[0]
+func runAudit(ctx context.Context, env Env, c *command, args []string) error {
+	action := c.name
 	fs := newFlagSet(c, env)
-	dbURL := fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL)")
+	dbURL := databaseFlag(fs)
 	tenant := fs.String("tenant", "", "tenant whose log to verify; required")
 	keyFile := envString(fs, env, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
 	var anchorFile *string
@@ -80,7 +90,7 @@ func runAudit(ctx context.Context, env Env, args []string) error {
 		anchorFile = fs.String("anchor", "", "a head printed by 'cordon audit head' that must still be in the chain")
 		requireKeyed = fs.Bool("require-keyed", false, "fail on any unkeyed record")
 	}
-	if err := parseFlags(fs, c, env, args[1:]); err != nil {
+	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if *tenant == "" || fs.NArg() != 0 {
@@ -106,7 +116,11 @@ func runAudit(ctx context.Context, env Env, args []string) error {
 		}
 		anchors = append(anchors, a)
 	}
-	st, err := postgres.Open(ctx, databaseURL(env, *dbURL), postgres.Options{AuditKeys: keys})
+	url, err := needDatabaseURL(env, *dbURL)
+	if err != nil {
+		return err
+	}
+	st, err := postgres.Open(ctx, url, postgres.Options{AuditKeys: keys})
 	if err != nil {
 		return err
 	}
@@ -154,5 +168,3 @@ func runAudit(ctx context.Context, env Env, args []string) error {
 	}
 	return nil
 }
-
-func errHelp() error { return flag.ErrHelp }

@@ -12,8 +12,8 @@ import (
 	"github.com/cordon-rag/cordon/bench"
 )
 
-func init() {
-	register(&command{
+func benchCommand() *command {
+	return &command{
 		name:    "bench",
 		summary: "benchmark Cordon against SQL baselines on one synthetic corpus",
 		usage: `Usage:
@@ -75,16 +75,20 @@ Examples:
   cordon bench plot --out docs/benchmarks.png bench-10k.json bench-100k.json
 `,
 		run: runBench,
-	})
+		subs: []*command{{name: "plot", summary: "plot p50 latency against corpus size", run: runBenchPlot, usage: `Usage: cordon bench plot --out FILE.png REPORT.json...
+
+Draws p50 latency against corpus size, one line per system (and per tenant
+count when reports differ in it), from reports of 'cordon bench --json'.
+
+Example:
+  cordon bench plot --out docs/benchmarks.png bench-10k.json bench-100k.json
+`}},
+	}
 }
 
-func runBench(ctx context.Context, env Env, args []string) error {
-	c := commands["bench"]
-	if len(args) > 0 && args[0] == "plot" {
-		return runBenchPlot(env, c, args[1:])
-	}
+func runBench(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
-	dbURL := fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL)")
+	dbURL := databaseFlag(fs)
 	chunks := fs.Int("chunks", 10_000, "chunks in the corpus, over all tenants")
 	tenants := fs.Int("tenants", 1, "tenants the corpus is split across")
 	queries := fs.Int("queries", 200, "measured queries per system")
@@ -185,7 +189,7 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 		rep.Reference, float64(rep.Env.MaxRSSBytes)/(1<<20), rep.Env.LoadAvg[0], rep.Env.LoadAvg[1])
 }
 
-func runBenchPlot(env Env, c *command, args []string) error {
+func runBenchPlot(_ context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	out := fs.String("out", "", "PNG file to write (required)")
 	if err := parseFlags(fs, c, env, args); err != nil {

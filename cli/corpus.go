@@ -15,8 +15,8 @@ import (
 	"github.com/cordon-rag/cordon/corpus"
 )
 
-func init() {
-	register(&command{
+func corpusCommand() *command {
+	return &command{
 		name:    "corpus",
 		summary: "build evaluation corpora: man pages to Markdown, known-item queries",
 		usage: `Usage:
@@ -66,37 +66,33 @@ Examples:
   cordon corpus queries --corpus /tmp/man --out /tmp/man-queries.jsonl
   cordon corpus queries --corpus /tmp/man --kinds name,body,option,heldout --out /tmp/man-queries.jsonl
 `,
-		run: runCorpus,
-	})
+		subs: []*command{
+			{name: "manpages", summary: "render man pages to Markdown documents", usage: corpusManPagesUsage, run: runCorpusManPages},
+			{name: "queries", summary: "build known-item query sets of a corpus", usage: corpusQueriesUsage, run: runCorpusQueries},
+		},
+	}
 }
 
-func runCorpus(ctx context.Context, env Env, args []string) error {
-	c := commands["corpus"]
-	if len(args) == 0 {
-		return fmt.Errorf("%w: want a subcommand: manpages or queries", errUsage)
-	}
-	switch args[0] {
-	case "manpages":
-		return runCorpusManPages(ctx, env, c, args[1:])
-	case "queries":
-		return runCorpusQueries(env, c, args[1:])
-	case "-h", "--help", "-help", "help":
-		fmt.Fprint(env.Stdout, c.usage)
-		return nil
-	}
-	return fmt.Errorf("%w: unknown subcommand %q (want manpages or queries)", errUsage, args[0])
-}
+const corpusManPagesUsage = `Usage: cordon corpus manpages --out DIR [--sections 1,5,8] [--exclude GLOBS] [--every N]
+                              [--limit N] [--max-bytes N] [--width 100] [--workers N] [--replace]
 
-// splitList splits a comma-separated flag value, dropping empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+Renders the machine's English manual pages into Markdown, one file per page:
+DIR/man/<section>/<name>.md, doc id man/<section>/<name> (the path without
+.md, the rule 'cordon ingest' and 'cordon eval' use too). 'cordon corpus
+--help' says more.
+
+Example:
+  cordon corpus manpages --out /tmp/man-sample --sections 1 --limit 200
+`
+
+const corpusQueriesUsage = `Usage: cordon corpus queries --corpus DIR [--out FILE.jsonl] [--kinds name,body,option,heldout]
+
+Builds known-item query sets of a converted corpus as JSON Lines. 'cordon
+corpus --help' describes the kinds and the dev/test split.
+
+Example:
+  cordon corpus queries --corpus /tmp/man --kinds name,body --out /tmp/man-queries.jsonl
+`
 
 func runCorpusManPages(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
@@ -167,11 +163,11 @@ func runCorpusManPages(ctx context.Context, env Env, c *command, args []string) 
 	return nil
 }
 
-func runCorpusQueries(env Env, c *command, args []string) error {
+func runCorpusQueries(_ context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
 	out := fs.String("out", "-", "query file to write (JSON Lines); - for stdout")
-	var kindNames commaListFlag
+	var kindNames listFlag
 	fs.Var(&kindNames, "kinds", "query kinds: name, body, option, heldout (repeatable or comma-separated; default name)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err

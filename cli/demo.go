@@ -19,8 +19,8 @@ import (
 	"github.com/cordon-rag/cordon/store/memory"
 )
 
-func init() {
-	register(&command{
+func demoCommand() *command {
+	return &command{
 		name:    "demo",
 		summary: "a worked, annotated session on the in-memory store (start here)",
 		usage: `Usage: cordon demo
@@ -48,11 +48,10 @@ Example:
   cordon demo | less
 `,
 		run: runDemo,
-	})
+	}
 }
 
-func runDemo(ctx context.Context, env Env, args []string) error {
-	c := commands["demo"]
+func runDemo(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err

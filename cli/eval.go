@@ -22,8 +22,8 @@ import (
 	"github.com/cordon-rag/cordon/replay"
 )
 
-func init() {
-	register(&command{
+func evalCommand() *command {
+	return &command{
 		name:    "eval",
 		summary: "measure retrieval quality: recall@k, MRR@10, nDCG@10 per pipeline; score TREC runs",
 		usage: `Usage:
@@ -108,23 +108,36 @@ Examples:
   cordon eval plot --out docs/quality.png kept.json heldout.json
 `,
 		run: runEval,
-	})
+		subs: []*command{
+			{name: "score", summary: "score TREC runs against a query file", run: runEvalScore, usage: `Usage: cordon eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
+              [--split dev|test] [--bootstrap N] [--markdown | --json]
+
+Scores TREC runs ("qid Q0 docid rank score tag" per line) with the
+document-level metrics of 'cordon eval'; each run after the first gets
+paired bootstrap intervals against the first. 'cordon eval --help' says more.
+
+Example:
+  cordon eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
+`},
+			{name: "export", summary: "write the chunks eval indexes, for another system", run: runEvalExport, usage: `Usage: cordon eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
+              [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
+
+Writes the chunks 'cordon eval' indexes with the same inputs, one
+{"chunk_id", "doc_id", "text"} line each. 'cordon eval --help' says more.
+
+Example:
+  cordon eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
+`},
+			{name: "plot", summary: "draw saved runs as a PNG bar chart", run: runEvalPlot, usage: `Usage: cordon eval plot --out FILE.png RUN.json...
+
+Draws runs saved by 'cordon eval --save' (or --json) as a bar chart.
+
+Example:
+  cordon eval plot --out docs/quality.png kept.json heldout.json
+`},
+		},
+	}
 }
-
-// commaListFlag is a repeatable flag that also splits on commas.
-type commaListFlag []string
-
-func (s *commaListFlag) String() string { return fmt.Sprint(*s) }
-func (s *commaListFlag) Set(v string) error {
-	*s = append(*s, splitList(v)...)
-	return nil
-}
-
-// profileFlag is the repeatable --profile NAME=JSON|@FILE.
-type profileFlag []string
-
-func (s *profileFlag) String() string     { return fmt.Sprint(*s) }
-func (s *profileFlag) Set(v string) error { *s = append(*s, v); return nil }
 
 // policyArg reads a --policy or --profile value: JSON, or @FILE holding it.
 func policyArg(v string) ([]byte, error) {
@@ -197,28 +210,17 @@ func loadDocs(dir string) ([]corpus.Doc, []eval.Document, error) {
 	return docs, edocs, nil
 }
 
-func runEval(ctx context.Context, env Env, args []string) error {
-	c := commands["eval"]
-	if len(args) > 0 {
-		switch args[0] {
-		case "plot":
-			return runEvalPlot(env, c, args[1:])
-		case "score":
-			return runEvalScore(env, c, args[1:])
-		case "export":
-			return runEvalExport(ctx, env, c, args[1:])
-		}
-	}
+func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
 	queriesPath := fs.String("queries", "", "query file, JSON Lines (required)")
-	var kinds commaListFlag
+	var kinds listFlag
 	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
 	split := fs.String("split", "", "only queries of this split (dev or test)")
-	var drop commaListFlag
+	var drop listFlag
 	fs.Var(&drop, "drop-section", "section name to hold out of every document (repeatable, or comma-separated)")
 	policy := fs.String("policy", "", "the service profile: a SPEC 9 policy JSON object over the service defaults, or @FILE")
-	var profiles profileFlag
+	var profiles repeatFlag
 	fs.Var(&profiles, "profile", "NAME=JSON or NAME=@FILE: an extra pipeline, a policy over the service profile (repeatable)")
 	k1 := fs.Float64("k1", index.DefaultSettings().BM25.K1, "BM25 k1")
 	bParam := fs.Float64("b", index.DefaultSettings().BM25.B, "BM25 b")
@@ -388,7 +390,7 @@ func writePlot(path string, runs []eval.Evaluation) error {
 	return nil
 }
 
-func runEvalPlot(env Env, c *command, args []string) error {
+func runEvalPlot(_ context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	out := fs.String("out", "", "PNG file to write (required)")
 	if err := parseFlags(fs, c, env, args); err != nil {
@@ -449,14 +451,14 @@ func writeTREC(dir string, queries []eval.Query, per []eval.QueryResult) error {
 	return nil
 }
 
-func runEvalScore(env Env, c *command, args []string) error {
+func runEvalScore(_ context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	queriesPath := fs.String("queries", "", "query file, JSON Lines (required)")
-	var runs profileFlag
+	var runs repeatFlag
 	fs.Var(&runs, "run", "TREC run file (repeatable; the first is the baseline of the intervals)")
-	var compare profileFlag
+	var compare repeatFlag
 	fs.Var(&compare, "compare", "another TREC run file, compared with the first --run (same as a further --run)")
-	var kinds commaListFlag
+	var kinds listFlag
 	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
 	split := fs.String("split", "", "only queries of this split (dev or test)")
 	k := fs.Int("k", eval.K, "metric cut-off; only 10 is supported")
@@ -525,10 +527,10 @@ func runEvalExport(ctx context.Context, env Env, c *command, args []string) erro
 	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
 	queriesPath := fs.String("queries", "", "query file, JSON Lines (required: its held-out passages are removed)")
 	out := fs.String("chunks", "", "JSON Lines file to write (required)")
-	var kinds commaListFlag
+	var kinds listFlag
 	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
 	split := fs.String("split", "", "only queries of this split (dev or test)")
-	var drop commaListFlag
+	var drop listFlag
 	fs.Var(&drop, "drop-section", "section name to hold out of every document (repeatable, or comma-separated)")
 	maxWords := fs.Int("max-words", index.DefaultSettings().Chunking.MaxWords, "chunk window size in words")
 	overlap := fs.Int("overlap-words", index.DefaultSettings().Chunking.OverlapWords, "chunk window overlap in words")

@@ -3,14 +3,19 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/blake2b"
@@ -19,40 +24,119 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func init() {
-	register(&command{
+func ingestCommand() *command {
+	return &command{
 		name:    "ingest",
 		summary: "load Markdown/text files into a tenant (resumable)",
 		usage: `Usage: cordon ingest --tenant NAME [flags] PATH...
+       cordon ingest --server URL --token T [--tenant NAME] [flags] PATH...
 
-Puts every Markdown or text file under each PATH (a file or a folder, walked
-recursively) into the tenant, one transaction per file. A document's id is its
-path relative to the PATH argument it was found under (for a file argument, its
-name), with characters outside A-Z a-z 0-9 . _ : / - replaced by '_'.
+Puts every Markdown or text file (.md, .markdown, .txt, .text) under each
+PATH (a file or a folder, walked recursively; hidden folders are not walked)
+into the tenant. --include GLOB takes more files from folders whatever their
+extension ('README', '*.rst'); --exclude GLOB leaves files out and wins over
+everything (both repeatable; a pattern with a '/' matches the path below
+PATH, any other the file's name). A file named as a PATH is always taken
+unless excluded. Files left out are counted by reason at the end; -v lists
+each with its reason (compressed files such as README.gz are left out:
+decompress them first).
 
-Resumable: a file whose content hash equals the stored document's is skipped,
-so re-running after an interruption only loads what is missing or changed
-(--force re-puts everything, e.g. after changing --classification). A progress
-bar with rate and ETA goes to stderr; failures are listed at the end and make
-the exit status 1.
+A document's id is its path relative to the PATH argument it was found under
+(for a file argument, its name) without a trailing ".md", with characters
+outside A-Z a-z 0-9 . _ : / - replaced by '_': handbook/payments/holds.md is
+payments/holds, notes.txt stays notes.txt. It is the rule of 'cordon corpus'
+and 'cordon eval', so an ingested corpus folder has the ids its query files
+name.
+
+Files go in batches of --batch documents, --workers batches at a time: into
+the database, one transaction per batch (PutBatch; a batch that fails on a
+bad file is retried file by file, so only that file fails); with --server, one
+POST /v1/tenants/{tenant}/documents:batch per batch with a writer token
+(--token or $CORDON_TOKEN), for teams that do not hand out database
+credentials.
+
+Resumable: against the database, a file whose content hash equals the stored
+document's is skipped, so re-running after an interruption only loads what is
+missing or changed (--force re-puts everything, e.g. after changing
+--classification); over HTTP every file is put again (the API does not
+expose content hashes). Progress with rate and ETA goes to stderr: a bar on a
+terminal, a plain line every 5 seconds otherwise (--quiet: none). Failures
+are listed at the end and make the exit status 1.
 
 Examples:
   cordon ingest --tenant wholesale --classification internal docs/
   cordon ingest --tenant wholesale --classification confidential --barrier deal-x memos/falcon.md
-`,
+  cordon ingest --tenant docs --include 'README' --exclude 'changelog*' -v /usr/share/doc
+  cordon ingest --server http://127.0.0.1:8080 --token "$WRITER" --batch 100 --workers 8 handbook/
+` + databaseHelp,
 		run: runIngest,
-	})
+	}
 }
 
+// ingestExts are the extensions ingest takes from a folder without
+// --include.
 var ingestExts = []string{".md", ".markdown", ".txt", ".text"}
+
+// compressedExts are skipped with a reason of their own.
+var compressedExts = []string{".gz", ".bz2", ".xz", ".zst", ".z", ".zip"}
 
 type ingestFile struct {
 	path, docID string
 }
 
-// docIDFor maps a relative path to a doc id.
+// skippedFile is a file or folder ingest did not read, and why.
+type skippedFile struct {
+	path   string
+	kind   string // the reason's class, counted in the summary
+	detail string // the reason for this file (-v)
+}
+
+// Skip reasons.
+const (
+	skipName       = "not Markdown or text by name"
+	skipCompressed = "compressed"
+	skipExcluded   = "excluded"
+	skipHidden     = "hidden folder"
+	skipIrregular  = "not a regular file"
+)
+
+// ingestSelect picks files by glob: --include adds files whatever their
+// extension, --exclude removes files (it wins over everything else).
+type ingestSelect struct {
+	include, exclude []string
+}
+
+func (s ingestSelect) validate() error {
+	for _, p := range slices.Concat(s.include, s.exclude) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("bad glob pattern %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// matchAny returns the first pattern matching rel (a slash path relative to
+// the PATH argument): a pattern with a '/' is matched against rel, any other
+// against the file's name.
+func matchAny(patterns []string, rel string) (string, bool) {
+	for _, p := range patterns {
+		target := path.Base(rel)
+		if strings.Contains(p, "/") {
+			target = rel
+		}
+		if ok, _ := path.Match(p, target); ok {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// docIDFor maps a path relative to a PATH argument to a doc id: the slash
+// path without a trailing ".md" (the rule of 'cordon corpus' and 'cordon
+// eval', so a corpus folder ingested gets the ids its query files name),
+// with characters outside A-Z a-z 0-9 . _ : / - replaced by '_'.
 func docIDFor(rel string) string {
-	rel = filepath.ToSlash(rel)
+	rel = strings.TrimSuffix(filepath.ToSlash(rel), ".md")
 	b := []byte(rel)
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:/-", c) >= 0) {
@@ -62,64 +146,131 @@ func docIDFor(rel string) string {
 	return string(b)
 }
 
-func collectFiles(paths []string) ([]ingestFile, error) {
+// collectFiles lists the files to ingest under paths and the ones left out,
+// with the reason. A file named as a PATH is taken unless --exclude matches
+// it.
+func collectFiles(paths []string, sel ingestSelect) ([]ingestFile, []skippedFile, error) {
 	var out []ingestFile
+	var skipped []skippedFile
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !info.IsDir() {
+			if pat, ok := matchAny(sel.exclude, filepath.ToSlash(filepath.Base(p))); ok {
+				skipped = append(skipped, skippedFile{p, skipExcluded, "matches --exclude " + pat})
+				continue
+			}
 			out = append(out, ingestFile{path: p, docID: docIDFor(filepath.Base(p))})
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(p, func(fp string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
+			if fp == p {
+				return nil
+			}
+			rel, err := filepath.Rel(p, fp)
+			if err != nil {
+				return err
+			}
+			slashRel := filepath.ToSlash(rel)
 			if d.IsDir() {
-				if path != p && strings.HasPrefix(d.Name(), ".") {
+				if strings.HasPrefix(d.Name(), ".") {
+					skipped = append(skipped, skippedFile{fp, skipHidden, "hidden folder, not walked"})
 					return filepath.SkipDir
 				}
 				return nil
 			}
-			if !d.Type().IsRegular() || !slices.Contains(ingestExts, strings.ToLower(filepath.Ext(path))) {
+			if pat, ok := matchAny(sel.exclude, slashRel); ok {
+				skipped = append(skipped, skippedFile{fp, skipExcluded, "matches --exclude " + pat})
 				return nil
 			}
-			rel, err := filepath.Rel(p, path)
-			if err != nil {
-				return err
+			if !d.Type().IsRegular() {
+				skipped = append(skipped, skippedFile{fp, skipIrregular, "not a regular file (symbolic link, socket, ...)"})
+				return nil
 			}
-			out = append(out, ingestFile{path: path, docID: docIDFor(rel)})
+			ext := strings.ToLower(filepath.Ext(fp))
+			_, included := matchAny(sel.include, slashRel)
+			switch {
+			case included || slices.Contains(ingestExts, ext):
+				out = append(out, ingestFile{path: fp, docID: docIDFor(rel)})
+			case slices.Contains(compressedExts, ext):
+				skipped = append(skipped, skippedFile{fp, skipCompressed, "compressed (" + ext + "): decompress it first"})
+			case ext == "":
+				skipped = append(skipped, skippedFile{fp, skipName, "no extension; --include '" + d.Name() + "' takes it"})
+			default:
+				skipped = append(skipped, skippedFile{fp, skipName, "extension " + ext + " is not .md, .markdown, .txt or .text; --include '*" + ext + "' takes it"})
+			}
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
-// progress draws a one-line progress bar with rate and ETA on w, at most ten
-// times a second.
+// skipSummary counts skipped files by reason: "2 not Markdown or text by
+// name, 1 compressed".
+func skipSummary(skipped []skippedFile) string {
+	counts := map[string]int{}
+	var kinds []string
+	for _, s := range skipped {
+		if counts[s.kind] == 0 {
+			kinds = append(kinds, s.kind)
+		}
+		counts[s.kind]++
+	}
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// progress reports ingest progress on w: on a terminal a bar redrawn in
+// place ('\r') at most ten times a second; elsewhere (a log file, a CI job)
+// a plain line at most every lineEvery, and always a last line.
 type progress struct {
-	w     io.Writer
-	total int
-	start time.Time
-	last  time.Time
-	off   bool
+	mu        sync.Mutex
+	w         io.Writer
+	tty       bool
+	total     int
+	start     time.Time
+	last      time.Time
+	off       bool
+	lineEvery time.Duration
+}
+
+func newProgress(w io.Writer, total int, off bool) *progress {
+	now := time.Now()
+	return &progress{w: w, tty: isTerminal(w), total: total, start: now, last: now, off: off, lineEvery: 5 * time.Second}
 }
 
 func (p *progress) draw(done int, final bool) {
-	if p.off || (!final && time.Since(p.last) < 100*time.Millisecond) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	every := p.lineEvery
+	if p.tty {
+		every = 100 * time.Millisecond
+	}
+	if p.off || (!final && time.Since(p.last) < every) {
 		return
 	}
 	p.last = time.Now()
-	const width = 30
-	filled := width
-	if p.total > 0 {
-		filled = done * width / p.total
-	}
 	el := time.Since(p.start).Seconds()
 	rate := 0.0
 	if el > 0 {
@@ -129,34 +280,201 @@ func (p *progress) draw(done int, final bool) {
 	if rate > 0 {
 		eta = (time.Duration(float64(p.total-done)/rate) * time.Second).Round(time.Second).String()
 	}
+	if !p.tty {
+		pct := 100.0
+		if p.total > 0 {
+			pct = 100 * float64(done) / float64(p.total)
+		}
+		fmt.Fprintf(p.w, "ingest: %d/%d files (%.0f%%)  %.1f files/s  ETA %s\n", done, p.total, pct, rate, eta)
+		return
+	}
+	const width = 30
+	filled := width
+	if p.total > 0 {
+		filled = done * width / p.total
+	}
 	fmt.Fprintf(p.w, "\r[%s%s] %d/%d files  %.1f files/s  ETA %s   ", strings.Repeat("=", filled), strings.Repeat(" ", width-filled), done, p.total, rate, eta)
 	if final {
 		fmt.Fprintln(p.w)
 	}
 }
 
-func runIngest(ctx context.Context, env Env, args []string) error {
-	c := commands["ingest"]
+// ingestSink is where ingest writes: the Postgres store or the HTTP API.
+type ingestSink interface {
+	// hashes returns the stored documents' content hashes; nil when the
+	// sink cannot tell (every file is then put).
+	hashes(ctx context.Context) (map[string][]byte, error)
+	// putBatch puts docs and returns one error per document (nil: stored),
+	// or a fatal error that stops the ingest (unreachable, no such tenant,
+	// not allowed).
+	putBatch(ctx context.Context, docs []cordontype.Document) ([]error, error)
+	close()
+}
+
+// storeSink writes through the store's PutBatch, one transaction per
+// batch. A batch that fails on a document is retried one document at a
+// time, so that only the bad files fail.
+type storeSink struct {
+	st     *postgres.Store
+	tenant string
+}
+
+func (s storeSink) hashes(ctx context.Context) (map[string][]byte, error) {
+	return s.st.DocumentHashes(ctx, s.tenant)
+}
+
+func fatalStoreError(err error) bool {
+	return errors.Is(err, postgres.ErrUnavailable) || errors.Is(err, postgres.ErrTenantNotFound) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func (s storeSink) putBatch(ctx context.Context, docs []cordontype.Document) ([]error, error) {
+	errs := make([]error, len(docs))
+	_, err := s.st.PutBatch(ctx, docs)
+	switch {
+	case err == nil:
+		return errs, nil
+	case fatalStoreError(err):
+		return nil, err
+	case len(docs) == 1:
+		errs[0] = err
+		return errs, nil
+	}
+	for i := range docs {
+		if _, err := s.st.Put(ctx, docs[i]); err != nil {
+			if fatalStoreError(err) {
+				return nil, err
+			}
+			errs[i] = err
+		}
+	}
+	return errs, nil
+}
+
+func (s storeSink) close() { s.st.Close() }
+
+// httpSink writes through POST /v1/tenants/{tenant}/documents:batch with a
+// writer token, for teams that do not hand out database credentials.
+type httpSink struct {
+	client *http.Client
+	base   string
+	token  string
+	tenant string
+}
+
+func (h httpSink) hashes(context.Context) (map[string][]byte, error) { return nil, nil }
+
+func (h httpSink) putBatch(ctx context.Context, docs []cordontype.Document) ([]error, error) {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	for _, d := range docs {
+		line := map[string]any{"doc_id": d.DocID, "text": d.Text, "classification": d.Classification.String(),
+			"barriers": d.Barriers, "as_of_tick": d.AsOfTick, "title": d.Title, "metadata": d.Metadata}
+		if err := enc.Encode(line); err != nil {
+			return nil, fmt.Errorf("encode %s: %w", d.DocID, err)
+		}
+	}
+	u := strings.TrimSuffix(h.base, "/") + "/v1/tenants/" + url.PathEscape(h.tenant) + "/documents:batch"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, &body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("server answered %s: %s", resp.Status, strings.TrimSpace(string(raw)))
+	}
+	var out struct {
+		Results []struct {
+			Line   int `json:"line"`
+			Status int `json:"status"`
+			Error  *struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
+	errs := make([]error, len(docs))
+	seen := 0
+	for _, r := range out.Results {
+		i := r.Line - 1 // one document per line, no blank lines
+		if i < 0 || i >= len(docs) {
+			return nil, fmt.Errorf("server answered for line %d of a %d-line batch", r.Line, len(docs))
+		}
+		seen++
+		if r.Error != nil {
+			errs[i] = fmt.Errorf("%d %s: %s", r.Status, r.Error.Code, r.Error.Message)
+		}
+	}
+	if seen != len(docs) {
+		return nil, fmt.Errorf("server answered for %d of %d documents", seen, len(docs))
+	}
+	return errs, nil
+}
+
+func (h httpSink) close() {}
+
+// ingestBatchBytes caps the text of one batch, whatever --batch says.
+const ingestBatchBytes = 16 << 20
+
+func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
-	dbURL := fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL)")
-	tenant := fs.String("tenant", "", "tenant to load into; required")
+	dbURL := databaseFlag(fs)
+	server := fs.String("server", "", "ingest over HTTP through this 'cordon serve' (POST .../documents:batch) instead of the database")
+	token := envString(fs, env, "token", "CORDON_TOKEN", "", "with --server: a bearer token with the writer role")
+	tenant := fs.String("tenant", "", "tenant to load into; required (with --server: default the token's tenant claim)")
 	class := fs.String("classification", "internal", "classification of every file: public, internal, confidential, restricted")
 	asOf := fs.Int64("as-of-tick", -1, "as_of_tick of every file (default: the file's modification time, Unix seconds)")
 	force := fs.Bool("force", false, "re-put unchanged files too")
-	quiet := fs.Bool("quiet", false, "no progress bar")
-	var barriers multiFlag
+	quiet := fs.Bool("quiet", false, "no progress display")
+	var verbose bool
+	fs.BoolVar(&verbose, "v", false, "list every skipped file with the reason")
+	fs.BoolVar(&verbose, "verbose", false, "same as -v")
+	batchSize := fs.Int("batch", 64, "documents per batch (one transaction, or one documents:batch request)")
+	workers := fs.Int("workers", 4, "batches written in parallel")
+	timeout := fs.Duration("timeout", 5*time.Minute, "with --server: timeout of one batch request")
+	var barriers, include, exclude listFlag
 	fs.Var(&barriers, "barrier", "barrier label of every file (repeatable)")
+	fs.Var(&include, "include", "glob of extra files to take from folders, e.g. 'README' or '*.rst' (repeatable)")
+	fs.Var(&exclude, "exclude", "glob of files to leave out, e.g. 'CHANGELOG*' or 'drafts/*' (repeatable)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
-	if *tenant == "" || fs.NArg() == 0 {
+	if *server != "" && *tenant == "" {
+		*tenant = tokenTenant(*token)
+	}
+	switch {
+	case *tenant == "" || fs.NArg() == 0:
 		return fmt.Errorf("%w: ingest needs --tenant NAME and at least one PATH", errUsage)
+	case *batchSize < 1 || *workers < 1:
+		return fmt.Errorf("%w: --batch and --workers must be at least 1", errUsage)
+	case *server != "" && *dbURL != "":
+		return fmt.Errorf("%w: give --server or --database-url, not both", errUsage)
+	case *server != "" && *token == "":
+		return fmt.Errorf("%w: --server needs a writer token: --token or $CORDON_TOKEN", errUsage)
 	}
 	cl, err := cordontype.ParseClassification(*class)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
-	files, err := collectFiles(fs.Args())
+	sel := ingestSelect{include: include, exclude: exclude}
+	if err := sel.validate(); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	files, skipped, err := collectFiles(fs.Args(), sel)
 	if err != nil {
 		return err
 	}
@@ -167,59 +485,161 @@ func runIngest(ctx context.Context, env Env, args []string) error {
 		}
 		seen[f.docID] = f.path
 	}
-	st, err := postgres.Open(ctx, databaseURL(env, *dbURL), postgres.Options{})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	hashes, err := st.DocumentHashes(ctx, *tenant)
-	if err != nil {
-		return err
-	}
-	type failure struct{ path, msg string }
-	var failures []failure
-	put, skipped := 0, 0
-	bar := &progress{w: env.Stderr, total: len(files), start: time.Now(), off: *quiet}
-	for i, f := range files {
-		if err := ctx.Err(); err != nil {
-			bar.draw(i, true)
-			return fmt.Errorf("interrupted after %d of %d files (re-run to resume): %w", i, len(files), err)
+	var sink ingestSink
+	if *server != "" {
+		sink = httpSink{client: &http.Client{Timeout: *timeout}, base: *server, token: *token, tenant: *tenant}
+	} else {
+		url, err := needDatabaseURL(env, *dbURL)
+		if err != nil {
+			return err
 		}
-		bar.draw(i, false)
+		st, err := postgres.Open(ctx, url, postgres.Options{})
+		if err != nil {
+			return err
+		}
+		sink = storeSink{st: st, tenant: *tenant}
+	}
+	defer sink.close()
+	hashes, err := sink.hashes(ctx)
+	if err != nil {
+		return err
+	}
+
+	type failure struct{ path, msg string }
+	var (
+		mu       sync.Mutex
+		failures []failure
+		put      int
+		done     int
+		fatal    error
+	)
+	bar := newProgress(env.Stderr, len(files), *quiet)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type batch struct {
+		docs  []cordontype.Document
+		paths []string
+	}
+	batches := make(chan batch)
+	var wg sync.WaitGroup
+	for range *workers {
+		wg.Go(func() {
+			for b := range batches {
+				errs, err := sink.putBatch(ctx, b.docs)
+				mu.Lock()
+				if err != nil {
+					if fatal == nil {
+						fatal = fmt.Errorf("stopped at %s (re-run to resume): %w", b.paths[0], err)
+					}
+					cancel()
+				} else {
+					for i, e := range errs {
+						if e != nil {
+							failures = append(failures, failure{b.paths[i], e.Error()})
+						} else {
+							put++
+						}
+					}
+					done += len(b.docs)
+				}
+				d := done
+				mu.Unlock()
+				bar.draw(d, false)
+			}
+		})
+	}
+	var cur batch
+	curBytes := 0
+	send := func() bool {
+		if len(cur.docs) == 0 {
+			return true
+		}
+		select {
+		case batches <- cur:
+		case <-ctx.Done():
+			return false
+		}
+		cur, curBytes = batch{}, 0
+		return true
+	}
+	unchanged := 0
+	for _, f := range files {
+		if ctx.Err() != nil {
+			break
+		}
 		data, err := os.ReadFile(f.path)
 		if err != nil {
+			mu.Lock()
 			failures = append(failures, failure{f.path, err.Error()})
+			done++
+			mu.Unlock()
 			continue
 		}
 		sum := blake2b.Sum256(data)
 		if old, ok := hashes[f.docID]; ok && !*force && bytes.Equal(old, sum[:]) {
-			skipped++
+			mu.Lock()
+			unchanged++
+			done++
+			mu.Unlock()
 			continue
 		}
 		tick := *asOf
 		if tick < 0 {
+			tick = 0
 			if info, err := os.Stat(f.path); err == nil {
 				tick = max(info.ModTime().Unix(), 0)
-			} else {
-				tick = 0
 			}
 		}
-		doc := cordontype.Document{Tenant: *tenant, DocID: f.docID, Text: string(data), Classification: cl, Barriers: barriers, AsOfTick: tick,
-			Title: filepath.Base(f.path), Metadata: map[string]any{"source_path": filepath.ToSlash(f.path)}}
-		if _, err := st.Put(ctx, doc); err != nil {
-			if errors.Is(err, postgres.ErrUnavailable) || errors.Is(err, postgres.ErrTenantNotFound) {
-				bar.draw(i, true)
-				return fmt.Errorf("stopped at %s after %d of %d files (re-run to resume): %w", f.path, i, len(files), err)
-			}
+		doc := cordontype.Document{Tenant: *tenant, DocID: f.docID, Text: string(data), Classification: cl,
+			Barriers: slices.Clone([]string(barriers)), AsOfTick: tick, Title: filepath.Base(f.path),
+			Metadata: map[string]any{"source_path": filepath.ToSlash(f.path)}}
+		// Checked here too: JSON would turn invalid UTF-8 into U+FFFD on
+		// the way to the server, and Cordon never repairs text.
+		if err := doc.Validate(); err != nil {
+			mu.Lock()
 			failures = append(failures, failure{f.path, err.Error()})
+			done++
+			mu.Unlock()
 			continue
 		}
-		put++
+		if len(cur.docs) > 0 && curBytes+len(data) > ingestBatchBytes {
+			if !send() {
+				break
+			}
+		}
+		cur.docs = append(cur.docs, doc)
+		cur.paths = append(cur.paths, f.path)
+		curBytes += len(data)
+		if len(cur.docs) >= *batchSize && !send() {
+			break
+		}
 	}
-	bar.draw(len(files), true)
-	fmt.Fprintf(env.Stdout, "ingested %d, unchanged %d (skipped), failed %d of %d files into tenant %s\n", put, skipped, len(failures), len(files), *tenant)
+	send()
+	close(batches)
+	wg.Wait()
+	bar.draw(done, true)
+	if fatal == nil && ctx.Err() != nil {
+		fatal = fmt.Errorf("interrupted after %d of %d files (re-run to resume): %w", done, len(files), ctx.Err())
+	}
+	slices.SortFunc(failures, func(a, b failure) int { return strings.Compare(a.path, b.path) })
+	fmt.Fprintf(env.Stdout, "ingested %d, unchanged %d, failed %d of %d files into tenant %s\n", put, unchanged, len(failures), len(files), *tenant)
+	if len(skipped) > 0 {
+		more := " (-v lists them)"
+		if verbose {
+			more = ":"
+		}
+		fmt.Fprintf(env.Stdout, "skipped %d: %s%s\n", len(skipped), skipSummary(skipped), more)
+		if verbose {
+			for _, s := range skipped {
+				fmt.Fprintf(env.Stdout, "  SKIPPED %s: %s\n", s.path, s.detail)
+			}
+		}
+	}
 	for _, f := range failures {
 		fmt.Fprintf(env.Stdout, "  FAILED %s: %s\n", f.path, f.msg)
+	}
+	if fatal != nil {
+		return fatal
 	}
 	if len(failures) > 0 {
 		return fmt.Errorf("%d files failed", len(failures))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/cordon-rag/cordon/bm25"
@@ -14,37 +15,8 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func init() {
-	storeOpeners["postgres"] = func(ctx context.Context, env Env, url string, o replayOptions) (replay.OpenFunc, func(), error) {
-		if _, err := postgres.Migrate(ctx, url); err != nil {
-			return nil, nil, err
-		}
-		if len(o.reset) > 0 {
-			admin, err := postgres.Open(ctx, url, postgres.Options{})
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, t := range o.reset {
-				if _, err := admin.DropTenant(ctx, t); err != nil {
-					admin.Close()
-					return nil, nil, err
-				}
-			}
-			admin.Close()
-		}
-		var st *postgres.Store
-		open := func(ctx context.Context, s index.Settings) (replay.Store, error) {
-			var err error
-			st, err = postgres.Open(ctx, url, postgres.Options{AutoCreate: &s, CacheBytes: o.cacheBytes})
-			return st, err
-		}
-		return open, func() {
-			if st != nil {
-				st.Close()
-			}
-		}, nil
-	}
-	register(&command{
+func migrateCommand() *command {
+	return &command{
 		name:    "migrate",
 		summary: "apply Cordon's database migrations (goose)",
 		usage: `Usage: cordon migrate [--database-url URL] [up|status|down-to VERSION]
@@ -69,10 +41,39 @@ has both).
 Examples:
   cordon migrate --database-url postgres://cordon@127.0.0.1:5432/cordon
   CORDON_DATABASE_URL=postgres://... cordon migrate status
-`,
+` + databaseHelp,
 		run: runMigrate,
-	})
-	register(&command{
+		subs: []*command{
+			{name: "up", summary: "apply every pending migration", run: runMigrate, usage: `Usage: cordon migrate up [--database-url URL]
+
+Applies every pending migration under an advisory lock and prints the
+database's version. 'cordon migrate' alone does the same.
+` + databaseHelp + `
+Example:
+  cordon migrate up --database-url postgres://cordon@127.0.0.1:5432/cordon
+`},
+			{name: "status", summary: "print the database's and the latest version (reads only)", run: runMigrate, usage: `Usage: cordon migrate status [--database-url URL]
+
+Prints the database's migration version and the latest this binary knows.
+It only reads: a database never migrated is at version 0.
+` + databaseHelp + `
+Example:
+  cordon migrate status --database-url "$URL"
+`},
+			{name: "down-to", summary: "roll back to VERSION", run: runMigrate, usage: `Usage: cordon migrate down-to [--database-url URL] VERSION
+
+Rolls migrations back to VERSION; 0 removes Cordon and every tenant schema,
+documents included.
+` + databaseHelp + `
+Example:
+  cordon migrate down-to 3
+`},
+		},
+	}
+}
+
+func tenantCommand() *command {
+	return &command{
 		name:    "tenant",
 		summary: "create, drop or list tenants (one Postgres schema each)",
 		usage: `Usage: cordon tenant create|set|drop|list|grant|revoke [flags] [NAME|ROLE]
@@ -107,29 +108,135 @@ Examples:
   cordon tenant set --bm25-statistics entitled legacy_tenant
   cordon tenant drop --yes retail
   cordon tenant grant cordon_service
-`,
-		run: runTenant,
-	})
+` + databaseHelp,
+		subs: []*command{
+			{name: "create", summary: "register a tenant and create its schema", run: runTenant, usage: `Usage: cordon tenant create [--database-url URL] [--dims N] [--k1 X] [--b X] [--max-words N]
+                            [--overlap-words N] [--bm25-statistics entitled|tenant] NAME
+
+Registers tenant NAME and creates its schema cordon_t_NAME (idempotent: the
+same settings again is not an error). Its index settings are fixed at
+creation, except --bm25-statistics. 'cordon tenant --help' says more.
+` + databaseHelp + `
+Example:
+  cordon tenant create --dims 512 --max-words 120 --overlap-words 20 retail
+`},
+			{name: "set", summary: "change a tenant's --bm25-statistics", run: runTenant, usage: `Usage: cordon tenant set [--database-url URL] --bm25-statistics entitled|tenant NAME
+
+Changes the BM25 statistics scope of an existing tenant; it takes effect
+with the next query and nothing is re-indexed.
+` + databaseHelp + `
+Example:
+  cordon tenant set --bm25-statistics entitled legacy_tenant
+`},
+			{name: "drop", summary: "remove a tenant and all its documents (needs --yes)", run: runTenant, usage: `Usage: cordon tenant drop [--database-url URL] --yes NAME
+
+Removes tenant NAME, its schema and all its documents, for good.
+` + databaseHelp + `
+Example:
+  cordon tenant drop --yes retail
+`},
+			{name: "list", summary: "list tenants, their settings and chunk counts", run: runTenant, usage: `Usage: cordon tenant list [--database-url URL]
+
+Lists the tenants with their settings and chunk counts, and the service
+roles.
+` + databaseHelp + `
+Example:
+  cordon tenant list
+`},
+			{name: "grant", summary: "make ROLE a service role", run: runTenant, usage: `Usage: cordon tenant grant [--database-url URL] ROLE
+
+Makes ROLE a service role: grants it what serving needs on every tenant, now
+and on every tenant created or upgraded later (INSERT and SELECT only on the
+audit log). Run it as the owner role.
+` + databaseHelp + `
+Example:
+  cordon tenant grant cordon_service
+`},
+			{name: "revoke", summary: "remove ROLE from the service roles", run: runTenant, usage: `Usage: cordon tenant revoke [--database-url URL] ROLE
+
+Removes ROLE from the service roles and revokes their grants.
+` + databaseHelp + `
+Example:
+  cordon tenant revoke cordon_service
+`},
+		},
+	}
 }
 
+// databaseHelp ends the help of every command that uses PostgreSQL.
+const databaseHelp = `
+The database is --database-url, else $CORDON_DATABASE_URL, else the libpq
+environment variables PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE,
+PGSSLMODE, ... (as psql reads them, ~/.pgpass and PGSERVICE included).
+`
+
+// databaseFlag registers --database-url on fs.
+func databaseFlag(fs *flag.FlagSet) *string {
+	return fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL, else the libpq PG* environment variables)")
+}
+
+// pgEnvVars are the libpq environment variables pgx reads
+// (pgconn.ParseConfig); any of them set makes the environment the database
+// when no URL is given.
+var pgEnvVars = []string{"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGSERVICEFILE",
+	"PGSSLMODE", "PGSSLROOTCERT", "PGSSLCERT", "PGSSLKEY", "PGAPPNAME", "PGCONNECT_TIMEOUT", "PGTARGETSESSIONATTRS"}
+
+// libpqEnvURL is a URL that names nothing: pgx takes every setting from
+// the PG* environment variables and libpq's defaults.
+const libpqEnvURL = "postgres://"
+
+// databaseURL resolves the database: the flag, else $CORDON_DATABASE_URL,
+// else the PG* environment when any of its variables is set (libpqEnvURL),
+// else "" (the store then says that no database was given).
 func databaseURL(env Env, flagValue string) string {
 	if flagValue != "" {
 		return flagValue
 	}
-	return env.Getenv("CORDON_DATABASE_URL")
+	if u := env.Getenv("CORDON_DATABASE_URL"); u != "" {
+		return u
+	}
+	for _, v := range pgEnvVars {
+		if env.Getenv(v) != "" {
+			return libpqEnvURL
+		}
+	}
+	return ""
 }
 
-func runMigrate(ctx context.Context, env Env, args []string) error {
-	c := commands["migrate"]
+// needDatabaseURL is databaseURL for a command that cannot run without
+// one: none is a usage error that says how to give one.
+func needDatabaseURL(env Env, flagValue string) (string, error) {
+	if u := databaseURL(env, flagValue); u != "" {
+		return u, nil
+	}
+	return "", fmt.Errorf("%w: no database: pass --database-url, set CORDON_DATABASE_URL, or set the libpq variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE)", errUsage)
+}
+
+func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
-	dbURL := fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL)")
+	dbURL := databaseFlag(fs)
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
-	url := databaseURL(env, *dbURL)
 	action := "up"
-	if fs.NArg() > 0 {
-		action = fs.Arg(0)
+	if c.parent != nil {
+		action = c.name
+	} else if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unknown action %q (want up, status or down-to)", errUsage, fs.Arg(0))
+	}
+	wantArgs := 0
+	if action == "down-to" {
+		wantArgs = 1
+	}
+	if fs.NArg() != wantArgs {
+		if action == "down-to" {
+			return fmt.Errorf("%w: down-to needs a VERSION", errUsage)
+		}
+		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, action, fs.Args())
+	}
+	url, err := needDatabaseURL(env, *dbURL)
+	if err != nil {
+		return err
 	}
 	switch action {
 	case "up":
@@ -154,12 +261,9 @@ func runMigrate(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "database at version %d (latest %d)\n", cur, latest)
 		return nil
 	case "down-to":
-		if fs.NArg() != 2 {
-			return fmt.Errorf("%w: down-to needs a VERSION", errUsage)
-		}
-		var v int64
-		if _, err := fmt.Sscanf(fs.Arg(1), "%d", &v); err != nil || v < 0 {
-			return fmt.Errorf("%w: VERSION %q is not a non-negative integer", errUsage, fs.Arg(1))
+		v, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+		if err != nil || v < 0 {
+			return fmt.Errorf("%w: VERSION %q is not a non-negative integer", errUsage, fs.Arg(0))
 		}
 		if err := postgres.MigrateDownTo(ctx, url, v); err != nil {
 			return err
@@ -167,7 +271,7 @@ func runMigrate(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "database at version %d\n", v)
 		return nil
 	}
-	return fmt.Errorf("%w: unknown action %q (want up, status or down-to)", errUsage, action)
+	return nil
 }
 
 // settingsFlags registers the index-settings flags on fs.
@@ -184,35 +288,21 @@ func settingsFlags(fs *flag.FlagSet) func() index.Settings {
 	}
 }
 
-func runTenant(ctx context.Context, env Env, args []string) error {
-	c := commands["tenant"]
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprint(env.Stdout, c.usage)
-			return flag.ErrHelp
-		}
-		return fmt.Errorf("%w: want an action: create, set, drop, list, grant or revoke", errUsage)
-	}
-	action, args := args[0], args[1:]
+func runTenant(ctx context.Context, env Env, c *command, args []string) error {
+	action := c.name
 	fs := newFlagSet(c, env)
-	dbURL := fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL)")
+	dbURL := databaseFlag(fs)
 	settings := settingsFlags(fs)
 	yes := fs.Bool("yes", false, "confirm 'drop': the tenant's documents are deleted for good")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
-	url := databaseURL(env, *dbURL)
 	wantArgs := 1
 	if action == "list" {
 		wantArgs = 0
 	}
 	if fs.NArg() != wantArgs {
 		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, action, wantArgs, fs.NArg())
-	}
-	switch action {
-	case "create", "set", "drop", "list", "grant", "revoke":
-	default:
-		return fmt.Errorf("%w: unknown action %q (want create, set, drop, list, grant or revoke)", errUsage, action)
 	}
 	if action == "set" {
 		if _, err := bm25.ParseScope(string(settings().Statistics)); err != nil {
@@ -221,6 +311,10 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 	}
 	if action == "drop" && !*yes {
 		return fmt.Errorf("%w: dropping tenant %q deletes all its documents; add --yes to confirm", errUsage, fs.Arg(0))
+	}
+	url, err := needDatabaseURL(env, *dbURL)
+	if err != nil {
+		return err
 	}
 	st, err := postgres.Open(ctx, url, postgres.Options{})
 	if err != nil {
@@ -290,4 +384,37 @@ func runTenant(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "revoked service role %s\n", fs.Arg(0))
 	}
 	return nil
+}
+
+// openPostgresReplay opens the Postgres store for 'cordon replay': it
+// migrates, drops the tenants of o.reset, and creates each tenant the
+// script meets with the script's settings.
+func openPostgresReplay(ctx context.Context, url string, o replayOptions) (replay.OpenFunc, func(), error) {
+	if _, err := postgres.Migrate(ctx, url); err != nil {
+		return nil, nil, err
+	}
+	if len(o.reset) > 0 {
+		admin, err := postgres.Open(ctx, url, postgres.Options{})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, t := range o.reset {
+			if _, err := admin.DropTenant(ctx, t); err != nil {
+				admin.Close()
+				return nil, nil, err
+			}
+		}
+		admin.Close()
+	}
+	var st *postgres.Store
+	open := func(ctx context.Context, s index.Settings) (replay.Store, error) {
+		var err error
+		st, err = postgres.Open(ctx, url, postgres.Options{AutoCreate: &s, CacheBytes: o.cacheBytes})
+		return st, err
+	}
+	return open, func() {
+		if st != nil {
+			st.Close()
+		}
+	}, nil
 }

@@ -14,8 +14,8 @@ import (
 	"unicode/utf8"
 )
 
-func init() {
-	register(&command{
+func queryCommand() *command {
+	return &command{
 		name:    "query",
 		summary: "retrieve through a running 'cordon serve', with citations",
 		usage: `Usage: cordon query [flags] QUERY...
@@ -32,7 +32,7 @@ Examples:
   cordon query --json --limit 10 --max-stale-ticks 86400 "settlement window" | jq .results
 `,
 		run: runQuery,
-	})
+	}
 }
 
 // tokenTenant reads the tenant claim of a JWT without verifying it (the
@@ -53,8 +53,7 @@ func tokenTenant(tok string) string {
 	return c.Tenant
 }
 
-func runQuery(ctx context.Context, env Env, args []string) error {
-	c := commands["query"]
+func runQuery(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	srv := envString(fs, env, "server", "CORDON_SERVER", "http://127.0.0.1:8080", "server base URL")
 	token := envString(fs, env, "token", "CORDON_TOKEN", "", "bearer token")

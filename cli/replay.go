@@ -17,19 +17,11 @@ type replayOptions struct {
 	cacheBytes int64
 }
 
-// storeOpeners maps --store values to replay openers; the Postgres store adds
-// itself in postgres.go.
-var storeOpeners = map[string]func(ctx context.Context, env Env, dbURL string, o replayOptions) (replay.OpenFunc, func(), error){
-	"memory": func(context.Context, Env, string, replayOptions) (replay.OpenFunc, func(), error) {
-		return func(_ context.Context, s index.Settings) (replay.Store, error) { return memory.New(s) }, func() {}, nil
-	},
-}
-
-func init() {
-	register(&command{
+func replayCommand() *command {
+	return &command{
 		name:    "replay",
 		summary: "run a replay script against a store and print JSON Lines",
-		usage: `Usage: cordon replay [--store memory|postgres] [--database-url URL] SCRIPT.json
+		usage: `Usage: cordon replay [--store memory|postgres] [--database-url URL] [--reset --yes] SCRIPT.json
 
 Runs a replay script (SPEC section 9) and writes one JSON object per step to
 stdout. A step with bad input prints {"op": ..., "error": "..."} and the replay
@@ -39,23 +31,24 @@ parsed or the store cannot be opened. SCRIPT.json may be "-" for stdin.
 Examples:
   cordon replay testdata/replay/basic.json
   cordon replay --store postgres --database-url "$CORDON_DATABASE_URL" script.json
-  cordon replay --store postgres --reset --cache-bytes 1073741824 script.json
+  cordon replay --store postgres --reset --yes --cache-bytes 1073741824 script.json
 
 Against Postgres, the replay applies the migrations and creates each tenant it
 meets with the script's config. Tenants that already exist keep their
 documents (and must have the same settings); --reset drops the script's
-tenants first so that the output is comparable with --store memory.
-`,
+tenants first, with all their documents, so that the output is comparable
+with --store memory: it needs --yes.
+` + databaseHelp,
 		run: runReplay,
-	})
+	}
 }
 
-func runReplay(ctx context.Context, env Env, args []string) error {
-	c := commands["replay"]
+func runReplay(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	storeName := fs.String("store", "memory", "store to run against: memory or postgres")
-	dbURL := fs.String("database-url", "", "PostgreSQL URL for --store postgres (default $CORDON_DATABASE_URL)")
-	reset := fs.Bool("reset", false, "postgres: first drop every tenant the script names (deletes their documents!) so the replay starts empty")
+	dbURL := databaseFlag(fs)
+	reset := fs.Bool("reset", false, "postgres: first drop every tenant the script names (deletes their documents; needs --yes) so the replay starts empty")
+	yes := fs.Bool("yes", false, "confirm --reset: the script's tenants and their documents are deleted for good")
 	cacheBytes := fs.Int64("cache-bytes", 0, "postgres: rank through the in-memory query path with this memory budget (0: SQL path)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
@@ -63,27 +56,32 @@ func runReplay(ctx context.Context, env Env, args []string) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: want exactly one SCRIPT.json argument, got %d", errUsage, fs.NArg())
 	}
-	opener, ok := storeOpeners[*storeName]
-	if !ok {
+	if *storeName != "memory" && *storeName != "postgres" {
 		return fmt.Errorf("%w: unknown --store %q (want memory or postgres)", errUsage, *storeName)
+	}
+	if *reset && *storeName != "postgres" {
+		return fmt.Errorf("%w: --reset applies to --store postgres only", errUsage)
+	}
+	if *reset && !*yes {
+		return fmt.Errorf("%w: --reset drops every tenant the script names, with all their documents; add --yes to confirm", errUsage)
 	}
 	data, err := readInput(env, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	url := *dbURL
-	if url == "" {
-		url = env.Getenv("CORDON_DATABASE_URL")
+	if *storeName == "memory" {
+		open := func(_ context.Context, s index.Settings) (replay.Store, error) { return memory.New(s) }
+		return replay.Run(ctx, data, open, env.Stdout)
 	}
-	var o replayOptions
-	o.cacheBytes = *cacheBytes
+	url, err := needDatabaseURL(env, *dbURL)
+	if err != nil {
+		return err
+	}
+	o := replayOptions{cacheBytes: *cacheBytes}
 	if *reset {
-		if *storeName != "postgres" {
-			return fmt.Errorf("%w: --reset applies to --store postgres only", errUsage)
-		}
 		o.reset = replay.Tenants(data)
 	}
-	open, closeFn, err := opener(ctx, env, url, o)
+	open, closeFn, err := openPostgresReplay(ctx, url, o)
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func init() {
-	register(&command{
+func serveCommand() *command {
+	return &command{
 		name:    "serve",
 		summary: "run the JSON-over-HTTP API over PostgreSQL",
 		usage: `Usage: cordon serve [flags]
@@ -52,7 +52,7 @@ Examples:
   cordon serve --oidc-issuer https://login.example.com/realms/bank --jwt-audience cordon --claim-roles realm_access.roles
 `,
 		run: runServe,
-	})
+	}
 }
 
 // envFlag registers a string flag whose default is the environment variable.
@@ -112,12 +112,11 @@ func redactURL(s string) string {
 	return u.String()
 }
 
-func runServe(ctx context.Context, env Env, args []string) error {
-	c := commands["serve"]
+func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	d := server.DefaultConfig()
 	listen := envString(fs, env, "listen", "CORDON_LISTEN", "127.0.0.1:8080", "address to listen on")
-	dbURL := fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL)")
+	dbURL := databaseFlag(fs)
 	jwksFile := envString(fs, env, "jwks-file", "CORDON_JWKS_FILE", "", "JSON Web Key Set file (RS256, ES256, EdDSA)")
 	jwksURL := envString(fs, env, "jwks-url", "CORDON_JWKS_URL", "", "JSON Web Key Set URL, refreshed in the background")
 	oidc := envString(fs, env, "oidc-issuer", "CORDON_OIDC_ISSUER", "", "OIDC issuer whose discovery document names the JWKS")

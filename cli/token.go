@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -11,8 +10,8 @@ import (
 	"github.com/cordon-rag/cordon/server"
 )
 
-func init() {
-	register(&command{
+func tokenCommand() *command {
+	return &command{
 		name:    "token",
 		summary: "mint a development bearer token (HS256)",
 		usage: `Usage: cordon token --sub NAME [--tenant T] [--clearance LEVEL] [--barrier L]... [--role R]... [--ttl 1h]
@@ -28,29 +27,16 @@ Example:
   curl -H "Authorization: Bearer $TOKEN" ...
 `,
 		run: runToken,
-	})
-}
-
-type multiFlag []string
-
-func (m *multiFlag) String() string { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error {
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*m = append(*m, p)
-		}
 	}
-	return nil
 }
 
-func runToken(ctx context.Context, env Env, args []string) error {
-	c := commands["token"]
+func runToken(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	sub := fs.String("sub", "", "subject (who the token is for); required")
 	tenant := fs.String("tenant", "", "tenant claim")
 	clearance := fs.String("clearance", "public", "clearance: public, internal, confidential or restricted")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime")
-	var barriers, roles multiFlag
+	var barriers, roles listFlag
 	fs.Var(&barriers, "barrier", "barrier label held (repeatable)")
 	fs.Var(&roles, "role", "role: reader, writer, auditor, admin (repeatable)")
 	if err := parseFlags(fs, c, env, args); err != nil {

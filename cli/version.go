@@ -8,8 +8,8 @@ import (
 	"github.com/cordon-rag/cordon/internal/version"
 )
 
-func init() {
-	register(&command{
+func versionCommand() *command {
+	return &command{
 		name:    "version",
 		summary: "print the version, commit, build date and Go version",
 		usage: `Usage: cordon version [--json]
@@ -25,11 +25,10 @@ Example:
   cordon version --json
 `,
 		run: runVersion,
-	})
+	}
 }
 
-func runVersion(ctx context.Context, env Env, args []string) error {
-	c := commands["version"]
+func runVersion(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, c, env, args); err != nil {

@@ -136,7 +136,8 @@ func TestServerCLI(t *testing.T) {
 	write("bad.md", "caf\xe9 latin-1")
 	write("image.png", "not text")
 	code, out, errs := runCLI(t, env, "ingest", "--tenant", "wholesale", "--classification", "internal", dir)
-	if code != 1 || !strings.Contains(out, "ingested 2, unchanged 0 (skipped), failed 1 of 3") || !strings.Contains(out, "bad.md") {
+	if code != 1 || !strings.Contains(out, "ingested 2, unchanged 0, failed 1 of 3") || !strings.Contains(out, "bad.md") ||
+		!strings.Contains(out, "skipped 1: 1 not Markdown or text by name (-v lists them)") {
 		t.Fatalf("ingest: exit %d\n%s\n%s", code, out, errs)
 	}
 	if !strings.Contains(errs, "files/s") || !strings.Contains(errs, "ETA") {
@@ -144,7 +145,7 @@ func TestServerCLI(t *testing.T) {
 	}
 	write("bad.md", "fixed now")
 	code, out, errs = runCLI(t, env, "ingest", "--tenant", "wholesale", "--quiet", dir)
-	if code != 0 || !strings.Contains(out, "ingested 1, unchanged 2 (skipped), failed 0 of 3") {
+	if code != 0 || !strings.Contains(out, "ingested 1, unchanged 2, failed 0 of 3") {
 		t.Fatalf("resumed ingest: exit %d\n%s\n%s", code, out, errs)
 	}
 
@@ -155,7 +156,7 @@ func TestServerCLI(t *testing.T) {
 	}
 	qenv := map[string]string{"CORDON_SERVER": base, "CORDON_TOKEN": strings.TrimSpace(reader)}
 	code, out, errs = runCLI(t, qenv, "query", "PMT-771", "hold")
-	if code != 0 || !strings.Contains(out, "1. [payments/holds.md::0 | payments/holds.md | Holds | ") || !strings.Contains(out, "dual approval") ||
+	if code != 0 || !strings.Contains(out, "1. [payments/holds::0 | payments/holds | Holds | ") || !strings.Contains(out, "dual approval") ||
 		!strings.Contains(out, "\n   blake2b-256:") {
 		t.Fatalf("query: exit %d\n%s\n%s", code, out, errs)
 	}

@@ -1,0 +1,265 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// runCLIEnv runs the CLI with env as its environment.
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}, args)
+	return code, out.String(), errb.String()
+}
+
+// A URL nothing listens on: connecting fails at once, without a database.
+const deadURL = "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"
+
+func TestParseFlagsInterspersed(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantX    string
+		wantB    bool
+		wantArgs []string
+	}{
+		{"flags first", []string{"--x", "1", "-b", "a", "b"}, "1", true, []string{"a", "b"}},
+		{"flags last", []string{"a", "b", "--x=1", "-b"}, "1", true, []string{"a", "b"}},
+		{"flags between", []string{"a", "--x", "1", "b", "-b"}, "1", true, []string{"a", "b"}},
+		{"double dash ends flags", []string{"a", "--x", "1", "--", "-b", "--x"}, "1", false, []string{"a", "-b", "--x"}},
+		{"dash is an argument", []string{"-", "--x", "2"}, "2", false, []string{"-"}},
+		{"no flags", []string{"a"}, "", false, []string{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &command{name: "t"}
+			fs := newFlagSet(c, Env{})
+			x := fs.String("x", "", "")
+			b := fs.Bool("b", false, "")
+			if err := parseFlags(fs, c, Env{}, tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if *x != tt.wantX || *b != tt.wantB || !slices.Equal(fs.Args(), tt.wantArgs) {
+				t.Errorf("got x=%q b=%v args=%q, want x=%q b=%v args=%q", *x, *b, fs.Args(), tt.wantX, tt.wantB, tt.wantArgs)
+			}
+		})
+	}
+}
+
+// Flags before and after the arguments mean the same to every command.
+func TestFlagsBeforeAndAfterArguments(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"migrate status, flag after", []string{"migrate", "status", "--database-url", deadURL}, ExitError, "database unavailable"},
+		{"migrate status, flag before", []string{"migrate", "--database-url", deadURL, "status"}, ExitError, "database unavailable"},
+		{"tenant create, flag before the action", []string{"tenant", "--database-url", deadURL, "create", "t1"}, ExitError, "database unavailable"},
+		{"tenant create, flag last", []string{"tenant", "create", "t1", "--database-url", deadURL}, ExitError, "database unavailable"},
+		{"replay, flag after the script", []string{"replay", "../testdata/replay/basic.json", "--store", "nosuch"}, ExitUsage, `unknown --store "nosuch"`},
+		{"migrate down-to without version", []string{"migrate", "down-to", "--database-url", deadURL}, ExitUsage, "down-to needs a VERSION"},
+		{"migrate unknown action", []string{"migrate", "sideways"}, ExitUsage, `unknown action "sideways"`},
+		{"tenant without action", []string{"tenant", "--database-url", deadURL}, ExitUsage, "want a subcommand: create, set, drop, list, grant or revoke"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLIEnv(t, nil, tt.args...)
+			if code != tt.wantCode || !strings.Contains(stderr, tt.want) {
+				t.Errorf("got exit %d, stderr %q; want exit %d and %q", code, stderr, tt.wantCode, tt.want)
+			}
+		})
+	}
+}
+
+// Every subcommand has its own help, printed without a database.
+func TestSubcommandHelp(t *testing.T) {
+	tests := [][]string{
+		{"migrate", "up"}, {"migrate", "status"}, {"migrate", "down-to"},
+		{"tenant", "create"}, {"tenant", "set"}, {"tenant", "drop"}, {"tenant", "list"}, {"tenant", "grant"}, {"tenant", "revoke"},
+		{"eval", "score"}, {"eval", "export"}, {"eval", "plot"},
+		{"corpus", "manpages"}, {"corpus", "queries"},
+		{"audit", "verify"}, {"audit", "head"}, {"bench", "plot"},
+	}
+	for _, path := range tests {
+		name := strings.Join(path, " ")
+		t.Run(name, func(t *testing.T) {
+			for _, args := range [][]string{append(slices.Clone(path), "--help"), append([]string{path[0], "-h"}, path[1:]...), append([]string{"help"}, path...)} {
+				// A database URL in the environment must not be touched.
+				code, out, stderr := runCLIEnv(t, map[string]string{"CORDON_DATABASE_URL": deadURL}, args...)
+				if code != ExitOK || !strings.HasPrefix(out, "Usage: cordon "+name) || stderr != "" {
+					t.Errorf("%q: got exit %d, stdout %q, stderr %q; want exit 0 and 'Usage: cordon %s'", args, code, out, stderr, name)
+				}
+			}
+		})
+	}
+	code, out, _ := runCLIEnv(t, nil, "migrate", "status", "--help")
+	if code != ExitOK || !strings.Contains(out, "--database-url") || !strings.Contains(out, "PGHOST") {
+		t.Errorf("migrate status --help lists no flags or no PG* fallback:\n%s", out)
+	}
+}
+
+func TestDatabaseURLResolution(t *testing.T) {
+	tests := []struct {
+		name string
+		flag string
+		env  map[string]string
+		want string
+	}{
+		{"flag wins", "postgres://flag/db", map[string]string{"CORDON_DATABASE_URL": "postgres://env/db", "PGHOST": "h"}, "postgres://flag/db"},
+		{"CORDON_DATABASE_URL next", "", map[string]string{"CORDON_DATABASE_URL": "postgres://env/db", "PGHOST": "h"}, "postgres://env/db"},
+		{"PGHOST alone", "", map[string]string{"PGHOST": "h"}, libpqEnvURL},
+		{"PGDATABASE alone", "", map[string]string{"PGDATABASE": "d"}, libpqEnvURL},
+		{"nothing", "", map[string]string{"HOME": "/root"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := Env{Getenv: func(k string) string { return tt.env[k] }}
+			if got := databaseURL(env, tt.flag); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if _, err := needDatabaseURL(Env{Getenv: func(string) string { return "" }}, ""); err == nil || !strings.Contains(err.Error(), "PGHOST") {
+		t.Errorf("no database: got %v, want an error naming PGHOST", err)
+	}
+
+	// What the resolved URL connects to: the PG* variables, as psql reads them.
+	for k, v := range map[string]string{"PGHOST": "db.example.internal", "PGPORT": "6543", "PGUSER": "cordon_ops", "PGPASSWORD": "pw", "PGDATABASE": "cordon_prod", "PGSSLMODE": "disable"} {
+		t.Setenv(k, v)
+	}
+	cfg, err := pgconn.ParseConfig(databaseURL(Env{Getenv: os.Getenv}, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "db.example.internal" || cfg.Port != 6543 || cfg.User != "cordon_ops" || cfg.Password != "pw" || cfg.Database != "cordon_prod" || cfg.TLSConfig != nil {
+		t.Errorf("got host %s port %d user %s db %s tls %v; want the PG* variables", cfg.Host, cfg.Port, cfg.User, cfg.Database, cfg.TLSConfig != nil)
+	}
+}
+
+// A command run with only PG* variables connects where they say.
+func TestPGEnvFallbackReachesTheServer(t *testing.T) {
+	for k, v := range map[string]string{"PGHOST": "127.0.0.1", "PGPORT": "1", "PGUSER": "nobody", "PGDATABASE": "none", "PGSSLMODE": "disable", "PGCONNECT_TIMEOUT": "2"} {
+		t.Setenv(k, v)
+	}
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), Env{Stdout: &out, Stderr: &errb, Getenv: os.Getenv}, []string{"migrate", "status"})
+	if code != ExitError || !strings.Contains(errb.String(), "database unavailable") {
+		t.Errorf("got exit %d, stderr %q; want a connection attempt to 127.0.0.1:1 (database unavailable)", code, errb.String())
+	}
+}
+
+func TestReplayResetNeedsYes(t *testing.T) {
+	code, _, stderr := runCLIEnv(t, map[string]string{"CORDON_DATABASE_URL": deadURL}, "replay", "--store", "postgres", "--reset", "../testdata/replay/basic.json")
+	if code != ExitUsage || !strings.Contains(stderr, "add --yes") {
+		t.Errorf("got exit %d, stderr %q; want exit 2 asking for --yes", code, stderr)
+	}
+	// With --yes it goes on to the database.
+	code, _, stderr = runCLIEnv(t, map[string]string{"CORDON_DATABASE_URL": deadURL}, "replay", "--store", "postgres", "--reset", "--yes", "../testdata/replay/basic.json")
+	if code != ExitError || !strings.Contains(stderr, "database unavailable") {
+		t.Errorf("with --yes: got exit %d, stderr %q; want the database to be tried", code, stderr)
+	}
+}
+
+func TestListFlag(t *testing.T) {
+	var l listFlag
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.Var(&l, "role", "")
+	if err := fs.Parse([]string{"--role", "reader, writer", "--role", "admin", "--role", ","}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"reader", "writer", "admin"}; !slices.Equal(l, want) {
+		t.Errorf("got %q, want %q", l, want)
+	}
+}
+
+func TestCollectFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"README", "a.gz", "x.md", "y.txt", "sub/z.markdown", "sub/CHANGELOG.md", ".git/config.md", "img.png"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("text"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name        string
+		sel         ingestSelect
+		wantIDs     []string
+		wantSkipped string
+	}{
+		{"defaults", ingestSelect{}, []string{"sub/CHANGELOG", "sub/z.markdown", "x", "y.txt"},
+			"1 hidden folder, 2 not Markdown or text by name, 1 compressed"},
+		{"include README", ingestSelect{include: []string{"README"}}, []string{"README", "sub/CHANGELOG", "sub/z.markdown", "x", "y.txt"},
+			"1 hidden folder, 1 compressed, 1 not Markdown or text by name"},
+		{"exclude by name and by path", ingestSelect{exclude: []string{"CHANGELOG*", "sub/*.markdown"}}, []string{"x", "y.txt"},
+			"1 hidden folder, 2 not Markdown or text by name, 1 compressed, 2 excluded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files, skipped, err := collectFiles([]string{dir}, tt.sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, f := range files {
+				ids = append(ids, f.docID)
+			}
+			slices.Sort(ids)
+			if !slices.Equal(ids, tt.wantIDs) {
+				t.Errorf("got ids %q, want %q", ids, tt.wantIDs)
+			}
+			if got := skipSummary(skipped); got != tt.wantSkipped {
+				t.Errorf("got skipped %q, want %q", got, tt.wantSkipped)
+			}
+		})
+	}
+	if _, _, err := collectFiles([]string{filepath.Join(dir, "README")}, ingestSelect{}); err != nil {
+		t.Errorf("a file named as a PATH: %v", err)
+	}
+}
+
+// ingest and corpus/eval agree on doc ids: the slash path without ".md".
+func TestDocIDRule(t *testing.T) {
+	tests := []struct{ rel, want string }{
+		{"man/1/ls.md", "man/1/ls"},
+		{"payments/holds.md", "payments/holds"},
+		{"notes.txt", "notes.txt"},
+		{"guide.markdown", "guide.markdown"},
+		{"settlement window.txt", "settlement_window.txt"},
+	}
+	for _, tt := range tests {
+		if got := docIDFor(tt.rel); got != tt.want {
+			t.Errorf("docIDFor(%q) = %q, want %q", tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestProgressNotATerminal(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, 3, false)
+	p.draw(1, false) // within lineEvery of the start: nothing
+	p.draw(3, true)
+	if got := b.String(); strings.Contains(got, "\r") || got != strings.TrimSuffix(got, "\n")+"\n" || strings.Count(got, "\n") != 1 ||
+		!strings.HasPrefix(got, "ingest: 3/3 files (100%)") || !strings.Contains(got, "ETA") {
+		t.Errorf("got %q, want one plain line without \\r", got)
+	}
+	p.tty = true
+	b.Reset()
+	p.draw(3, true)
+	if !strings.HasPrefix(b.String(), "\r[") {
+		t.Errorf("on a terminal: got %q, want a bar redrawn with \\r", b.String())
+	}
+}

@@ -1,0 +1,179 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+// ingestTree writes files (relative path -> text) under a fresh folder.
+func ingestTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, text := range files {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// storedIDs are the tenant's doc ids, sorted.
+func storedIDs(t *testing.T, dbURL, tenant string) []string {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), dbURL, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h, err := st.DocumentHashes(context.Background(), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for id := range h {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestIngestCLISkipsIncludesExcludes: ingest says what it left out and why,
+// --include and --exclude change that, and without a terminal the progress
+// is plain lines.
+func TestIngestCLISkipsIncludesExcludes(t *testing.T) {
+	dbURL := newDatabase(t)
+	env := map[string]string{"CORDON_DATABASE_URL": dbURL}
+	if code, _, errs := runCLI(t, env, "migrate"); code != 0 {
+		t.Fatalf("migrate: %s", errs)
+	}
+	if code, _, errs := runCLI(t, env, "tenant", "create", "docs"); code != 0 {
+		t.Fatalf("tenant create: %s", errs)
+	}
+	dir := ingestTree(t, map[string]string{"README": "Read me first.", "a.gz": "\x1f\x8b binary", "x.md": "# X\nMarkdown text.", "y.txt": "Plain text."})
+
+	code, out, errs := runCLI(t, env, "ingest", "--tenant", "docs", dir, "-v")
+	if code != 0 || !strings.Contains(out, "ingested 2, unchanged 0, failed 0 of 2 files into tenant docs") ||
+		!strings.Contains(out, "skipped 2: 1 not Markdown or text by name, 1 compressed:") ||
+		!strings.Contains(out, "SKIPPED "+filepath.Join(dir, "README")+": no extension; --include 'README' takes it") ||
+		!strings.Contains(out, "SKIPPED "+filepath.Join(dir, "a.gz")+": compressed (.gz)") {
+		t.Fatalf("ingest -v: exit %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Contains(errs, "\r") || !strings.Contains(errs, "ingest: 2/2 files (100%)") {
+		t.Fatalf("progress without a terminal: got %q, want plain lines", errs)
+	}
+	if got, want := storedIDs(t, dbURL, "docs"), []string{"x", "y.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("doc ids: got %q, want %q (.md dropped, as corpus and eval do)", got, want)
+	}
+
+	code, out, errs = runCLI(t, env, "ingest", "--tenant", "docs", "--include", "README", "--exclude", "y.*", dir)
+	if code != 0 || !strings.Contains(out, "ingested 1, unchanged 1, failed 0 of 2 files") ||
+		!strings.Contains(out, "skipped 2: 1 compressed, 1 excluded (-v lists them)") || strings.Contains(out, "SKIPPED") {
+		t.Fatalf("ingest --include --exclude: exit %d\n%s\n%s", code, out, errs)
+	}
+	if got, want := storedIDs(t, dbURL, "docs"), []string{"README", "x", "y.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("doc ids: got %q, want %q", got, want)
+	}
+	if code, _, errs := runCLI(t, env, "ingest", "--tenant", "docs", "--include", "[", dir); code != 2 || !strings.Contains(errs, "bad glob pattern") {
+		t.Fatalf("bad pattern: exit %d %s", code, errs)
+	}
+}
+
+// TestIngestCLIBatches: files go in parallel batches; a bad file fails
+// alone, not its batch, through the store and over HTTP.
+func TestIngestCLIBatches(t *testing.T) {
+	a := startAPIServer(t, serverOpts{})
+	admin := tok(t, "root", "admin")
+	for _, tn := range []string{"viadb", "viahttp"} {
+		a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]string{"tenant": tn}), http.StatusCreated)
+	}
+	files := map[string]string{"bad.md": "caf\xe9 latin-1", "notes/README": "not taken"}
+	var want []string
+	for i := range 23 {
+		id := fmt.Sprintf("d/%02d", i)
+		files[id+".md"] = fmt.Sprintf("# Doc %d\nBody of document %d about settlement.", i, i)
+		want = append(want, id)
+	}
+	dir := ingestTree(t, files)
+
+	tests := []struct {
+		name, tenant string
+		env          map[string]string
+		args         []string
+	}{
+		{"store", "viadb", map[string]string{"CORDON_DATABASE_URL": a.dbURL}, nil},
+		{"http", "viahttp", map[string]string{"CORDON_TOKEN": tok(t, "bot", "tenant=viahttp", "writer")}, []string{"--server", a.url}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"ingest", "--tenant", tt.tenant, "--batch", "4", "--workers", "3", "--as-of-tick", "100"}, tt.args...)
+			code, out, errs := runCLI(t, tt.env, append(args, dir)...)
+			if code != 1 || !strings.Contains(out, "ingested 23, unchanged 0, failed 1 of 24 files into tenant "+tt.tenant) ||
+				!strings.Contains(out, "FAILED "+filepath.Join(dir, "bad.md")) || !strings.Contains(out, "skipped 1: 1 not Markdown or text by name") {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			if got := storedIDs(t, a.dbURL, tt.tenant); !slices.Equal(got, want) {
+				t.Fatalf("doc ids: got %q, want %q", got, want)
+			}
+		})
+	}
+
+	// The same documents either way: text, classification, tick, title and
+	// source path.
+	conn, err := pgx.Connect(context.Background(), a.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows [2]string
+	for i, tn := range []string{"viadb", "viahttp"} {
+		q := `SELECT string_agg(concat_ws('|', doc_id, classification, barriers::text, as_of_tick, title, metadata->>'source_path', md5(text)), E'\n' ORDER BY doc_id) FROM cordon_t_` + tn + `.documents`
+		if err := conn.QueryRow(context.Background(), q).Scan(&rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rows[0] != rows[1] || !strings.Contains(rows[0], "d/00|1|{}|100|00.md|"+filepath.ToSlash(filepath.Join(dir, "d/00.md"))+"|") {
+		t.Errorf("store and HTTP ingest differ or miss fields:\n%s\n---\n%s", rows[0], rows[1])
+	}
+
+	// Over HTTP a token without the writer role stops the ingest.
+	code, out, errs := runCLI(t, map[string]string{"CORDON_TOKEN": tok(t, "r", "tenant=viahttp", "reader")}, "ingest", "--server", a.url, dir)
+	if code != 1 || !strings.Contains(errs, "403") || !strings.Contains(errs, "re-run to resume") {
+		t.Fatalf("reader token: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// TestReadmeBatchExample: the README's documents:batch command posts
+// examples/docs.ndjson, and every line of it is stored.
+func TestReadmeBatchExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "--data-binary @examples/docs.ndjson") {
+		t.Fatal("the README no longer posts examples/docs.ndjson")
+	}
+	body, err := os.ReadFile("../examples/docs.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startAPIServer(t, serverOpts{})
+	a.want(t, a.call(t, "POST", "/v1/tenants", tok(t, "root", "admin"), map[string]string{"tenant": "wholesale"}), http.StatusCreated)
+	r := a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/documents:batch", tok(t, "w", "tenant=wholesale", "writer"), body, "application/x-ndjson"), http.StatusOK)
+	if m := r.json(t); m["succeeded"] != float64(2) || m["failed"] != float64(0) {
+		t.Fatalf("got %v, want 2 succeeded, 0 failed", m)
+	}
+}
