@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -13,8 +14,14 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
 	"github.com/cordon-rag/cordon/retrieval"
 )
+
+// This file is the whole query path: RankVersion and IDF enter through
+// read, which resolves the tenant once (registry row, tokenizer check and
+// stats row in one statement) and answers on the in-memory index (cache.go)
+// or in SQL (rankTx, idfTx), passing that stats row down.
 
 // float32Exact is 2^24: float32 holds every integer up to it exactly, so a
 // float32 inner product whose partial sums stay below it is exact.
@@ -35,29 +42,129 @@ func (s *Store) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.
 	return rk, err
 }
 
-// candidate is one chunk found by a side, before its text is fetched.
-type candidate struct {
-	id      int64
-	chunkID string
-	score   float64
+// RankVersion ranks req (SPEC section 5, steps 2-4) and returns the tenant's
+// index version (stats.version) that answered, so an audit record can cite
+// exactly which index it was. An unknown tenant has no chunks and version 0.
+//
+// With the in-memory path enabled, a query whose tenant is cached at its
+// committed version (or newer) is answered in one statement; otherwise, and
+// always without the cache, everything is read in one read-only
+// REPEATABLE READ snapshot, refreshing the cache on the way.
+func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
+	out := retrieval.Funnel(req, nil, nil)
+	version, err := s.read(ctx, req.Principal.Tenant,
+		func(x *memindex.Index) { out = x.Rank(req) },
+		func(tx pgx.Tx, t tenantInfo, st statsRow) (err error) {
+			out, err = rankTx(ctx, tx, t, st, req)
+			return err
+		})
+	if err != nil {
+		return retrieval.Rankings{}, 0, fmt.Errorf("rank tenant %q: %w", req.Principal.Tenant, err)
+	}
+	return out, version, nil
 }
 
-// scopeTotals reads N and the length sum of p's statistics scope (the
-// tenant's, or the sum over the label sets p may see), and the largest
-// vector component magnitude of the tenant.
-func scopeTotals(ctx context.Context, tx pgx.Tx, t tenantInfo, p cordontype.Principal) (n, sumLen int64, maxAbs int32, err error) {
+// IDF implements [retrieval.Store]: each term's idf under p's statistics
+// scope, read as RankVersion reads (the in-memory index when current, else
+// SQL in one read-only snapshot); all zero for an unknown tenant.
+func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
+	out := make([]float64, len(terms))
+	_, err := s.read(ctx, p.Tenant,
+		func(x *memindex.Index) { out = x.IDF(p, terms) },
+		func(tx pgx.Tx, t tenantInfo, st statsRow) (err error) {
+			out, err = idfTx(ctx, tx, t, st, p, terms)
+			return err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("idf tenant %q: %w", p.Tenant, err)
+	}
+	return out, nil
+}
+
+// read answers one query of tenant on one of the two query paths and
+// returns the index version that answered: mem on the cached index when it
+// is current, else sql, in one read-only REPEATABLE READ snapshot. Neither
+// runs for an unknown tenant (version 0): the caller's zero answer stands.
+//
+// With the cache, one statement outside any transaction first reads the
+// tenant's registry and stats rows; a cached index at that version or newer
+// (a later committed state) answers at once (cache.current). Otherwise the
+// snapshot's own first statement reads both rows again, and the cache is
+// brought to that version (cache.use), or SQL ranks.
+func (s *Store) read(ctx context.Context, tenant string, mem func(*memindex.Index), sql func(pgx.Tx, tenantInfo, statsRow) error) (int64, error) {
+	if s.cache != nil {
+		var st statsRow
+		t, found, err := lookupTenant(ctx, s.pool, tenant, &st)
+		if err == nil && !found {
+			return 0, nil
+		}
+		if err == nil {
+			if version, ok := s.cache.current(t, st, mem); ok {
+				return version, nil
+			}
+		}
+		// An error is reported by the transactional path, which meets it
+		// again.
+	}
+	var version int64
+	_, err := s.inSnapshot(ctx, tenant, func(tx pgx.Tx, t tenantInfo, st statsRow) error {
+		version = st.version
+		if s.cache != nil {
+			ok, err := s.cache.use(ctx, tx, t, st, mem)
+			if err != nil || ok {
+				return err
+			}
+		}
+		return sql(tx, t, st)
+	})
+	return version, err
+}
+
+// errNoTenant makes inSnapshot roll back when the tenant is not registered.
+var errNoTenant = errors.New("tenant not registered")
+
+// inSnapshot runs fn in one read-only REPEATABLE READ transaction, given
+// tenant's registry and stats rows as the snapshot's first statement read
+// them. found is false, and fn does not run, when the tenant is not
+// registered.
+func (s *Store) inSnapshot(ctx context.Context, tenant string, fn func(pgx.Tx, tenantInfo, statsRow) error) (found bool, err error) {
+	err = s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var st statsRow
+		t, ok, err := lookupTenant(ctx, tx, tenant, &st)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// The lookup's statement may have failed (no such schema),
+			// which aborts the transaction: roll back, do not commit.
+			return errNoTenant
+		}
+		found = true
+		return fn(tx, t, st)
+	})
+	if errors.Is(err, errNoTenant) {
+		return false, nil
+	}
+	return found, err
+}
+
+// scopeTotals is N and the length sum of p's statistics scope: the
+// tenant's (from st), or the sum over the label sets p may see.
+func scopeTotals(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordontype.Principal) (n, sumLen int64, err error) {
+	if t.settings.Statistics != bm25.ScopeEntitled {
+		return st.nChunks, st.sumLen, nil
+	}
 	err = tx.QueryRow(ctx, `
-		SELECT CASE WHEN $1 THEN l.n ELSE s.n_chunks END, CASE WHEN $1 THEN l.len ELSE s.sum_len END, s.max_abs
-		FROM `+t.tables.stats+` s,
-		     (SELECT coalesce(sum(n_chunks), 0)::bigint AS n, coalesce(sum(sum_len), 0)::bigint AS len
-		      FROM `+t.tables.labelStats+` WHERE $1 AND classification <= $2 AND barriers <@ $3::text[]) l`,
-		t.settings.Statistics == bm25.ScopeEntitled, int16(p.Clearance), p.Barriers).Scan(&n, &sumLen, &maxAbs)
-	return n, sumLen, maxAbs, classify(err)
+		SELECT coalesce(sum(n_chunks), 0)::bigint, coalesce(sum(sum_len), 0)::bigint
+		FROM `+t.tables.labelStats+` WHERE classification <= $1 AND barriers <@ $2::text[]`,
+		int16(p.Clearance), p.Barriers).Scan(&n, &sumLen)
+	return n, sumLen, classify(err)
 }
 
-func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest) (retrieval.Rankings, error) {
+// rankTx ranks req in SQL in tx's snapshot, whose stats row is st.
+func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retrieval.RankRequest) (retrieval.Rankings, error) {
 	entitled := t.settings.Statistics == bm25.ScopeEntitled
-	n, sumLen, maxAbs, err := scopeTotals(ctx, tx, t, req.Principal)
+	n, sumLen, err := scopeTotals(ctx, tx, t, st, req.Principal)
 	if err != nil {
 		return retrieval.Rankings{}, err
 	}
@@ -67,22 +174,21 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequ
 	if err != nil {
 		return rk, err
 	}
-	dense, err := denseSide(ctx, tx, t, req, maxAbs, filterArgs, &rk)
+	dense, err := denseSide(ctx, tx, t, req, st.maxAbs, filterArgs, &rk)
 	if err != nil {
 		return rk, err
 	}
-	chunks, err := fetchChunks(ctx, tx, t, req, lex, dense, filterArgs)
-	if err != nil {
+	if err := fetchChunks(ctx, tx, t, req, filterArgs, lex, dense); err != nil {
 		return rk, err
 	}
-	toHits := func(cs []candidate) []retrieval.Hit {
-		h := make([]retrieval.Hit, len(cs))
-		for i, c := range cs {
-			h[i] = retrieval.Hit{Chunk: chunks[c.id], Score: c.score}
-		}
-		return h
+	// A side with no hits is an empty ranking, never nil.
+	if lex == nil {
+		lex = []retrieval.Hit{}
 	}
-	rk.Lexical, rk.Dense = toHits(lex), toHits(dense)
+	if dense == nil {
+		dense = []retrieval.Hit{}
+	}
+	rk.Lexical, rk.Dense = lex, dense
 	return rk, nil
 }
 
@@ -90,7 +196,8 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequ
 // scope's statistics (n, sumLen; df over visible postings when entitled),
 // and records each term's idf in rk. The join to chunks drops postings of
 // deleted chunks still in unmerged blocks, so df counts current chunks only.
-func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, n, sumLen int64, entitled bool, filterArgs []any, rk *retrieval.Rankings) ([]candidate, error) {
+// The hits it returns carry only their chunk ids (see fetchChunks).
+func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, n, sumLen int64, entitled bool, filterArgs []any, rk *retrieval.Rankings) ([]retrieval.Hit, error) {
 	if len(req.Terms) == 0 || n == 0 {
 		return nil, nil
 	}
@@ -148,7 +255,7 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 	rk.IDF = idf[1:]
 	avgdl := bm25.AvgDL(sumLen, n)
 	slices.Sort(order) // no dependence on row order
-	var kept []candidate
+	var kept []retrieval.Hit
 	for _, id := range order {
 		a := acc[id]
 		// Sum in order of first occurrence in the query (SPEC section 4).
@@ -167,23 +274,132 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 		case a.stale:
 			rk.ExcludedByFreshness++
 		default:
-			kept = append(kept, candidate{id: id, chunkID: *a.chunkID, score: score})
+			kept = append(kept, retrieval.Hit{Chunk: cordontype.Chunk{ChunkID: *a.chunkID}, Score: score})
 		}
 	}
-	sortCandidates(kept)
+	retrieval.SortHits(kept)
 	if len(kept) > req.TopN {
 		kept = kept[:req.TopN]
 	}
 	return kept, nil
 }
 
+// denseSide computes exact dot products in SQL, counts the funnel and returns
+// the top_n visible, fresh chunks by cosine, carrying only their chunk ids
+// (see fetchChunks).
+func denseSide(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, maxAbs int32, filterArgs []any, rk *retrieval.Rankings) ([]retrieval.Hit, error) {
+	q := hashembed.Vector(req.Tokens, t.settings.Dims)
+	qn := hashembed.NormSq(q)
+	if qn == 0 {
+		return nil, nil
+	}
+	var l1 int64
+	for _, x := range q {
+		l1 += int64(max(x, -x))
+	}
+	// pgvector accumulates the inner product in float32. Every |partial sum|
+	// is at most sum |q_i| * |d_i| <= l1 * maxAbs; below 2^24 each one is an
+	// exact integer whatever the summation order, so the result is exact.
+	// Otherwise sum exact bigint products instead.
+	dot := `(-(c.embedding <#> $1::vector))::bigint`
+	var qarg any = pgvector.NewVector(index.Float32s(q))
+	if l1*int64(maxAbs) >= float32Exact {
+		dot = `(SELECT sum(u.a::bigint * u.b) FROM unnest(c.embedding::real[], $1::bigint[]) AS u(a, b))`
+		q64 := make([]int64, len(q))
+		for i, x := range q {
+			q64[i] = int64(x)
+		}
+		qarg = q64
+	}
+	qnorm := math.Sqrt(float64(qn))
+	rows, err := tx.Query(ctx, `
+		WITH d AS MATERIALIZED (
+			SELECT c.chunk_id, c.norm_sq, `+dot+` AS dot,
+			       `+visibleSQL+` AS visible, `+staleSQL+` AS stale
+			FROM `+t.tables.chunks+` c
+		), pos AS MATERIALIZED (
+			SELECT chunk_id, norm_sq, dot, visible, stale FROM d WHERE dot > 0
+		)
+		SELECT 0 AS kind, count(*)::bigint, count(*) FILTER (WHERE NOT visible)::bigint,
+		       count(*) FILTER (WHERE visible AND stale)::bigint, NULL::text, NULL::bigint, NULL::bigint
+		FROM pos
+		UNION ALL
+		(SELECT 1, 0, 0, 0, chunk_id, dot, norm_sq FROM pos WHERE visible AND NOT stale
+		 ORDER BY dot::float8 / ($6::float8 * sqrt(norm_sq::float8)) DESC, chunk_id
+		 LIMIT $7)`,
+		append(append([]any{qarg}, filterArgs...), qnorm, req.TopN)...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	var kept []retrieval.Hit
+	for rows.Next() {
+		var kind int
+		var considered, excl, fresh int64
+		var dotV, normSq *int64
+		var chunkID *string
+		if err := rows.Scan(&kind, &considered, &excl, &fresh, &chunkID, &dotV, &normSq); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if kind == 0 {
+			rk.Considered += int(considered)
+			rk.ExcludedByEntitlement += int(excl)
+			rk.ExcludedByFreshness += int(fresh)
+			continue
+		}
+		kept = append(kept, retrieval.Hit{Chunk: cordontype.Chunk{ChunkID: *chunkID}, Score: hashembed.Cosine(*dotV, qn, *normSq)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	// The SQL order used the same IEEE operations; sorting again in Go makes
+	// the reported order depend only on the Go-computed scores.
+	retrieval.SortHits(kept)
+	return kept, nil
+}
+
+// fetchChunks fills in the chunks of the ranked hits, re-checking
+// visibility and freshness in the WHERE clause: a row the principal may not
+// see cannot come back.
+func fetchChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, filterArgs []any, rankings ...[]retrieval.Hit) error {
+	var ids []string
+	for _, hits := range rankings {
+		for _, h := range hits {
+			ids = append(ids, h.Chunk.ChunkID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT `+chunkColumns+` FROM `+t.tables.chunks+` c
+		WHERE c.chunk_id = ANY($1::text[]) AND `+visibleSQL+` AND NOT `+staleSQL,
+		append([]any{ids}, filterArgs...)...)
+	if err != nil {
+		return classify(err)
+	}
+	chunks, err := collectChunks(rows, req.Principal.Tenant, len(ids))
+	if err != nil {
+		return err
+	}
+	for _, hits := range rankings {
+		for i := range hits {
+			c, ok := chunks[hits[i].Chunk.ChunkID]
+			if !ok {
+				return errors.New("a ranked chunk vanished within one snapshot: this is a bug, please report it with a replay script")
+			}
+			hits[i].Chunk = c
+		}
+	}
+	return nil
+}
+
 // idfTx is each term's idf under p's statistics scope in tx's snapshot,
-// with the scope's N and df counted exactly as rankTx counts them (df over
-// the postings of current chunks, only visible ones under the entitled
-// scope).
-func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, p cordontype.Principal, terms []string) ([]float64, error) {
+// whose stats row is st, with the scope's N and df counted exactly as rankTx
+// counts them (df over the postings of current chunks, only visible ones
+// under the entitled scope).
+func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordontype.Principal, terms []string) ([]float64, error) {
 	idf := make([]float64, len(terms))
-	n, _, _, err := scopeTotals(ctx, tx, t, p)
+	n, _, err := scopeTotals(ctx, tx, t, st, p)
 	if err != nil || n == 0 || len(terms) == 0 {
 		return idf, err
 	}
@@ -216,141 +432,4 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, p cordontype.Principal,
 		idf[i] = bm25.IDF(n, df[i])
 	}
 	return idf, nil
-}
-
-func sortCandidates(c []candidate) {
-	slices.SortFunc(c, func(a, b candidate) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		case a.chunkID < b.chunkID:
-			return -1
-		case a.chunkID > b.chunkID:
-			return 1
-		}
-		return 0
-	})
-}
-
-// denseSide computes exact dot products in SQL, counts the funnel and returns
-// the top_n visible, fresh chunks by cosine.
-func denseSide(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, maxAbs int32, filterArgs []any, rk *retrieval.Rankings) ([]candidate, error) {
-	q := hashembed.Vector(req.Tokens, t.settings.Dims)
-	qn := hashembed.NormSq(q)
-	if qn == 0 {
-		return nil, nil
-	}
-	var l1 int64
-	for _, x := range q {
-		l1 += int64(max(x, -x))
-	}
-	// pgvector accumulates the inner product in float32. Every |partial sum|
-	// is at most sum |q_i| * |d_i| <= l1 * maxAbs; below 2^24 each one is an
-	// exact integer whatever the summation order, so the result is exact.
-	// Otherwise sum exact bigint products instead.
-	dot := `(-(c.embedding <#> $1::vector))::bigint`
-	var qarg any = pgvector.NewVector(index.Float32s(q))
-	if l1*int64(maxAbs) >= float32Exact {
-		dot = `(SELECT sum(u.a::bigint * u.b) FROM unnest(c.embedding::real[], $1::bigint[]) AS u(a, b))`
-		q64 := make([]int64, len(q))
-		for i, x := range q {
-			q64[i] = int64(x)
-		}
-		qarg = q64
-	}
-	qnorm := math.Sqrt(float64(qn))
-	rows, err := tx.Query(ctx, `
-		WITH d AS MATERIALIZED (
-			SELECT c.id, c.chunk_id, c.norm_sq, `+dot+` AS dot,
-			       `+visibleSQL+` AS visible, `+staleSQL+` AS stale
-			FROM `+t.tables.chunks+` c
-		), pos AS MATERIALIZED (
-			SELECT id, chunk_id, norm_sq, dot, visible, stale FROM d WHERE dot > 0
-		)
-		SELECT 0 AS kind, count(*)::bigint, count(*) FILTER (WHERE NOT visible)::bigint,
-		       count(*) FILTER (WHERE visible AND stale)::bigint, NULL::bigint, NULL::text, NULL::bigint, NULL::bigint
-		FROM pos
-		UNION ALL
-		(SELECT 1, 0, 0, 0, id, chunk_id, dot, norm_sq FROM pos WHERE visible AND NOT stale
-		 ORDER BY dot::float8 / ($6::float8 * sqrt(norm_sq::float8)) DESC, chunk_id
-		 LIMIT $7)`,
-		append(append([]any{qarg}, filterArgs...), qnorm, req.TopN)...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	var kept []candidate
-	for rows.Next() {
-		var kind int
-		var considered, excl, fresh int64
-		var id, dotV, normSq *int64
-		var chunkID *string
-		if err := rows.Scan(&kind, &considered, &excl, &fresh, &id, &chunkID, &dotV, &normSq); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if kind == 0 {
-			rk.Considered += int(considered)
-			rk.ExcludedByEntitlement += int(excl)
-			rk.ExcludedByFreshness += int(fresh)
-			continue
-		}
-		kept = append(kept, candidate{id: *id, chunkID: *chunkID, score: hashembed.Cosine(*dotV, qn, *normSq)})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	// The SQL order used the same IEEE operations; sorting again in Go makes
-	// the reported order depend only on the Go-computed scores.
-	sortCandidates(kept)
-	return kept, nil
-}
-
-// fetchChunks loads the kept chunks, re-checking visibility in the WHERE
-// clause: a row the principal may not see cannot come back.
-func fetchChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, lex, dense []candidate, filterArgs []any) (map[int64]cordontype.Chunk, error) {
-	ids := make([]int64, 0, len(lex)+len(dense))
-	for _, c := range lex {
-		ids = append(ids, c.id)
-	}
-	for _, c := range dense {
-		ids = append(ids, c.id)
-	}
-	out := make(map[int64]cordontype.Chunk, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := tx.Query(ctx, `
-		SELECT c.id, c.chunk_id, c.doc_id, c.section, c.text, c.start_char, c.end_char, c.length,
-		       c.classification, c.barriers, c.as_of_tick
-		FROM `+t.tables.chunks+` c
-		WHERE c.id = ANY($1) AND `+visibleSQL+` AND NOT `+staleSQL,
-		append([]any{ids}, filterArgs...)...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	for rows.Next() {
-		var id int64
-		var c cordontype.Chunk
-		var class int16
-		var start, end, length int32
-		if err := rows.Scan(&id, &c.ChunkID, &c.DocID, &c.Section, &c.Text, &start, &end, &length, &class, &c.Barriers, &c.AsOfTick); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		c.Tenant = req.Principal.Tenant
-		c.StartChar, c.EndChar, c.Length = int(start), int(end), int(length)
-		c.Classification = cordontype.Classification(class)
-		out[id] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	for _, id := range ids {
-		if _, ok := out[id]; !ok {
-			return nil, errors.New("a ranked chunk vanished within one snapshot: this is a bug, please report it with a replay script")
-		}
-	}
-	return out, nil
 }
