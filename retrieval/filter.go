@@ -15,7 +15,7 @@ import (
 func Visible(p cordontype.Principal, c *cordontype.Chunk) bool {
 	return c.Tenant == p.Tenant &&
 		c.Classification <= p.Clearance &&
-		subset(c.Barriers, p.Barriers)
+		Subset(c.Barriers, p.Barriers)
 }
 
 // Stale reports whether a chunk breaks the freshness contract:
@@ -25,8 +25,10 @@ func Stale(c *cordontype.Chunk, now int64, maxStale *int64) bool {
 	return maxStale != nil && now-c.AsOfTick > *maxStale
 }
 
-// subset reports whether every element of sorted a is in sorted b.
-func subset(a, b []string) bool {
+// Subset reports whether every element of sorted set a is in sorted set b
+// (barrier lists are sorted sets, see [cordontype.ValidateBarriers]): the
+// barrier half of [Visible], shared with the stores that evaluate it in Go.
+func Subset(a, b []string) bool {
 	j := 0
 	for _, x := range a {
 		for j < len(b) && b[j] < x {

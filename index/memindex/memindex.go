@@ -310,7 +310,7 @@ func (f *filter) visible(class int8, set int32) bool {
 	}
 	if f.setOK[set] == 0 {
 		f.setOK[set] = 2
-		if subset(f.x.sets[set], f.principal) {
+		if retrieval.Subset(f.x.sets[set], f.principal) {
 			f.setOK[set] = 1
 		}
 	}
@@ -328,15 +328,6 @@ func (f *filter) admit(s int32, rk *retrieval.Rankings) bool {
 	case 2:
 		rk.ExcludedByFreshness++
 		return false
-	}
-	return true
-}
-
-func subset(a, b []string) bool {
-	for _, l := range a {
-		if _, ok := slices.BinarySearch(b, l); !ok {
-			return false
-		}
 	}
 	return true
 }

@@ -181,7 +181,7 @@ func auditTable(schema string) string { return pgx.Identifier{schema, "audit"}.S
 // Appends to one tenant are serialised by a transaction-scoped advisory
 // lock, so the chain never forks.
 func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (AuditRecord, error) {
-	t, found, err := lookupTenant(ctx, s.pool, tenant)
+	t, found, err := lookupTenant(ctx, s.pool, tenant, nil)
 	if err != nil {
 		return r, err
 	}
@@ -297,7 +297,7 @@ func (s *Store) VerifyAudit(ctx context.Context, tenant string, anchors ...Audit
 			return sum, fmt.Errorf("verify audit of tenant %q: the anchor is for tenant %q", tenant, a.Tenant)
 		}
 	}
-	t, found, err := lookupTenant(ctx, s.pool, tenant)
+	t, found, err := lookupTenant(ctx, s.pool, tenant, nil)
 	if err != nil {
 		return sum, err
 	}

@@ -10,14 +10,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/index/memindex"
 )
 
 // cache keeps tenants' indexes in process memory for the in-memory query
-// path. Postgres stays the source of truth: every query reads the tenant's
+// path; this file holds its mechanics, and query.go decides when to use it.
+// Postgres stays the source of truth: every query reads the tenant's
 // stats.version in its own snapshot and brings the cached index to exactly
 // that version (re-preparing the documents changed since, from the change
 // log) before ranking, so a query never sees older state than a SQL query in
@@ -106,59 +106,39 @@ func chunkBytes(dims int, pc *index.PreparedChunk) int64 {
 	return bytesPerChunk(dims, len(pc.Terms)) + int64(len(pc.Chunk.Text))
 }
 
-// fastUse answers a query of tenant from a cached index in one statement,
-// without a transaction: the statement reads the tenant's registry row and
-// committed index version together, and a cached index at that version or
-// newer (a later committed state) answers, texts included, by running use
-// on it under the read lock. ok is false when the caller must take the
-// transactional path, which refreshes the cache; any error there is
-// reported by that path.
-func (c *cache) fastUse(ctx context.Context, db DBTX, tenant string, use func(*memindex.Index)) (version int64, ok bool) {
-	schema, err := SchemaName(tenant)
-	if err != nil {
-		return 0, false
-	}
-	var st index.Settings
-	var tok string
-	var incarnation int64
-	err = db.QueryRow(ctx, `
-		SELECT t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, t.bm25_statistics, s.tableoid::bigint, s.version
-		FROM cordon.tenants t, `+tablesFor(schema).stats+` s WHERE t.name = $1`, tenant).Scan(
-		&st.Dims, &st.BM25.K1, &st.BM25.B, &st.Chunking.MaxWords, &st.Chunking.OverlapWords, &tok, &st.Statistics, &incarnation, &version)
-	if err != nil || tok != analysis.TokenizerVersion {
-		return 0, false
-	}
-	ct := c.entry(schema, false)
+// current runs use on the cached index of t, under the read lock, when it
+// is of the incarnation st names and at st's version or newer (a later
+// committed state), and reports the version that answered. ok is false
+// when the caller must take the transactional path, which refreshes the
+// cache. It sends no statement: st comes from the caller's lookup.
+func (c *cache) current(t tenantInfo, st statsRow, use func(*memindex.Index)) (version int64, ok bool) {
+	ct := c.entry(t.schema, false)
 	if ct == nil {
 		return 0, false
 	}
 	ct.mu.RLock()
 	defer ct.mu.RUnlock()
-	if ct.x == nil || ct.incarnation != incarnation || ct.settings != st || ct.version < version {
+	if ct.x == nil || ct.incarnation != st.incarnation || ct.settings != t.settings || ct.version < st.version {
 		return 0, false
 	}
 	use(ct.x)
 	return ct.version, true
 }
 
-// use runs use on the cached index of t, brought to this snapshot's
-// version, under the read lock. ok is false when the caller must use the
-// SQL path (the tenant does not fit the budget, or another query moved the
-// cache past this query's snapshot).
-func (c *cache) use(ctx context.Context, tx pgx.Tx, t tenantInfo, use func(*memindex.Index)) (bool, error) {
-	var version, n, incarnation int64
-	if err := tx.QueryRow(ctx, `SELECT version, n_chunks, tableoid::bigint FROM `+t.tables.stats).Scan(&version, &n, &incarnation); err != nil {
-		return false, classify(err)
-	}
+// use runs use on the cached index of t, brought to the version of st
+// (tx's snapshot's stats row), under the read lock. ok is false when the
+// caller must use the SQL path (the tenant does not fit the budget, or
+// another query moved the cache past this query's snapshot).
+func (c *cache) use(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, use func(*memindex.Index)) (bool, error) {
 	ct := c.entry(t.schema, true)
 	current := func() bool {
-		return ct.x != nil && ct.version == version && ct.incarnation == incarnation && ct.settings == t.settings
+		return ct.x != nil && ct.version == st.version && ct.incarnation == st.incarnation && ct.settings == t.settings
 	}
 	ct.mu.RLock()
 	if !current() {
 		ct.mu.RUnlock()
 		ct.mu.Lock()
-		err := c.refresh(ctx, tx, t, ct, version, n, incarnation)
+		err := c.refresh(ctx, tx, t, ct, st.version, st.nChunks, st.incarnation)
 		ct.mu.Unlock()
 		if err != nil {
 			return false, err

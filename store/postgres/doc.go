@@ -19,8 +19,10 @@
 //
 // # Query path
 //
-// A retrieval runs in one read-only REPEATABLE READ transaction, so both
-// rankings and the statistics come from one snapshot. The entitlement and
+// A retrieval (query.go) runs in one read-only REPEATABLE READ transaction,
+// so both rankings and the statistics come from one snapshot. Its first
+// statement reads the tenant's registry row and its stats row together;
+// nothing later reads either again. The entitlement and
 // freshness pre-filter is evaluated in SQL: a chunk the principal may not see
 // contributes only a count, never its id or text.
 //
@@ -50,8 +52,10 @@
 // # In-memory query path
 //
 // With Options.CacheBytes, a tenant's index is also kept in process memory
-// (package memindex, texts included) and checked against the committed
-// stats.version and the stats table's OID (the tenant's incarnation) in one
-// statement per query; a cache that is behind is brought forward from the
-// change log in a snapshot, one that does not fit falls back to SQL.
+// (package memindex, texts included; cache.go) and checked against the
+// committed stats.version and the stats table's OID (the tenant's
+// incarnation) by the same lookup statement, sent alone outside a
+// transaction: a current cache answers in that one round trip. A cache that
+// is behind is brought forward from the change log in a snapshot, one that
+// does not fit falls back to SQL.
 package postgres

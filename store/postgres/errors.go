@@ -22,4 +22,12 @@ var (
 	// active audit key but the tenant's chain is keyed: a keyed chain is
 	// never continued unkeyed.
 	ErrAuditKeyRequired = errors.New("the audit chain is keyed: appending needs an audit key")
+	// ErrChunkNotFound is returned by [Store.LoadChunks] when one of the
+	// asked chunks does not exist or the principal may not see it. Which
+	// one, and why, is deliberately not said: existence must not leak.
+	ErrChunkNotFound = errors.New("chunk not found")
+	// ErrNotReady is returned by [Store.Ready] when the database is
+	// reachable but its migrations or tenant schemas are behind this
+	// binary.
+	ErrNotReady = errors.New("database not ready")
 )

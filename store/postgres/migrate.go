@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -231,4 +233,39 @@ func migrationError(url string, err error) error {
 		return fmt.Errorf("%w: role %q may not create schemas in database %q: ask your DBA to make it the database's owner or to GRANT CREATE ON DATABASE to it", err, role, db)
 	}
 	return err
+}
+
+// LatestMigration is the newest migration version embedded in this binary.
+func LatestMigration() int64 {
+	names, _ := fs.Glob(migrations.FS, "*.sql")
+	var latest int64
+	for _, n := range names {
+		v, err := strconv.ParseInt(strings.SplitN(n, "_", 2)[0], 10, 64)
+		if err == nil && v > latest {
+			latest = v
+		}
+	}
+	return latest
+}
+
+// Ready checks that the database answers, that its migrations are those of
+// this binary, and that every tenant schema is at the latest version. A
+// connection failure wraps [ErrUnavailable]; anything behind wraps
+// [ErrNotReady].
+func (s *Store) Ready(ctx context.Context) error {
+	current, err := databaseVersion(ctx, s.pool)
+	if err != nil {
+		return fmt.Errorf("readiness: %w", classify(err))
+	}
+	if latest := LatestMigration(); current != latest {
+		return fmt.Errorf("%w: database at migration %d, this binary needs %d: run 'cordon migrate'", ErrNotReady, current, latest)
+	}
+	var behind int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM cordon.tenants WHERE schema_version <> cordon.tenant_latest_version()`).Scan(&behind); err != nil {
+		return fmt.Errorf("readiness: %w", classify(err))
+	}
+	if behind > 0 {
+		return fmt.Errorf("%w: %d tenant schemas are not at the latest version", ErrNotReady, behind)
+	}
+	return nil
 }

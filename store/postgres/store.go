@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,9 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
-	"github.com/cordon-rag/cordon/analysis"
-	"github.com/cordon-rag/cordon/bm25"
-	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 )
@@ -47,6 +43,10 @@ type Options struct {
 	// rows are written with the active key and verified with every key.
 	// Nil writes unkeyed rows and cannot verify keyed ones.
 	AuditKeys *AuditKeyring
+
+	// tracer, when set, traces every statement of the pool's connections;
+	// the package's tests count round trips with it.
+	tracer pgx.QueryTracer
 }
 
 // Store is the Postgres store. It is safe for concurrent use.
@@ -86,6 +86,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.tracer != nil {
+		cfg.ConnConfig.Tracer = opts.tracer
 	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		if err := pgxvec.RegisterTypes(ctx, c); err != nil {
@@ -152,223 +155,6 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
-}
-
-// SchemaName maps a validated tenant name to its schema. The migrations'
-// cordon.tenants CHECK constraint pins the same mapping.
-func SchemaName(tenant string) (string, error) {
-	if err := cordontype.ValidateTenant(tenant); err != nil {
-		return "", err
-	}
-	return "cordon_t_" + tenant, nil
-}
-
-// tenantInfo is a registry row.
-type tenantInfo struct {
-	name     string
-	schema   string
-	settings index.Settings
-	tables   tables
-}
-
-// tables holds a tenant's quoted, schema-qualified table names.
-type tables struct {
-	schema                                      string
-	documents, chunks, postings, stats, changes string
-	labelStats                                  string
-	segments                                    string
-	// blockSeq is the postings block sequence's quoted name, passed to
-	// nextval as a regclass parameter.
-	blockSeq string
-}
-
-func tablesFor(schema string) tables {
-	q := func(t string) string { return pgx.Identifier{schema, t}.Sanitize() }
-	return tables{schema: schema, documents: q("documents"), chunks: q("chunks"), postings: q("postings"), stats: q("stats"),
-		changes: q("changes"), segments: q("segments"), blockSeq: q("postings_block"), labelStats: q("label_stats")}
-}
-
-// lookupTenant reads a tenant's registry row. found is false when the tenant is
-// not registered.
-func lookupTenant(ctx context.Context, db DBTX, tenant string) (t tenantInfo, found bool, err error) {
-	if err := cordontype.ValidateTenant(tenant); err != nil {
-		return t, false, err
-	}
-	var tok string
-	err = db.QueryRow(ctx, `
-		SELECT schema_name, dims, k1, b, max_words, overlap_words, tokenizer_version, bm25_statistics
-		FROM cordon.tenants WHERE name = $1`, tenant).Scan(
-		&t.schema, &t.settings.Dims, &t.settings.BM25.K1, &t.settings.BM25.B,
-		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok, &t.settings.Statistics)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return t, false, nil
-	}
-	if err != nil {
-		return t, false, fmt.Errorf("look up tenant %q: %w", tenant, classify(err))
-	}
-	if want, _ := SchemaName(tenant); t.schema != want {
-		return t, false, fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, t.schema, want)
-	}
-	if tok != analysis.TokenizerVersion {
-		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s: re-index the tenant (drop, create, re-ingest)", tenant, tok, analysis.TokenizerVersion)
-	}
-	t.tables = tablesFor(t.schema)
-	t.name = tenant
-	return t, true, nil
-}
-
-// CreateTenant registers tenant with settings and creates its schema. It is
-// idempotent: created is false when the tenant already existed with the same
-// settings; other settings give ErrTenantSettings.
-func (s *Store) CreateTenant(ctx context.Context, tenant string, settings index.Settings) (created bool, err error) {
-	return createTenant(ctx, s.pool, tenant, settings)
-}
-
-func createTenant(ctx context.Context, db DBTX, tenant string, st index.Settings) (bool, error) {
-	if err := cordontype.ValidateTenant(tenant); err != nil {
-		return false, err
-	}
-	if err := st.Validate(); err != nil {
-		return false, err
-	}
-	var created bool
-	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7, $8)`,
-		tenant, st.Dims, st.BM25.K1, st.BM25.B, st.Chunking.MaxWords, st.Chunking.OverlapWords,
-		analysis.TokenizerVersion, string(st.Statistics)).Scan(&created)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "CD001" {
-		return false, fmt.Errorf("%w: %s", ErrTenantSettings, pe.Message)
-	}
-	if errors.As(err, &pe) && pe.Code == "42501" {
-		return false, fmt.Errorf("%w: the database role may not create tenant %q (%s): create it as the owner role, with 'cordon tenant create %s'",
-			ErrOwnerRequired, tenant, pe.Message, tenant)
-	}
-	if err != nil {
-		return false, fmt.Errorf("create tenant %q: %w", tenant, classify(err))
-	}
-	return created, nil
-}
-
-// DropTenant removes a tenant's schema and registry row. It reports whether the
-// tenant existed.
-func (s *Store) DropTenant(ctx context.Context, tenant string) (bool, error) {
-	if err := cordontype.ValidateTenant(tenant); err != nil {
-		return false, err
-	}
-	var dropped bool
-	if err := s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped); err != nil {
-		return false, fmt.Errorf("drop tenant %q: %w", tenant, classify(err))
-	}
-	return dropped, nil
-}
-
-// SetStatistics changes a tenant's BM25 statistics scope. Scores change
-// with the next query; nothing is re-indexed (the label-set counters serve
-// both scopes). It reports whether the tenant exists.
-func (s *Store) SetStatistics(ctx context.Context, tenant string, scope bm25.Scope) (bool, error) {
-	if err := cordontype.ValidateTenant(tenant); err != nil {
-		return false, err
-	}
-	if _, err := bm25.ParseScope(string(scope)); err != nil {
-		return false, fmt.Errorf("%w: %w", cordontype.ErrInvalid, err)
-	}
-	tag, err := s.pool.Exec(ctx, `UPDATE cordon.tenants SET bm25_statistics = $2 WHERE name = $1`, tenant, string(scope))
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42501" {
-		return false, fmt.Errorf("%w: the database role may not change tenant %q (%s): change it as the owner role, with 'cordon tenant set --bm25-statistics %s %s'",
-			ErrOwnerRequired, tenant, pe.Message, scope, tenant)
-	}
-	if err != nil {
-		return false, fmt.Errorf("set bm25_statistics of tenant %q: %w", tenant, classify(err))
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// GrantServiceRole registers role as a service role: it is granted what
-// serving needs on every tenant schema now, and on every tenant created or
-// upgraded later (see migrations/00009_service_roles.sql). It needs the
-// owner role.
-func (s *Store) GrantServiceRole(ctx context.Context, role string) error {
-	if role == "" {
-		return fmt.Errorf("%w: no role name", cordontype.ErrInvalid)
-	}
-	if _, err := s.pool.Exec(ctx, `SELECT cordon.grant_service_role($1)`, role); err != nil {
-		return fmt.Errorf("grant service role %q: %w", role, classify(err))
-	}
-	return nil
-}
-
-// RevokeServiceRole unregisters a service role and revokes its grants. It
-// reports whether role was registered.
-func (s *Store) RevokeServiceRole(ctx context.Context, role string) (bool, error) {
-	var found bool
-	if err := s.pool.QueryRow(ctx, `SELECT cordon.revoke_service_role($1)`, role).Scan(&found); err != nil {
-		return false, fmt.Errorf("revoke service role %q: %w", role, classify(err))
-	}
-	return found, nil
-}
-
-// ServiceRoles lists the registered service roles.
-func (s *Store) ServiceRoles(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT role_name FROM cordon.service_roles ORDER BY role_name`)
-	if err != nil {
-		return nil, fmt.Errorf("list service roles: %w", classify(err))
-	}
-	roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("list service roles: %w", classify(err))
-	}
-	return roles, nil
-}
-
-// TenantInfo describes a registered tenant.
-type TenantInfo struct {
-	Name     string
-	Schema   string
-	Settings index.Settings
-	Chunks   int64
-}
-
-// Tenants lists registered tenants in name order.
-func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT name, schema_name, dims, k1, b, max_words, overlap_words, bm25_statistics
-		FROM cordon.tenants ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list tenants: %w", classify(err))
-	}
-	var out []TenantInfo
-	for rows.Next() {
-		var t TenantInfo
-		if err := rows.Scan(&t.Name, &t.Schema, &t.Settings.Dims, &t.Settings.BM25.K1, &t.Settings.BM25.B,
-			&t.Settings.Chunking.MaxWords, &t.Settings.Chunking.OverlapWords, &t.Settings.Statistics); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list tenants: %w", classify(err))
-	}
-	for i := range out {
-		st := tablesFor(out[i].Schema).stats
-		if err := s.pool.QueryRow(ctx, `SELECT n_chunks FROM `+st).Scan(&out[i].Chunks); err != nil {
-			return nil, fmt.Errorf("tenant %q stats: %w", out[i].Name, classify(err))
-		}
-	}
-	return out, nil
-}
-
-// metadataJSON renders document metadata for the jsonb column.
-func metadataJSON(m map[string]any) (string, error) {
-	if len(m) == 0 {
-		return "{}", nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("%w: metadata: %w", cordontype.ErrInvalid, err)
-	}
-	return string(b), nil
 }
 
 // inTx runs fn in a transaction, committing when it returns nil.

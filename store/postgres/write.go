@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 
@@ -80,7 +81,7 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 
 // tenantForWrite looks a tenant up, creating it when the store auto-creates.
 func (s *Store) tenantForWrite(ctx context.Context, tenant string) (tenantInfo, error) {
-	t, found, err := lookupTenant(ctx, s.pool, tenant)
+	t, found, err := lookupTenant(ctx, s.pool, tenant, nil)
 	if err != nil || found {
 		return t, err
 	}
@@ -90,7 +91,7 @@ func (s *Store) tenantForWrite(ctx context.Context, tenant string) (tenantInfo, 
 	if _, err := createTenant(ctx, s.pool, tenant, *s.opts.AutoCreate); err != nil {
 		return t, err
 	}
-	t, _, err = lookupTenant(ctx, s.pool, tenant)
+	t, _, err = lookupTenant(ctx, s.pool, tenant, nil)
 	return t, err
 }
 
@@ -286,7 +287,7 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 	if err := cordontype.ValidateDocID(docID); err != nil {
 		return false, err
 	}
-	t, found, err := lookupTenant(ctx, s.pool, tenant)
+	t, found, err := lookupTenant(ctx, s.pool, tenant, nil)
 	if err != nil || !found {
 		return false, err
 	}
@@ -345,4 +346,16 @@ func (s *Store) merge(ctx context.Context, t tenantInfo) {
 			return
 		}
 	}
+}
+
+// metadataJSON renders document metadata for the jsonb column.
+func metadataJSON(m map[string]any) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("%w: metadata: %w", cordontype.ErrInvalid, err)
+	}
+	return string(b), nil
 }

@@ -1,0 +1,215 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+)
+
+// SchemaName maps a validated tenant name to its schema. The migrations'
+// cordon.tenants CHECK constraint pins the same mapping.
+func SchemaName(tenant string) (string, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return "", err
+	}
+	return "cordon_t_" + tenant, nil
+}
+
+// tenantInfo is a registry row.
+type tenantInfo struct {
+	name     string
+	schema   string
+	settings index.Settings
+	tables   tables
+}
+
+// tables holds a tenant's quoted, schema-qualified table names.
+type tables struct {
+	schema                                      string
+	documents, chunks, postings, stats, changes string
+	labelStats                                  string
+	segments                                    string
+	// blockSeq is the postings block sequence's quoted name, passed to
+	// nextval as a regclass parameter.
+	blockSeq string
+}
+
+func tablesFor(schema string) tables {
+	q := func(t string) string { return pgx.Identifier{schema, t}.Sanitize() }
+	return tables{schema: schema, documents: q("documents"), chunks: q("chunks"), postings: q("postings"), stats: q("stats"),
+		changes: q("changes"), segments: q("segments"), blockSeq: q("postings_block"), labelStats: q("label_stats")}
+}
+
+// statsRow is a tenant's one-row stats table as one statement saw it.
+type statsRow struct {
+	// version counts the tenant's committed writes.
+	version int64
+	// nChunks and sumLen are N and the length sum under the tenant scope.
+	nChunks, sumLen int64
+	// maxAbs bounds every vector component (the dense side's exactness
+	// check).
+	maxAbs int32
+	// incarnation is the stats table's OID: a tenant dropped and created
+	// again starts over at version 0 with a new OID.
+	incarnation int64
+}
+
+// lookupTenant reads a tenant's registry row and checks that this binary's
+// tokenizer indexed it; found is false when the tenant is not registered.
+// With st not nil, the same statement reads the tenant's stats row into
+// st, so a query learns all it needs of the tenant in one round trip. An
+// unregistered tenant has no schema, so that statement fails (undefined
+// table) rather than finding no row: in a transaction, the caller must roll
+// back.
+func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t tenantInfo, found bool, err error) {
+	schema, err := SchemaName(tenant)
+	if err != nil {
+		return t, false, err
+	}
+	var tok string
+	sql := `SELECT t.schema_name, t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, t.bm25_statistics`
+	from := ` FROM cordon.tenants t`
+	dest := []any{&t.schema, &t.settings.Dims, &t.settings.BM25.K1, &t.settings.BM25.B,
+		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok, &t.settings.Statistics}
+	if st != nil {
+		sql += `, s.version, s.n_chunks, s.sum_len, s.max_abs, s.tableoid::bigint`
+		from += `, ` + tablesFor(schema).stats + ` s`
+		dest = append(dest, &st.version, &st.nChunks, &st.sumLen, &st.maxAbs, &st.incarnation)
+	}
+	err = db.QueryRow(ctx, sql+from+` WHERE t.name = $1`, tenant).Scan(dest...)
+	var pe *pgconn.PgError
+	if errors.Is(err, pgx.ErrNoRows) || st != nil && errors.As(err, &pe) && pe.Code == "42P01" {
+		return t, false, nil
+	}
+	if err != nil {
+		return t, false, fmt.Errorf("look up tenant %q: %w", tenant, classify(err))
+	}
+	if t.schema != schema {
+		return t, false, fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, t.schema, schema)
+	}
+	if tok != analysis.TokenizerVersion {
+		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s: re-index the tenant (drop, create, re-ingest)", tenant, tok, analysis.TokenizerVersion)
+	}
+	t.tables = tablesFor(t.schema)
+	t.name = tenant
+	return t, true, nil
+}
+
+// TenantExists reports whether tenant is registered.
+func (s *Store) TenantExists(ctx context.Context, tenant string) (bool, error) {
+	_, found, err := lookupTenant(ctx, s.pool, tenant, nil)
+	return found, err
+}
+
+// CreateTenant registers tenant with settings and creates its schema. It is
+// idempotent: created is false when the tenant already existed with the same
+// settings; other settings give ErrTenantSettings.
+func (s *Store) CreateTenant(ctx context.Context, tenant string, settings index.Settings) (created bool, err error) {
+	return createTenant(ctx, s.pool, tenant, settings)
+}
+
+func createTenant(ctx context.Context, db DBTX, tenant string, st index.Settings) (bool, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return false, err
+	}
+	if err := st.Validate(); err != nil {
+		return false, err
+	}
+	var created bool
+	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7, $8)`,
+		tenant, st.Dims, st.BM25.K1, st.BM25.B, st.Chunking.MaxWords, st.Chunking.OverlapWords,
+		analysis.TokenizerVersion, string(st.Statistics)).Scan(&created)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "CD001" {
+		return false, fmt.Errorf("%w: %s", ErrTenantSettings, pe.Message)
+	}
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return false, fmt.Errorf("%w: the database role may not create tenant %q (%s): create it as the owner role, with 'cordon tenant create %s'",
+			ErrOwnerRequired, tenant, pe.Message, tenant)
+	}
+	if err != nil {
+		return false, fmt.Errorf("create tenant %q: %w", tenant, classify(err))
+	}
+	return created, nil
+}
+
+// DropTenant removes a tenant's schema and registry row. It reports whether the
+// tenant existed.
+func (s *Store) DropTenant(ctx context.Context, tenant string) (bool, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return false, err
+	}
+	var dropped bool
+	if err := s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped); err != nil {
+		return false, fmt.Errorf("drop tenant %q: %w", tenant, classify(err))
+	}
+	return dropped, nil
+}
+
+// SetStatistics changes a tenant's BM25 statistics scope. Scores change
+// with the next query; nothing is re-indexed (the label-set counters serve
+// both scopes). It reports whether the tenant exists.
+func (s *Store) SetStatistics(ctx context.Context, tenant string, scope bm25.Scope) (bool, error) {
+	if err := cordontype.ValidateTenant(tenant); err != nil {
+		return false, err
+	}
+	if _, err := bm25.ParseScope(string(scope)); err != nil {
+		return false, fmt.Errorf("%w: %w", cordontype.ErrInvalid, err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE cordon.tenants SET bm25_statistics = $2 WHERE name = $1`, tenant, string(scope))
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return false, fmt.Errorf("%w: the database role may not change tenant %q (%s): change it as the owner role, with 'cordon tenant set --bm25-statistics %s %s'",
+			ErrOwnerRequired, tenant, pe.Message, scope, tenant)
+	}
+	if err != nil {
+		return false, fmt.Errorf("set bm25_statistics of tenant %q: %w", tenant, classify(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// TenantInfo describes a registered tenant.
+type TenantInfo struct {
+	Name     string
+	Schema   string
+	Settings index.Settings
+	Chunks   int64
+}
+
+// Tenants lists registered tenants in name order.
+func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT name, schema_name, dims, k1, b, max_words, overlap_words, bm25_statistics
+		FROM cordon.tenants ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", classify(err))
+	}
+	var out []TenantInfo
+	for rows.Next() {
+		var t TenantInfo
+		if err := rows.Scan(&t.Name, &t.Schema, &t.Settings.Dims, &t.Settings.BM25.K1, &t.Settings.BM25.B,
+			&t.Settings.Chunking.MaxWords, &t.Settings.Chunking.OverlapWords, &t.Settings.Statistics); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tenants: %w", classify(err))
+	}
+	for i := range out {
+		st := tablesFor(out[i].Schema).stats
+		if err := s.pool.QueryRow(ctx, `SELECT n_chunks FROM `+st).Scan(&out[i].Chunks); err != nil {
+			return nil, fmt.Errorf("tenant %q stats: %w", out[i].Name, classify(err))
+		}
+	}
+	return out, nil
+}
