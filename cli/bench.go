@@ -9,7 +9,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/cordon-rag/cordon/bench"
+	"github.com/cordon-rag/cordon/lab/bench"
 )
 
 func benchCommand() *command {
@@ -22,7 +22,6 @@ func benchCommand() *command {
                [--warmup N] [--warm-tenants=false] [--cache-mib M] [--serial N]
                [--cpuprofile FILE]
                [--create-database=false] [--keep] [--json]
-  cordon bench plot --out FILE.png REPORT.json...
 
 Generates a deterministic corpus of N chunks split across T tenants (Zipf
 vocabulary, Markdown sections of realistic sizes, rare identifiers such as
@@ -64,25 +63,17 @@ as one JSON object:
    "p95_ms", "p99_ms", "qps", "ingest_chunks_per_s", "bytes_per_chunk", "compacted_bytes_per_chunk",
    "recall_at_10", ...}, "sql_exact": ..., "sql_hybrid": ..., "memory": ...}, ...}
 
-plot draws p50 latency against corpus size, one line per system (and per
-tenant count when reports differ in it), from one or more --json reports.
+cordon-plot (a separate binary, so plotting stays out of 'cordon') draws p50
+latency against corpus size from one or more --json reports.
 
 Examples:
   cordon bench --database-url "$URL" --chunks 10000 --queries 500 --concurrency 8
   cordon bench --database-url "$URL" --chunks 100000 --json > bench-100k.json
   cordon bench --database-url "$URL" --chunks 100000 --tenants 100 --batch 50 --json > bench-100x1k.json
   cordon bench --systems memory --chunks 100000
-  cordon bench plot --out docs/benchmarks.png bench-10k.json bench-100k.json
+  go run ./cmd/cordon-plot bench --out docs/benchmarks.png bench-10k.json bench-100k.json
 `,
 		run: runBench,
-		subs: []*command{{name: "plot", summary: "plot p50 latency against corpus size", run: runBenchPlot, usage: `Usage: cordon bench plot --out FILE.png REPORT.json...
-
-Draws p50 latency against corpus size, one line per system (and per tenant
-count when reports differ in it), from reports of 'cordon bench --json'.
-
-Example:
-  cordon bench plot --out docs/benchmarks.png bench-10k.json bench-100k.json
-`}},
 	}
 }
 
@@ -189,30 +180,3 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 		rep.Reference, float64(rep.Env.MaxRSSBytes)/(1<<20), rep.Env.LoadAvg[0], rep.Env.LoadAvg[1])
 }
 
-func runBenchPlot(_ context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	out := fs.String("out", "", "PNG file to write (required)")
-	if err := parseFlags(fs, c, env, args); err != nil {
-		return err
-	}
-	if *out == "" || fs.NArg() == 0 {
-		return fmt.Errorf("%w: plot needs --out FILE.png and at least one REPORT.json", errUsage)
-	}
-	var reps []*bench.Report
-	for _, p := range fs.Args() {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		var r bench.Report
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		reps = append(reps, &r)
-	}
-	if err := bench.Plot(reps, *out); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stdout, "wrote %s\n", *out)
-	return nil
-}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/cordon-rag/cordon/lab/plot"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cordon-rag/cordon/bench"
+	"github.com/cordon-rag/cordon/lab/bench"
 )
 
 func runBenchCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
@@ -125,8 +126,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	png := filepath.Join(dir, "plot.png")
-	if _, stderr, code := runBenchCLI(t, nil, "plot", "--out", png, report); code != ExitOK {
-		t.Fatalf("plot: exit %d: %s", code, stderr)
+	var plotOut, plotErr bytes.Buffer
+	if code := plot.Main([]string{"bench", "--out", png, report}, &plotOut, &plotErr); code != 0 {
+		t.Fatalf("cordon-plot bench: exit %d: %s", code, plotErr.String())
 	}
 	b, err := os.ReadFile(png)
 	if err != nil {
@@ -163,7 +165,6 @@ func TestBenchUsage(t *testing.T) {
 		{"unknown system", []string{"--systems", "elastic", "--chunks", "10"}, "unknown system"},
 		{"sql_exact without cordon", []string{"--systems", "memory,sql_exact", "--database-url", "postgres://x/y"}, "run it with cordon"},
 		{"no database", []string{"--systems", "cordon"}, "no database URL"},
-		{"plot without reports", []string{"plot", "--out", "x.png"}, "at least one REPORT.json"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 	}
 	for _, tt := range tests {
@@ -175,7 +176,7 @@ func TestBenchUsage(t *testing.T) {
 		})
 	}
 	stdout, _, code := runBenchCLI(t, nil, "--help")
-	if code != ExitOK || !strings.Contains(stdout, "cordon bench plot") || !slices.ContainsFunc(bench.AllSystems, func(s string) bool { return strings.Contains(stdout, s) }) {
+	if code != ExitOK || !strings.Contains(stdout, "cordon-plot bench") || !slices.ContainsFunc(bench.AllSystems, func(s string) bool { return strings.Contains(stdout, s) }) {
 		t.Errorf("--help: exit %d, output:\n%s", code, stdout)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,9 +88,9 @@ func TestSubcommandHelp(t *testing.T) {
 	tests := [][]string{
 		{"migrate", "up"}, {"migrate", "status"}, {"migrate", "down-to"},
 		{"tenant", "create"}, {"tenant", "set"}, {"tenant", "drop"}, {"tenant", "list"}, {"tenant", "grant"}, {"tenant", "revoke"},
-		{"eval", "score"}, {"eval", "export"}, {"eval", "plot"},
+		{"eval", "score"}, {"eval", "export"},
 		{"corpus", "manpages"}, {"corpus", "queries"},
-		{"audit", "verify"}, {"audit", "head"}, {"bench", "plot"},
+		{"audit", "verify"}, {"audit", "head"},
 	}
 	for _, path := range tests {
 		name := strings.Join(path, " ")
@@ -261,5 +262,22 @@ func TestProgressNotATerminal(t *testing.T) {
 	p.draw(3, true)
 	if !strings.HasPrefix(b.String(), "\r[") {
 		t.Errorf("on a terminal: got %q, want a bar redrawn with \\r", b.String())
+	}
+}
+
+// TestServingBinaryHasNoPlotting: the binary that serves does not link the
+// plotting library (cordon-plot draws the charts).
+func TestServingBinaryHasNoPlotting(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/cordon-rag/cordon/cmd/cordon").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "github.com/cordon-rag/cordon/server") {
+		t.Fatalf("go list -deps of cmd/cordon lacks the server package: %s", out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "gonum.org/v1/plot") || strings.HasPrefix(dep, "github.com/cordon-rag/cordon/lab/plot") {
+			t.Errorf("cmd/cordon depends on %s", dep)
+		}
 	}
 }

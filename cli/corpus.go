@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cordon-rag/cordon/corpus"
+	"github.com/cordon-rag/cordon/lab/corpus"
 )
 
 func corpusCommand() *command {

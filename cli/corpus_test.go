@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cordon-rag/cordon/corpus"
+	"github.com/cordon-rag/cordon/lab/corpus"
 )
 
 func TestCorpusHelpAndUsage(t *testing.T) {

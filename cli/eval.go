@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/bm25"
-	"github.com/cordon-rag/cordon/corpus"
-	"github.com/cordon-rag/cordon/eval"
+	"github.com/cordon-rag/cordon/lab/corpus"
+	"github.com/cordon-rag/cordon/lab/eval"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/replay"
 )
@@ -31,12 +31,11 @@ func evalCommand() *command {
               [--policy JSON|@FILE] [--profile NAME=JSON|@FILE]... [--k1 X] [--b X]
               [--bm25-statistics entitled|tenant] [--drop-section NAME] [--bakeoff]
               [--bootstrap N] [--baseline PIPELINE] [--json | --markdown]
-              [--save RUN.json] [--plot FILE.png] [--per-query FILE.jsonl] [--trec DIR]
+              [--save RUN.json] [--per-query FILE.jsonl] [--trec DIR]
   cordon eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
               [--split dev|test] [--bootstrap N] [--markdown | --json]
   cordon eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
-  cordon eval plot --out FILE.png RUN.json...
 
 Indexes every *.md document under DIR (doc id = path without .md) in an
 in-memory store and runs each query of FILE.jsonl through every pipeline.
@@ -79,7 +78,7 @@ pipeline's document-level ranking as a TREC run for 'cordon eval score'.
 
 Output is a table for people; --markdown prints the tables of
 docs/quality.md; --json prints the whole run for scripts, --save also
-writes it to a file (both are what 'cordon eval plot' reads). Progress
+writes it to a file (both are what the separate cordon-plot binary draws). Progress
 goes to stderr. Deterministic: the same inputs give the same numbers.
 
 score reads TREC runs ("qid Q0 docid rank score tag" per line; documents
@@ -105,7 +104,7 @@ Examples:
       --profile 'k10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5}' --trec /tmp/runs
   cordon eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
   cordon eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
-  cordon eval plot --out docs/quality.png kept.json heldout.json
+  go run ./cmd/cordon-plot eval --out docs/quality.png kept.json heldout.json
 `,
 		run: runEval,
 		subs: []*command{
@@ -127,13 +126,6 @@ Writes the chunks 'cordon eval' indexes with the same inputs, one
 
 Example:
   cordon eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
-`},
-			{name: "plot", summary: "draw saved runs as a PNG bar chart", run: runEvalPlot, usage: `Usage: cordon eval plot --out FILE.png RUN.json...
-
-Draws runs saved by 'cordon eval --save' (or --json) as a bar chart.
-
-Example:
-  cordon eval plot --out docs/quality.png kept.json heldout.json
 `},
 		},
 	}
@@ -230,8 +222,7 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	bakeoff := fs.Bool("bakeoff", false, "also run the chunking bake-off (nine chunkings)")
 	asJSON := fs.Bool("json", false, "print the run as JSON")
 	asMarkdown := fs.Bool("markdown", false, "print the tables as Markdown")
-	plotPath := fs.String("plot", "", "draw this run as a PNG bar chart to FILE")
-	savePath := fs.String("save", "", "also write the run as JSON to FILE (for 'cordon eval plot')")
+	savePath := fs.String("save", "", "also write the run as JSON to FILE (for cordon-plot eval)")
 	perQuery := fs.String("per-query", "", "write every query's rankings, chunks and metrics to FILE (JSON Lines)")
 	trecDir := fs.String("trec", "", "write each pipeline's document ranking as DIR/PIPELINE.run (TREC run format)")
 	maxWords := fs.Int("max-words", index.DefaultSettings().Chunking.MaxWords, "chunk window size in words for the main run")
@@ -331,11 +322,6 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 		}
 	}
 	run.Report.PerQuery = nil
-	if *plotPath != "" {
-		if err := writePlot(*plotPath, []eval.Evaluation{run}); err != nil {
-			return err
-		}
-	}
 	if *savePath != "" {
 		var b bytes.Buffer
 		if err := encodeRun(&b, run); err != nil {
@@ -379,50 +365,7 @@ func writePerQuery(path string, per []eval.QueryResult) error {
 	return nil
 }
 
-func writePlot(path string, runs []eval.Evaluation) error {
-	var b bytes.Buffer
-	if err := eval.WritePNG(&b, runs); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write plot: %w", err)
-	}
-	return nil
-}
 
-func runEvalPlot(_ context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	out := fs.String("out", "", "PNG file to write (required)")
-	if err := parseFlags(fs, c, env, args); err != nil {
-		return err
-	}
-	if *out == "" {
-		return fmt.Errorf("%w: --out FILE.png is required", errUsage)
-	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: want one or more RUN.json files written by 'cordon eval --json'", errUsage)
-	}
-	var runs []eval.Evaluation
-	for _, p := range fs.Args() {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("read run: %w", err)
-		}
-		var r eval.Evaluation
-		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("%s: not a 'cordon eval --json' run: %w", p, err)
-		}
-		if len(r.Report.Results) == 0 {
-			return fmt.Errorf("%s: not a 'cordon eval --json' run: no results", p)
-		}
-		runs = append(runs, r)
-	}
-	if err := writePlot(*out, runs); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stderr, "eval: wrote %s (%d runs)\n", *out, len(runs))
-	return nil
-}
 
 // writeTREC writes each pipeline's document rankings as DIR/PIPELINE.run.
 func writeTREC(dir string, queries []eval.Query, per []eval.QueryResult) error {

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/cordon-rag/cordon/lab/plot"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cordon-rag/cordon/eval"
+	"github.com/cordon-rag/cordon/lab/eval"
 )
 
 const (
@@ -44,7 +45,6 @@ func TestEvalUsageErrors(t *testing.T) {
 		{"no queries", []string{"eval", "--corpus", evalSubsetCorpus}, "--queries FILE.jsonl is required"},
 		{"json and markdown", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--json", "--markdown"}, "exclude each other"},
 		{"bad chunking", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--overlap-words", "300"}, "overlap_words"},
-		{"plot without out", []string{"eval", "plot", "x.json"}, "--out FILE.png is required"},
 		{"unknown flag", []string{"eval", "--nope"}, "flag provided but not defined"},
 		{"bad policy JSON", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--policy", `{"rrf_k": 0}`}, "--policy: invalid retrieval policy: rrf_k 0 must be >= 1"},
 		{"unknown policy field", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--policy", `{"rrf": 10}`}, "--policy"},
@@ -107,7 +107,7 @@ func TestEvalOutputs(t *testing.T) {
 	dir := t.TempDir()
 	png := filepath.Join(dir, "run.png")
 	perQuery := filepath.Join(dir, "per-query.jsonl")
-	code, js, stderr := runEvalCLI(t, append(base, "--json", "--plot", png, "--per-query", perQuery)...)
+	code, js, stderr := runEvalCLI(t, append(base, "--json", "--per-query", perQuery)...)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -118,7 +118,6 @@ func TestEvalOutputs(t *testing.T) {
 	if len(run.Report.Results) != 5 || run.Report.Queries != 58 || run.Meta.Fingerprint == "" {
 		t.Errorf("--json: got %+v", run.Report)
 	}
-	checkEvalPNG(t, png)
 	lines, err := os.ReadFile(perQuery)
 	if err != nil {
 		t.Fatal(err)
@@ -142,16 +141,22 @@ func TestEvalOutputs(t *testing.T) {
 		t.Errorf("a second run with 1 worker printed a different table")
 	}
 
-	// eval plot draws saved runs.
+	// cordon-plot draws saved runs: one, and two side by side.
 	saved := filepath.Join(dir, "run.json")
 	os.WriteFile(saved, []byte(js), 0o644)
 	png2 := filepath.Join(dir, "two.png")
-	if code, _, stderr := runEvalCLI(t, "eval", "plot", "--out", png2, saved, saved); code != ExitOK {
-		t.Fatalf("eval plot: exit %d: %s", code, stderr)
+	var pout, perr bytes.Buffer
+	if code := plot.Main([]string{"eval", "--out", png, saved}, &pout, &perr); code != 0 {
+		t.Fatalf("cordon-plot eval: exit %d: %s", code, perr.String())
+	}
+	checkEvalPNG(t, png)
+	if code := plot.Main([]string{"eval", "--out", png2, saved, saved}, &pout, &perr); code != 0 {
+		t.Fatalf("cordon-plot eval: exit %d: %s", code, perr.String())
 	}
 	checkEvalPNG(t, png2)
-	if code, _, stderr := runEvalCLI(t, "eval", "plot", "--out", png2, perQuery); code != ExitError || !strings.Contains(stderr, "not a 'cordon eval --json' run") {
-		t.Errorf("eval plot of a non-run: exit %d, %s", code, stderr)
+	perr.Reset()
+	if code := plot.Main([]string{"eval", "--out", png2, perQuery}, &pout, &perr); code != 1 || !strings.Contains(perr.String(), "not a 'cordon eval --json' run") {
+		t.Errorf("cordon-plot eval of a non-run: exit %d, %s", code, perr.String())
 	}
 }
 

@@ -1,8 +1,9 @@
-package bench
+package plot
 
 import (
 	"cmp"
 	"fmt"
+	"github.com/cordon-rag/cordon/lab/bench"
 	"math"
 	"slices"
 
@@ -12,12 +13,12 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// Plot draws p50 latency (log scale) against corpus size (log scale), one
+// Bench draws p50 latency (log scale) against corpus size (log scale), one
 // line per system and tenant count, from reports, and writes it to file
 // (the format follows the extension, e.g. .png). A point is the one-client
 // p50 where the report has one (cordon bench --serial), else the p50 with
 // the report's clients.
-func Plot(reports []*Report, file string) error {
+func Bench(reports []*bench.Report, file string) error {
 	if len(reports) == 0 {
 		return fmt.Errorf("plot: no reports")
 	}
@@ -41,7 +42,7 @@ func Plot(reports []*Report, file string) error {
 	points := map[key]map[int]point{}
 	var keys []key
 	for _, r := range reports {
-		for _, name := range AllSystems {
+		for _, name := range bench.AllSystems {
 			s := r.Systems[name]
 			if s == nil || s.P50 <= 0 {
 				continue
@@ -70,7 +71,7 @@ func Plot(reports []*Report, file string) error {
 		}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		if c := cmp.Compare(slices.Index(AllSystems, a.system), slices.Index(AllSystems, b.system)); c != 0 {
+		if c := cmp.Compare(slices.Index(bench.AllSystems, a.system), slices.Index(bench.AllSystems, b.system)); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.tenants, b.tenants)
@@ -104,7 +105,7 @@ func Plot(reports []*Report, file string) error {
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
-		sys := slices.Index(AllSystems, k.system)
+		sys := slices.Index(bench.AllSystems, k.system)
 		line.Color = plotutil.Color(sys)
 		points.Color = plotutil.Color(sys)
 		points.Shape = plotutil.Shape(sys)

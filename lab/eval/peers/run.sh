@@ -4,7 +4,7 @@
 # exported, the FTS5 and PostgreSQL FTS peers over them, and 'cordon eval
 # score' over all runs. Run from the repository root:
 #
-#   sh eval/peers/run.sh CORPUS QUERIES OUT
+#   sh lab/eval/peers/run.sh CORPUS QUERIES OUT
 #
 # OUT/<split>-<kind>.md holds eval's tables, OUT/<split>-<kind>-score.md the
 # document-level table of every run. Needs CORDON_TEST_DATABASE_URL for the
@@ -22,11 +22,11 @@ for split in dev test; do
 		$cordon eval --corpus "$corpus" --queries "$queries" --split $split --kind $kind \
 			--profile "$profile" --trec "$o" --markdown --progress-every 0 >"$o.md"
 		$cordon eval export --corpus "$corpus" --queries "$queries" --split $split --kind $kind --chunks "$o/chunks.jsonl"
-		python3 eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op or --out "$o/fts5-or.run"
-		python3 eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op and --out "$o/fts5-and.run"
-		python3 eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --unit doc --op or --out "$o/fts5-doc-or.run"
-		sh eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-english-or.run" english or $kind $split
-		sh eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-simple-or.run" simple or $kind $split
+		python3 lab/eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op or --out "$o/fts5-or.run"
+		python3 lab/eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op and --out "$o/fts5-and.run"
+		python3 lab/eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --unit doc --op or --out "$o/fts5-doc-or.run"
+		sh lab/eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-english-or.run" english or $kind $split
+		sh lab/eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-simple-or.run" simple or $kind $split
 		$cordon eval score --queries "$queries" --split $split --kind $kind --markdown \
 			--run "$o/bm25.run" --run "$o/dense.run" --run "$o/hybrid_rrf.run" --run "$o/hybrid_rrf_rerank.run" \
 			--run "$o/seed.run" --run "$o/idf10.run" --run "$o/fts5-or.run" --run "$o/fts5-and.run" --run "$o/fts5-doc-or.run" \

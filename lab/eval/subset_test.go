@@ -8,8 +8,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/cordon-rag/cordon/corpus"
-	"github.com/cordon-rag/cordon/eval"
+	"github.com/cordon-rag/cordon/lab/corpus"
+	"github.com/cordon-rag/cordon/lab/eval"
 )
 
 // The committed subset: 58 man pages (sections 1, 5, 8, every 20th page,
@@ -17,8 +17,8 @@ import (
 // testdata/eval/build.sh. Being committed, it gives the same numbers on any
 // machine.
 const (
-	subsetCorpus  = "../testdata/eval/corpus"
-	subsetQueries = "../testdata/eval/queries.jsonl"
+	subsetCorpus  = "../../testdata/eval/corpus"
+	subsetQueries = "../../testdata/eval/queries.jsonl"
 )
 
 func loadSubset(t *testing.T) ([]eval.Document, []eval.Query) {

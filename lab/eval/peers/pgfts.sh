@@ -2,7 +2,7 @@
 # PostgreSQL full-text search as a peer of Cordon: index the chunks
 # 'cordon eval export' wrote and write a TREC run for 'cordon eval score'.
 #
-#   sh eval/peers/pgfts.sh CHUNKS.jsonl QUERIES.jsonl RUN [CONFIG] [OP] [KIND] [SPLIT]
+#   sh lab/eval/peers/pgfts.sh CHUNKS.jsonl QUERIES.jsonl RUN [CONFIG] [OP] [KIND] [SPLIT]
 #
 # CONFIG is the text search configuration, simple (default) or english; OP
 # is or (default: plainto_tsquery's terms OR-ed) or and (plainto_tsquery as

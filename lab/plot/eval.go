@@ -1,7 +1,8 @@
-package eval
+package plot
 
 import (
 	"fmt"
+	"github.com/cordon-rag/cordon/lab/eval"
 	"image/color"
 	"io"
 	"strings"
@@ -13,34 +14,26 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Evaluation is one evaluation as `cordon eval --json` writes it: where its inputs
-// came from, its report, and its bake-off when one was run.
-type Evaluation struct {
-	Meta    Meta            `json:"meta"`
-	Report  Report          `json:"report"`
-	BakeOff []VariantReport `json:"bakeoff,omitempty"`
-}
-
 // pipelineColors are colour-blind-safe (Okabe-Ito) and fixed per pipeline, so
 // every panel reads the same way.
-var pipelineColors = map[Pipeline]color.Color{
-	BM25Only:     color.RGBA{0x00, 0x72, 0xb2, 0xff}, // blue
-	DenseOnly:    color.RGBA{0xe6, 0x9f, 0x00, 0xff}, // orange
-	HybridRRF:    color.RGBA{0x00, 0x9e, 0x73, 0xff}, // green
-	HybridRerank: color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // purple
+var pipelineColors = map[eval.Pipeline]color.Color{
+	eval.BM25Only:     color.RGBA{0x00, 0x72, 0xb2, 0xff}, // blue
+	eval.DenseOnly:    color.RGBA{0xe6, 0x9f, 0x00, 0xff}, // orange
+	eval.HybridRRF:    color.RGBA{0x00, 0x9e, 0x73, 0xff}, // green
+	eval.HybridRerank: color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // purple
 }
 
-// metricNames label the metric panel's groups, in [Metrics] field order.
+// metricNames label the metric panel's groups, in [eval.Metrics] field order.
 var metricNames = []string{"R@1", "R@5", "R@10", "MRR@10", "nDCG@10"}
 
-func metricValues(m Metrics) []float64 {
+func metricValues(m eval.Metrics) []float64 {
 	return []float64{m.RecallAt1, m.RecallAt5, m.RecallAt10, m.MRRAt10, m.NDCGAt10}
 }
 
-// WritePNG draws runs as a PNG bar chart: for each run, one panel with the
+// Eval draws runs as a PNG bar chart: for each run, one panel with the
 // four pipelines' metrics and, when the run has a bake-off, one panel with
 // each chunking's recall@10 per pipeline. Panels stack top to bottom.
-func WritePNG(w io.Writer, runs []Evaluation) error {
+func Eval(w io.Writer, runs []eval.Evaluation) error {
 	var panels []*plot.Plot
 	for _, r := range runs {
 		p, err := metricPanel(r)
@@ -77,9 +70,9 @@ func WritePNG(w io.Writer, runs []Evaluation) error {
 	return err
 }
 
-func runTitle(r Evaluation) string {
+func runTitle(r eval.Evaluation) string {
 	rep := r.Report
-	t := fmt.Sprintf("%s: %d docs, %d queries; %s", r.Meta.Corpus, rep.Documents, rep.Queries, setup(rep))
+	t := fmt.Sprintf("%s: %d docs, %d queries; %s", r.Meta.Corpus, rep.Documents, rep.Queries, rep.Setup())
 	if len(rep.DropSections) == 0 {
 		t += "; no section held out"
 	}
@@ -87,7 +80,7 @@ func runTitle(r Evaluation) string {
 }
 
 // groupedBars adds one bar series per pipeline to p, values[pipeline][group].
-func groupedBars(p *plot.Plot, values map[Pipeline][]float64, barWidth vg.Length) error {
+func groupedBars(p *plot.Plot, values map[eval.Pipeline][]float64, barWidth vg.Length) error {
 	for i, pl := range plotPipelines {
 		bars, err := plotter.NewBarChart(plotter.Values(values[pl]), barWidth)
 		if err != nil {
@@ -123,11 +116,11 @@ func unitTicks() []plot.Tick {
 	return t
 }
 
-func metricPanel(r Evaluation) (*plot.Plot, error) {
+func metricPanel(r eval.Evaluation) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = runTitle(r)
 	p.Title.TextStyle.Font.Size = vg.Points(10)
-	values := make(map[Pipeline][]float64)
+	values := make(map[eval.Pipeline][]float64)
 	for _, pl := range plotPipelines {
 		values[pl] = metricValues(r.Report.Result(pl).Metrics)
 	}
@@ -139,14 +132,14 @@ func metricPanel(r Evaluation) (*plot.Plot, error) {
 	return p, nil
 }
 
-func bakeOffPanel(r Evaluation) (*plot.Plot, error) {
+func bakeOffPanel(r eval.Evaluation) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "chunking bake-off, recall@10 (fixed = windows ignoring headings; structure = section-aware; size/overlap in words)"
 	if d := r.Report.DropSections; len(d) > 0 {
 		p.Title.Text += "; held out: " + strings.Join(d, ", ")
 	}
 	p.Title.TextStyle.Font.Size = vg.Points(10)
-	values := make(map[Pipeline][]float64)
+	values := make(map[eval.Pipeline][]float64)
 	names := make([]string, len(r.BakeOff))
 	for i, v := range r.BakeOff {
 		names[i] = strings.Replace(v.Variant.Name, " ", "\n", 1)
@@ -164,4 +157,4 @@ func bakeOffPanel(r Evaluation) (*plot.Plot, error) {
 
 // plotPipelines are the pipelines a chart draws: the service profile's four
 // (the seed and other profiles are in the tables).
-var plotPipelines = []Pipeline{BM25Only, DenseOnly, HybridRRF, HybridRerank}
+var plotPipelines = []eval.Pipeline{eval.BM25Only, eval.DenseOnly, eval.HybridRRF, eval.HybridRerank}

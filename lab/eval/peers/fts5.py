@@ -2,7 +2,7 @@
 """SQLite FTS5 as a peer of Cordon: index the chunks 'cordon eval export'
 wrote and write a TREC run for 'cordon eval score'.
 
-    python3 eval/peers/fts5.py --chunks CHUNKS.jsonl --queries QUERIES.jsonl \
+    python3 lab/eval/peers/fts5.py --chunks CHUNKS.jsonl --queries QUERIES.jsonl \
         [--kind K] [--split S] [--unit chunk|doc] [--op or|and] --out RUN
 
 --unit chunk (default) indexes each chunk as a row, exactly the text Cordon

@@ -52,7 +52,8 @@ func (p Pipeline) Label() string {
 
 func f3(x float64) string { return fmt.Sprintf("%.3f", x) }
 
-func setup(rep Report) string {
+// Setup describes the run's chunking and held-out sections in one line.
+func (rep Report) Setup() string {
 	s := fmt.Sprintf("%s chunking, %d words / %d overlap", rep.Strategy, rep.MaxWords, rep.OverlapWords)
 	if len(rep.DropSections) > 0 {
 		s += "; held out: " + strings.Join(rep.DropSections, ", ")
@@ -106,7 +107,7 @@ func intervalRows(ivs []Interval) (names []Pipeline, rows map[Pipeline][]Interva
 // people.
 func WriteText(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "corpus   %s: %d documents, %d chunks (%s)\n", m.Corpus, rep.Documents, rep.Chunks, setup(rep))
+	fmt.Fprintf(&b, "corpus   %s: %d documents, %d chunks (%s)\n", m.Corpus, rep.Documents, rep.Chunks, rep.Setup())
 	fmt.Fprintf(&b, "         %s\n", m.Fingerprint)
 	fmt.Fprintf(&b, "queries  %s: %d queries (%d with several relevant documents%s)\n", m.Queries, rep.Queries, rep.MultiRel, m.selection())
 	fmt.Fprintf(&b, "policy   %s\n", policyLine(rep))
@@ -164,7 +165,7 @@ func WriteText(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 // them.
 func WriteMarkdown(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Corpus `%s`: %d documents, %d chunks (%s), `%s`.\n", m.Corpus, rep.Documents, rep.Chunks, setup(rep), m.Fingerprint)
+	fmt.Fprintf(&b, "Corpus `%s`: %d documents, %d chunks (%s), `%s`.\n", m.Corpus, rep.Documents, rep.Chunks, rep.Setup(), m.Fingerprint)
 	fmt.Fprintf(&b, "Queries `%s`: %d (%d with several relevant documents%s), `sha256:%s`.\n", m.Queries, rep.Queries, rep.MultiRel, m.selection(), m.QueriesSHA)
 	if rep.Removed > 0 {
 		fmt.Fprintf(&b, "Held-out passages cut from %d documents before indexing.\n", rep.Removed)
