@@ -179,4 +179,3 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 	fmt.Fprintf(w, "\nreference for recall: %s; peak RSS of the bench process: %.0f MiB; load average %.2f at start, %.2f at end\n",
 		rep.Reference, float64(rep.Env.MaxRSSBytes)/(1<<20), rep.Env.LoadAvg[0], rep.Env.LoadAvg[1])
 }
-

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/lab/corpus"
 	"github.com/cordon-rag/cordon/lab/eval"
-	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/replay"
 )
 
@@ -364,8 +364,6 @@ func writePerQuery(path string, per []eval.QueryResult) error {
 	}
 	return nil
 }
-
-
 
 // writeTREC writes each pipeline's document rankings as DIR/PIPELINE.run.
 func writeTREC(dir string, queries []eval.Query, per []eval.QueryResult) error {
