@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cordon-rag/cordon/internal/jsontext"
+	"github.com/cordon-rag/cordon/internal/jsonstrict"
 	"io"
 	"slices"
 
@@ -100,7 +100,7 @@ func Run(ctx context.Context, data []byte, open OpenFunc, w io.Writer) error {
 	// are ignored; those two must be spelt exactly.
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return fmt.Errorf("%w: %w", ErrScript, cleanJSONError(err))
+		return fmt.Errorf("%w: %w", ErrScript, jsonstrict.CleanError(err, data, true))
 	}
 	var sc script
 	sc.Config = top["config"]
@@ -164,7 +164,7 @@ func (r *runner) step(ctx context.Context, raw json.RawMessage) any {
 	op := opOf(raw)
 	var out any
 	var err error
-	if !jsontext.ValidUTF8(raw) {
+	if !jsonstrict.ValidUTF8(raw) {
 		if op == "retrieve" {
 			r.last = nil
 		}

@@ -347,89 +347,14 @@ func (s *Server) batchLine(r *http.Request, id Identity, line int, raw []byte) B
 	return out
 }
 
-// PolicyJSON is a retrieval policy in a request; absent fields take the
-// service profile's values ([retrieval.ServicePolicy]).
-type PolicyJSON struct {
-	MaxStaleTicks *int64   `json:"max_stale_ticks,omitempty"`
-	EnableRerank  *bool    `json:"enable_rerank,omitempty"`
-	MinScore      *float64 `json:"min_score,omitempty"`
-	TopN          *int     `json:"top_n,omitempty"`
-	RerankDepth   *int     `json:"rerank_depth,omitempty"`
-	RRFK          *int64   `json:"rrf_k,omitempty"`
-	Limit         *int     `json:"limit,omitempty"`
-	// RRFWeights may give either key; a missing one keeps its default.
-	RRFWeights  *WeightsJSON `json:"rrf_weights,omitempty"`
-	Rerank      *string      `json:"rerank,omitempty"`
-	RerankBlend *float64     `json:"rerank_blend,omitempty"`
-	// MaxChunksPerDoc caps the chunks of one document in the result (0: no
-	// cap).
-	MaxChunksPerDoc *int `json:"max_chunks_per_doc,omitempty"`
-	// Query expansion (pseudo-relevance feedback): prf_docs > 0 turns it on.
-	PRFDocs   *int     `json:"prf_docs,omitempty"`
-	PRFTerms  *int     `json:"prf_terms,omitempty"`
-	PRFWeight *float64 `json:"prf_weight,omitempty"`
-}
-
-// WeightsJSON is a policy's rrf_weights.
-type WeightsJSON struct {
-	BM25   *float64 `json:"bm25,omitempty"`
-	Cosine *float64 `json:"cosine,omitempty"`
-}
-
 // maxPolicyInt bounds top_n, rerank_depth, limit, prf_docs and prf_terms so
 // a request cannot ask the database for an unbounded result.
 const maxPolicyInt = 10000
 
-func (p *PolicyJSON) policy() (retrieval.Policy, error) {
-	pol := retrieval.ServicePolicy()
-	if p == nil {
-		return pol, nil
-	}
-	pol.MaxStaleTicks = p.MaxStaleTicks
-	if p.EnableRerank != nil {
-		pol.EnableRerank = *p.EnableRerank
-	}
-	if p.MinScore != nil {
-		pol.MinScore = *p.MinScore
-	}
-	if p.TopN != nil {
-		pol.TopN = *p.TopN
-	}
-	if p.RerankDepth != nil {
-		pol.RerankDepth = *p.RerankDepth
-	}
-	if p.RRFK != nil {
-		pol.RRFK = *p.RRFK
-	}
-	if p.Limit != nil {
-		pol.Limit = *p.Limit
-	}
-	if w := p.RRFWeights; w != nil {
-		if w.BM25 != nil {
-			pol.RRFWeights.BM25 = *w.BM25
-		}
-		if w.Cosine != nil {
-			pol.RRFWeights.Cosine = *w.Cosine
-		}
-	}
-	if p.Rerank != nil {
-		pol.Rerank = retrieval.RerankKind(*p.Rerank)
-	}
-	if p.RerankBlend != nil {
-		pol.RerankBlend = *p.RerankBlend
-	}
-	if p.MaxChunksPerDoc != nil {
-		pol.MaxChunksPerDoc = *p.MaxChunksPerDoc
-	}
-	if p.PRFDocs != nil {
-		pol.PRFDocs = *p.PRFDocs
-	}
-	if p.PRFTerms != nil {
-		pol.PRFTerms = *p.PRFTerms
-	}
-	if p.PRFWeight != nil {
-		pol.PRFWeight = *p.PRFWeight
-	}
+// requestPolicy is a request's policy over the service profile
+// ([retrieval.ServicePolicy]), validated and within maxPolicyInt.
+func requestPolicy(p *retrieval.PolicyPatch) (retrieval.Policy, error) {
+	pol := p.Apply(retrieval.ServicePolicy())
 	if err := pol.Validate(); err != nil {
 		return pol, err
 	}
@@ -447,9 +372,9 @@ func (p *PolicyJSON) policy() (retrieval.Policy, error) {
 
 // RetrieveRequest is the body of POST .../retrieve.
 type RetrieveRequest struct {
-	Query   *string     `json:"query"`
-	NowTick *int64      `json:"now_tick"`
-	Policy  *PolicyJSON `json:"policy"`
+	Query   *string                `json:"query"`
+	NowTick *int64                 `json:"now_tick"`
+	Policy  *retrieval.PolicyPatch `json:"policy"`
 }
 
 // ResultJSON is one retrieved chunk with its citation span and scores.
@@ -519,7 +444,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
 		return
 	}
-	pol, err := req.Policy.policy()
+	pol, err := requestPolicy(req.Policy)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -543,7 +468,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 			StartChar: c.Chunk.StartChar, EndChar: c.Chunk.EndChar, BM25: c.BM25, BM25Rank: c.BM25Rank,
 			Cosine: c.Cosine, CosineRank: c.CosineRank, Fused: c.Fused, Rerank: c.Rerank}
 	}
-	effective := PolicyJSON{MaxStaleTicks: pol.MaxStaleTicks, EnableRerank: &pol.EnableRerank, MinScore: &pol.MinScore,
+	effective := retrieval.PolicyPatch{MaxStaleTicks: pol.MaxStaleTicks, EnableRerank: &pol.EnableRerank, MinScore: &pol.MinScore,
 		TopN: &pol.TopN, RerankDepth: &pol.RerankDepth, RRFK: &pol.RRFK, Limit: &pol.Limit}
 	if pol.PRFDocs > 0 {
 		// Expansion shapes the results: the audit record says it was on.
@@ -551,7 +476,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	policyText, _ := json.Marshal(struct {
 		NowTick int64 `json:"now_tick"`
-		PolicyJSON
+		retrieval.PolicyPatch
 	}{now, effective})
 	if err := s.audit(r, id, postgres.AuditRecord{
 		Op: "retrieve", Query: query, Policy: string(policyText), ChunkIDs: ids,
