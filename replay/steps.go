@@ -88,27 +88,13 @@ type deleteOut struct {
 	Deleted bool   `json:"deleted"`
 }
 
-type resultOut struct {
-	ChunkID    string   `json:"chunk_id"`
-	DocID      string   `json:"doc_id"`
-	Section    string   `json:"section"`
-	StartChar  int      `json:"start_char"`
-	EndChar    int      `json:"end_char"`
-	BM25       *float64 `json:"bm25"`
-	BM25Rank   *int     `json:"bm25_rank"`
-	Cosine     *float64 `json:"cosine"`
-	CosineRank *int     `json:"cosine_rank"`
-	Fused      float64  `json:"fused"`
-	Rerank     *float64 `json:"rerank"`
-}
-
 type retrieveOut struct {
-	Op                    string      `json:"op"`
-	Results               []resultOut `json:"results"`
-	Considered            int         `json:"considered"`
-	ExcludedByEntitlement int         `json:"excluded_by_entitlement"`
-	ExcludedByFreshness   int         `json:"excluded_by_freshness"`
-	Degraded              []string    `json:"degraded"`
+	Op                    string                 `json:"op"`
+	Results               []retrieval.ScoredJSON `json:"results"`
+	Considered            int                    `json:"considered"`
+	ExcludedByEntitlement int                    `json:"excluded_by_entitlement"`
+	ExcludedByFreshness   int                    `json:"excluded_by_freshness"`
+	Degraded              []string               `json:"degraded"`
 }
 
 type claimOut struct {
@@ -248,7 +234,7 @@ func (r *runner) retrieve(ctx context.Context, raw []byte) (any, error) {
 	}
 	out := retrieveOut{
 		Op:                    "retrieve",
-		Results:               make([]resultOut, len(res.Chunks)),
+		Results:               make([]retrieval.ScoredJSON, len(res.Chunks)),
 		Considered:            res.Considered,
 		ExcludedByEntitlement: res.ExcludedByEntitlement,
 		ExcludedByFreshness:   res.ExcludedByFreshness,
@@ -256,12 +242,8 @@ func (r *runner) retrieve(ctx context.Context, raw []byte) (any, error) {
 	}
 	r.last = make([]cordontype.Chunk, len(res.Chunks))
 	for i, s := range res.Chunks {
-		c := s.Chunk
-		r.last[i] = c
-		out.Results[i] = resultOut{
-			ChunkID: c.ChunkID, DocID: c.DocID, Section: c.Section, StartChar: c.StartChar, EndChar: c.EndChar,
-			BM25: s.BM25, BM25Rank: s.BM25Rank, Cosine: s.Cosine, CosineRank: s.CosineRank, Fused: s.Fused, Rerank: s.Rerank,
-		}
+		r.last[i] = s.Chunk
+		out.Results[i] = s.JSON(false)
 	}
 	return out, nil
 }

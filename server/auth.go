@@ -265,9 +265,6 @@ func discoverJWKS(ctx context.Context, issuer string) (string, error) {
 	return doc.JWKSURI, nil
 }
 
-// errBadToken is wrapped by every Verify error.
-var errBadToken = errors.New("unauthorized")
-
 // Verify checks a token's signature, algorithm, expiry (required) and
 // Cordon's claims, and returns the identity it proves. The claims must be as
 // strict as a request body ([checkClaims]); Cordon's claims are read where
