@@ -121,21 +121,10 @@ func CleanError(err error, data []byte, plain bool) error {
 		if plain {
 			return plainTypeError(te, data)
 		}
-		what := te.Type.Kind().String()
-		switch what {
-		case "slice":
-			what = "list"
-		case "map", "struct", "ptr":
-			what = "object"
-		case "int", "int64", "int32":
-			what = "integer (no fraction or exponent) in range"
-		case "float64":
-			what = "number"
-		}
 		if te.Field != "" {
-			return fmt.Errorf("field %q: a JSON %s is not a %s", te.Field, te.Value, what)
+			return fmt.Errorf("field %q: a JSON %s is not a %s", te.Field, te.Value, kindName(te.Type))
 		}
-		return fmt.Errorf("a JSON %s is not a %s", te.Value, what)
+		return fmt.Errorf("a JSON %s is not a %s", te.Value, kindName(te.Type))
 	}
 	if plain {
 		return err
@@ -164,17 +153,26 @@ func plainTypeError(te *json.UnmarshalTypeError, data []byte) error {
 			return fmt.Errorf("%s is not a number", lit)
 		}
 	}
-	what := te.Type.Kind().String()
-	switch what {
-	case "slice":
-		what = "list"
-	case "map", "struct", "ptr":
-		what = "object"
-	}
 	if te.Field != "" {
-		return fmt.Errorf("field %q: %s is not a %s", te.Field, te.Value, what)
+		return fmt.Errorf("field %q: %s is not a %s", te.Field, te.Value, kindName(te.Type))
 	}
-	return fmt.Errorf("%s is not a %s", te.Value, what)
+	return fmt.Errorf("%s is not a %s", te.Value, kindName(te.Type))
+}
+
+// kindName names what a Go type wants in JSON's terms.
+func kindName(t reflect.Type) string {
+	switch k := t.Kind().String(); k {
+	case "slice":
+		return "list"
+	case "map", "struct", "ptr":
+		return "object"
+	case "int", "int64", "int32":
+		return "integer (no fraction or exponent) in range"
+	case "float64":
+		return "number"
+	default:
+		return k
+	}
 }
 
 // rawValue is the JSON value a type error is about, as written in data.
