@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 func queryCommand() *command {
@@ -134,22 +136,12 @@ func runQuery(ctx context.Context, env Env, c *command, args []string) error {
 		return err
 	}
 	var out struct {
-		Results []struct {
-			ChunkID   string   `json:"chunk_id"`
-			Digest    string   `json:"digest"`
-			DocID     string   `json:"doc_id"`
-			Section   string   `json:"section"`
-			Text      string   `json:"text"`
-			StartChar int      `json:"start_char"`
-			EndChar   int      `json:"end_char"`
-			Fused     float64  `json:"fused"`
-			Rerank    *float64 `json:"rerank"`
-		} `json:"results"`
-		Degraded              []string `json:"degraded"`
-		Expansion             []string `json:"expansion"`
-		Considered            *int     `json:"considered"`
-		ExcludedByEntitlement *int     `json:"excluded_by_entitlement"`
-		ExcludedByFreshness   *int     `json:"excluded_by_freshness"`
+		Results               []retrieval.ScoredJSON `json:"results"`
+		Degraded              []string               `json:"degraded"`
+		Expansion             []string               `json:"expansion"`
+		Considered            *int                   `json:"considered"`
+		ExcludedByEntitlement *int                   `json:"excluded_by_entitlement"`
+		ExcludedByFreshness   *int                   `json:"excluded_by_freshness"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return fmt.Errorf("the server's response is not a retrieve result: %w", err)

@@ -2,12 +2,13 @@ package cordontype
 
 import "errors"
 
-// ErrInvalid is wrapped by every validation error in this package, so callers
-// can tell bad input (a client error) from a failure of the system with
-// errors.Is(err, ErrInvalid).
+// ErrInvalid is wrapped by every validation error in this package (the
+// Validate methods, the Validate* and Parse* functions and the JSON decoding
+// of a Classification), so callers can tell bad input (a client error) from
+// a failure of the system with errors.Is(err, ErrInvalid).
 var ErrInvalid = errors.New("invalid input")
 
-// invalidf returns an error that wraps ErrInvalid with a message saying what is
+// invalid returns an error that wraps ErrInvalid with a message saying what is
 // wrong.
 func invalid(msg string) error {
 	return &invalidError{msg: msg}

@@ -2,21 +2,8 @@ package integration_test
 
 import (
 	"bytes"
-	"context"
 	"testing"
-
-	"github.com/cordon-rag/cordon/cli"
 )
-
-func cordonCLI(t *testing.T, args ...string) []byte {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	code := cli.Main(context.Background(), cli.Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}, args)
-	if code != cli.ExitOK {
-		t.Fatalf("cordon %v: exit %d: %s", args, code, stderr.String())
-	}
-	return stdout.Bytes()
-}
 
 // TestCLIReplayPostgresReset: 'cordon replay --store postgres --reset --yes' gives
 // the memory store's output, run after run, through both query paths.

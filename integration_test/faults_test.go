@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -119,13 +118,11 @@ func TestUnreachableDatabase(t *testing.T) {
 	if !errors.Is(err, postgres.ErrUnavailable) {
 		t.Fatalf("open: got %v, want ErrUnavailable", err)
 	}
-	var stdout, stderr bytes.Buffer
-	code := cli.Main(context.Background(), cli.Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }},
-		[]string{"migrate", "--database-url", dead})
+	code, _, stderr := runCLI(t, nil, "migrate", "--database-url", dead)
 	if code != cli.ExitError {
 		t.Fatalf("cordon migrate exit code %d, want %d", code, cli.ExitError)
 	}
-	if !strings.Contains(stderr.String(), "database unavailable") {
-		t.Fatalf("stderr %q does not say the database is unavailable", stderr.String())
+	if !strings.Contains(stderr, "database unavailable") {
+		t.Fatalf("stderr %q does not say the database is unavailable", stderr)
 	}
 }

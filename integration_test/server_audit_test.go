@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/cordon-rag/cordon/cli"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -25,14 +23,13 @@ import (
 // ("" for none) and returns the exit code and stdout + stderr.
 func auditCLI(t *testing.T, dbURL, keyFile string, args ...string) (int, string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
 	argv := append([]string{"audit"}, args...)
 	argv = append(argv, "--database-url", dbURL)
 	if keyFile != "" {
 		argv = append(argv, "--audit-key-file", keyFile)
 	}
-	code := cli.Main(context.Background(), cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}, argv)
-	return code, out.String() + errOut.String()
+	code, stdout, stderr := runCLI(t, nil, argv...)
+	return code, stdout + stderr
 }
 
 func auditVerifyCLI(t *testing.T, a *apiServer, tenant string) (int, string) {

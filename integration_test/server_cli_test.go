@@ -1,45 +1,15 @@
 package integration_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/cordon-rag/cordon/cli"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code := cli.Main(context.Background(), cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }}, args)
-	return code, out.String(), errOut.String()
-}
 
 // TestServerCLI runs cordon serve, token, ingest and query together.
 func TestServerCLI(t *testing.T) {
@@ -49,43 +19,8 @@ func TestServerCLI(t *testing.T) {
 	env := map[string]string{"CORDON_JWT_HS256_SECRET": testSecret, "CORDON_DATABASE_URL": u.String(), "CORDON_LISTEN": "127.0.0.1:0", "CORDON_MIGRATE": "1",
 		"CORDON_AUDIT_KEY_FILE": keyringFile(t, testKeyring("k1")), "CORDON_METRICS_ADDR": "127.0.0.1:0"}
 
-	// serve, until its context ends.
-	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, cli.Env{Stdout: stdout, Stderr: stderr, Getenv: func(k string) string { return env[k] }}, []string{"serve"})
-	}()
-	var base, metricsURL string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && base == ""; time.Sleep(20 * time.Millisecond) {
-		for _, line := range strings.Split(stdout.String(), "\n") {
-			if v, ok := strings.CutPrefix(line, "listening on "); ok {
-				base = v
-			}
-			if v, ok := strings.CutPrefix(line, "metrics on "); ok {
-				metricsURL = v
-			}
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		default:
-		}
-	}
-	if base == "" {
-		t.Fatalf("serve did not start: %s", stderr.String())
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("serve exited %d: %s", code, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("serve did not stop on cancel")
-		}
-	})
+	// serve, until the test ends.
+	base, metricsURL, stderr := startServe(t, env)
 	logs := stderr.String()
 	if strings.Contains(logs, "hunter2") || strings.Contains(logs, testSecret) || !strings.Contains(logs, "REDACTED") {
 		t.Fatalf("the config log is not redacted: %s", logs)

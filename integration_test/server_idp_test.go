@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,53 +8,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/cordon-rag/cordon/cli"
 	buildversion "github.com/cordon-rag/cordon/internal/version"
 )
-
-// startServe runs 'cordon serve args...' with env until the test ends and
-// returns the API and metrics URLs and the log.
-func startServe(t *testing.T, env map[string]string, args ...string) (base, metricsURL string, logs *syncBuffer) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, cli.Env{Stdout: stdout, Stderr: stderr, Getenv: func(k string) string { return env[k] }}, append([]string{"serve"}, args...))
-	}()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && base == ""; time.Sleep(20 * time.Millisecond) {
-		for _, line := range strings.Split(stdout.String(), "\n") {
-			if v, ok := strings.CutPrefix(line, "listening on "); ok {
-				base = v
-			}
-			if v, ok := strings.CutPrefix(line, "metrics on "); ok {
-				metricsURL = v
-			}
-		}
-		select {
-		case code := <-done:
-			cancel()
-			t.Fatalf("serve exited %d: %s", code, stderr.String())
-		default:
-		}
-	}
-	if base == "" {
-		cancel()
-		t.Fatalf("serve did not start: %s", stderr.String())
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("serve exited %d: %s", code, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("serve did not stop on cancel")
-		}
-	})
-	return base, metricsURL, stderr
-}
 
 // idpToken signs claims shaped as Keycloak issues them, roles under
 // realm_access.roles and the tenant under org.tenant, expiring at exp.

@@ -41,6 +41,22 @@ func (l *latencies) summary() string {
 		q(0.99).Round(10*time.Microsecond), d[len(d)-1].Round(10*time.Microsecond))
 }
 
+// report logs the summary under label and reports p50 and p99 (ms).
+func (l *latencies) report(b *testing.B, label, suffix string) {
+	b.Helper()
+	l.mu.Lock()
+	d := slices.Clone(l.d)
+	l.mu.Unlock()
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	q := func(p float64) time.Duration { return d[min(len(d)-1, int(p*float64(len(d))))] }
+	b.ReportMetric(float64(q(0.50))/1e6, "p50-ms")
+	b.ReportMetric(float64(q(0.99))/1e6, "p99-ms")
+	b.Logf("%s: %s%s", label, l.summary(), suffix)
+}
+
 var versionRE = regexp.MustCompile(`ver(\d+)`)
 
 // TestServerLoad runs writers and readers concurrently over HTTP on
@@ -171,14 +187,16 @@ func serverLoad(t *testing.T, cacheBytes int64) {
 	}
 }
 
-// TestServerLatency10k measures retrieve latency through HTTP with 10,000
-// chunks in the tenant, through the SQL and the in-memory query paths. It
-// checks only that every request succeeds (no wall-clock assertion) and logs
-// the figures: go test ./integration_test/ -run ServerLatency10k -v
-func TestServerLatency10k(t *testing.T) {
-	a := startAPIServer(t, serverOpts{cfg: serverCfgLargeBatch()})
-	a.want(t, a.call(t, "POST", "/v1/tenants", tok(t, "root", "admin"), map[string]string{"tenant": "bank"}), http.StatusCreated)
-	w := tok(t, "w", "tenant=bank", "writer")
+// BenchmarkServerLatency10k measures retrieve through HTTP with 10,000
+// chunks in the tenant, through the SQL and the in-memory query paths, with
+// one client and with eight; each sub-benchmark logs its latency
+// percentiles and reports p50 and p99 beside ns/op:
+//
+//	go test ./integration_test/ -run '^$' -bench ServerLatency10k -benchtime 300x
+func BenchmarkServerLatency10k(b *testing.B) {
+	a := startAPIServer(b, serverOpts{cfg: serverCfgLargeBatch()})
+	a.want(b, a.call(b, "POST", "/v1/tenants", tok(b, "root", "admin"), map[string]string{"tenant": "bank"}), http.StatusCreated)
+	w := tok(b, "w", "tenant=bank", "writer")
 	rng := rand.New(rand.NewPCG(42, 42))
 	vocab := make([]string, 5000)
 	for i := range vocab {
@@ -190,84 +208,77 @@ func TestServerLatency10k(t *testing.T) {
 	classes := []string{"public", "internal", "confidential", "restricted"}
 	const docs, perBatch = 10000, 1000
 	t0 := time.Now()
-	for b := 0; b < docs/perBatch; b++ {
+	for n := 0; n < docs/perBatch; n++ {
 		var sb strings.Builder
 		for i := 0; i < perBatch; i++ {
-			n := b*perBatch + i
+			d := n*perBatch + i
 			words := make([]string, 60)
 			for k := range words {
 				words[k] = zipf()
 			}
-			line, _ := json.Marshal(map[string]any{"doc_id": fmt.Sprintf("doc-%05d", n), "text": strings.Join(words, " "),
-				"classification": classes[n%4], "as_of_tick": n})
+			line, _ := json.Marshal(map[string]any{"doc_id": fmt.Sprintf("doc-%05d", d), "text": strings.Join(words, " "),
+				"classification": classes[d%4], "as_of_tick": d})
 			sb.Write(line)
 			sb.WriteByte('\n')
 		}
-		r := a.want(t, a.call(t, "POST", "/v1/tenants/bank/documents:batch", w, sb.String(), "application/x-ndjson"), http.StatusOK).json(t)
+		r := a.want(b, a.call(b, "POST", "/v1/tenants/bank/documents:batch", w, sb.String(), "application/x-ndjson"), http.StatusOK).json(b)
 		if r["failed"] != float64(0) {
-			t.Fatalf("batch failed: %v", r["results"])
+			b.Fatalf("batch failed: %v", r["results"])
 		}
 	}
-	t.Logf("ingest: %d single-chunk documents (60 words each) via NDJSON batches of %d in %v", docs, perBatch, time.Since(t0).Round(time.Millisecond))
-	reader := tok(t, "r", "tenant=bank", "clearance=confidential", "reader")
-	query := func() resp {
-		return a.call(t, "POST", "/v1/tenants/bank/retrieve", reader, map[string]any{"query": zipf() + " " + zipf() + " " + zipf()})
-	}
-	for i := 0; i < 20; i++ { // warm up
-		a.want(t, query(), http.StatusOK)
-	}
-	var seq latencies
-	for i := 0; i < 300; i++ {
-		t0 := time.Now()
-		a.want(t, query(), http.StatusOK)
-		seq.add(time.Since(t0))
-	}
-	t.Logf("retrieve, 10k chunks, SQL path, 1 client: %s", seq.summary())
-	measureParallel(t, a, reader, vocab, "SQL path")
+	b.Logf("ingest: %d single-chunk documents (60 words each) via NDJSON batches of %d in %v", docs, perBatch, time.Since(t0).Round(time.Millisecond))
+	reader := tok(b, "r", "tenant=bank", "clearance=confidential", "reader")
 
 	// The same database through a server with the in-memory query path.
-	b := startAPIServer(t, serverOpts{dbURL: a.dbURL, cache: 1 << 30})
-	qb := func() resp {
-		return b.call(t, "POST", "/v1/tenants/bank/retrieve", reader, map[string]any{"query": zipf() + " " + zipf() + " " + zipf()})
-	}
+	mem := startAPIServer(b, serverOpts{dbURL: a.dbURL, cache: 1 << 30})
 	t0 = time.Now()
-	b.want(t, qb(), http.StatusOK)
-	t.Logf("memindex: first query (loads the tenant into memory) %v", time.Since(t0).Round(time.Millisecond))
-	for i := 0; i < 20; i++ {
-		b.want(t, qb(), http.StatusOK)
-	}
-	var mem latencies
-	for i := 0; i < 300; i++ {
-		t0 := time.Now()
-		b.want(t, qb(), http.StatusOK)
-		mem.add(time.Since(t0))
-	}
-	t.Logf("retrieve, 10k chunks, in-memory path, 1 client: %s", mem.summary())
-	measureParallel(t, b, reader, vocab, "in-memory path")
-}
+	mem.want(b, mem.call(b, "POST", "/v1/tenants/bank/retrieve", reader, map[string]any{"query": zipf()}), http.StatusOK)
+	b.Logf("memindex: first query (loads the tenant into memory) %v", time.Since(t0).Round(time.Millisecond))
 
-func measureParallel(t *testing.T, a *apiServer, reader string, vocab []string, label string) {
-	t.Helper()
-	var par latencies
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for c := 0; c < 8; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 50; i++ {
-				s := time.Now()
-				r, err := a.try("POST", "/v1/tenants/bank/retrieve", reader, map[string]any{"query": vocab[(c*50+i)%len(vocab)] + " " + vocab[(c*7+i)%100]})
-				if err != nil || r.status != http.StatusOK {
-					t.Errorf("retrieve: %v %d", err, r.status)
-					return
-				}
-				par.add(time.Since(s))
+	for _, path := range []struct {
+		name, label string
+		a           *apiServer
+	}{{"sql", "SQL path", a}, {"memory", "in-memory path", mem}} {
+		b.Run(path.name+"/1client", func(b *testing.B) {
+			query := func() resp {
+				return path.a.call(b, "POST", "/v1/tenants/bank/retrieve", reader, map[string]any{"query": zipf() + " " + zipf() + " " + zipf()})
 			}
-		}()
+			for i := 0; i < 20; i++ { // warm up
+				path.a.want(b, query(), http.StatusOK)
+			}
+			var lat latencies
+			for b.Loop() {
+				t0 := time.Now()
+				path.a.want(b, query(), http.StatusOK)
+				lat.add(time.Since(t0))
+			}
+			lat.report(b, fmt.Sprintf("retrieve, 10k chunks, %s, 1 client", path.label), "")
+		})
+		b.Run(path.name+"/8clients", func(b *testing.B) {
+			var lat latencies
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			t0 := time.Now()
+			for c := 0; c < 8; c++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := int(next.Add(1)) - 1; i < b.N; i = int(next.Add(1)) - 1 {
+						s := time.Now()
+						r, err := path.a.try("POST", "/v1/tenants/bank/retrieve", reader, map[string]any{"query": vocab[i%len(vocab)] + " " + vocab[(c*7+i)%100]})
+						if err != nil || r.status != http.StatusOK {
+							b.Errorf("retrieve: %v %d", err, r.status)
+							return
+						}
+						lat.add(time.Since(s))
+					}
+				}()
+			}
+			wg.Wait()
+			lat.report(b, fmt.Sprintf("retrieve, 10k chunks, %s, 8 clients", path.label), fmt.Sprintf(", %.0f req/s", float64(b.N)/time.Since(t0).Seconds()))
+		})
 	}
-	wg.Wait()
-	t.Logf("retrieve, 10k chunks, %s, 8 clients: %s, %.0f req/s", label, par.summary(), 400/time.Since(t0).Seconds())
 }
 
 func serverCfgLargeBatch() server.Config { return server.Config{MaxBatchBytes: 64 << 20} }

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -84,7 +85,9 @@ func TestServerMetrics(t *testing.T) {
 }
 
 // tcpProxy forwards loopback connections to a target; stop cuts every
-// connection and refuses new ones, start listens again on the same address.
+// connection and refuses new ones, start listens again on the same address;
+// hold stops forwarding what clients send (connections stay open) until
+// release.
 type tcpProxy struct {
 	target string
 	addr   string
@@ -92,7 +95,12 @@ type tcpProxy struct {
 	ln     net.Listener
 	conns  map[net.Conn]struct{}
 	wg     sync.WaitGroup
+	// gate is held while the proxy holds client traffic.
+	gate sync.RWMutex
 }
+
+func (p *tcpProxy) hold()    { p.gate.Lock() }
+func (p *tcpProxy) release() { p.gate.Unlock() }
 
 func newTCPProxy(t *testing.T, target string) *tcpProxy {
 	t.Helper()
@@ -127,15 +135,30 @@ func (p *tcpProxy) serve(ln net.Listener) {
 			p.mu.Lock()
 			p.conns[c], p.conns[up] = struct{}{}, struct{}{}
 			p.mu.Unlock()
-			pipe := func(dst, src net.Conn) {
+			pipe := func(dst, src net.Conn, gated bool) {
 				defer p.wg.Done()
-				_, _ = io.Copy(dst, src)
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					if n > 0 {
+						if gated {
+							p.gate.RLock() // waits while the proxy holds
+							p.gate.RUnlock()
+						}
+						if _, werr := dst.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
 				dst.Close()
 				src.Close()
 			}
 			p.wg.Add(2)
-			go pipe(up, c)
-			go pipe(c, up)
+			go pipe(up, c, true)
+			go pipe(c, up, false)
 		}
 	}()
 }
@@ -234,11 +257,67 @@ func TestServerDatabaseOutage(t *testing.T) {
 	t.Fatalf("goroutines: %d after the server stopped, %d before:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
 }
 
+// listenerEvents wraps the server's listener to report two events: the
+// server has read a marker from a connection, and the listener is closed
+// (as a shutdown does first).
+type listenerEvents struct {
+	marker       []byte
+	read, closed chan struct{}
+	onRead       sync.Once
+	onClose      sync.Once
+}
+
+func newListenerEvents(marker string) *listenerEvents {
+	return &listenerEvents{marker: []byte(marker), read: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (e *listenerEvents) wrap(ln net.Listener) net.Listener {
+	return &eventListener{Listener: ln, e: e}
+}
+
+type eventListener struct {
+	net.Listener
+	e *listenerEvents
+}
+
+func (l *eventListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &eventConn{Conn: c, e: l.e}, nil
+}
+
+func (l *eventListener) Close() error {
+	l.e.onClose.Do(func() { close(l.e.closed) })
+	return l.Listener.Close()
+}
+
+type eventConn struct {
+	net.Conn
+	e    *listenerEvents
+	tail []byte // the last bytes read, so a marker split across reads is seen
+}
+
+func (c *eventConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	seen := append(c.tail, b[:n]...)
+	if bytes.Contains(seen, c.e.marker) {
+		c.e.onRead.Do(func() { close(c.e.read) })
+	}
+	if k := len(c.e.marker) - 1; len(seen) > k {
+		seen = seen[len(seen)-k:]
+	}
+	c.tail = append(c.tail[:0], seen...)
+	return n, err
+}
+
 // TestServerGracefulShutdown stops the server while a request is in flight
 // (its body still arriving): the request completes, and new connections are
 // refused.
 func TestServerGracefulShutdown(t *testing.T) {
-	a := startAPIServerScoped(t, serverOpts{})
+	ev := newListenerEvents(`"s1"`)
+	a := startAPIServerScoped(t, serverOpts{listener: ev.wrap})
 	defer a.close()
 	a.seed(t)
 	w := tok(t, "w", "tenant=wholesale", "writer")
@@ -258,10 +337,10 @@ func TestServerGracefulShutdown(t *testing.T) {
 	if _, err := pw.Write([]byte(`{"doc_id": "s1", "text": "first in flight", "classification": "public"}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the server is now reading the body
+	<-ev.read // the server is now reading the body
 	stopped := make(chan struct{})
 	go func() { a.close(); close(stopped) }()
-	time.Sleep(200 * time.Millisecond)
+	<-ev.closed // the shutdown has begun: no new connections
 	select {
 	case <-stopped:
 		t.Fatalf("the server stopped with a request in flight")
@@ -291,10 +370,19 @@ func TestServerGracefulShutdown(t *testing.T) {
 }
 
 // TestServerRequestTimeout: the request context (with the server's request
-// timeout) is the one the database calls run under.
+// timeout) is the one the database calls run under. The database is held
+// (through a proxy that forwards nothing until released), so the call can
+// only end by the request's deadline: a 503, not a hang.
 func TestServerRequestTimeout(t *testing.T) {
-	a := startAPIServer(t, serverOpts{cfg: server.Config{RequestTimeout: time.Microsecond}})
+	dbURL := newDatabase(t)
+	u, _ := url.Parse(dbURL)
+	p := newTCPProxy(t, u.Host)
+	pu := *u
+	pu.Host = p.addr
+	a := startAPIServer(t, serverOpts{dbURL: dbURL, storeURL: pu.String(), cfg: server.Config{RequestTimeout: 500 * time.Millisecond}})
+	p.hold()
 	r := a.call(t, "POST", "/v1/tenants", tok(t, "root", "admin"), map[string]string{"tenant": "wholesale"})
+	p.release()
 	if r.status != http.StatusServiceUnavailable || r.errCode(t) != "unavailable" {
 		t.Fatalf("a request past its deadline: %d %s, want 503", r.status, r.body)
 	}

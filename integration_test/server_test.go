@@ -48,6 +48,8 @@ type serverOpts struct {
 	auditKeys *postgres.AuditKeyring
 	unkeyed   bool
 	metrics   bool // also serve the metrics listener
+	// listener, when set, wraps the API listener (to observe connections).
+	listener func(net.Listener) net.Listener
 }
 
 // testKeyring returns a keyring holding a fixed test key per id; the first
@@ -77,7 +79,7 @@ func keyringFile(t *testing.T, k *postgres.AuditKeyring) string {
 }
 
 // startAPIServerScoped starts a server; the caller stops it with close.
-func startAPIServerScoped(t *testing.T, o serverOpts) *apiServer {
+func startAPIServerScoped(t testing.TB, o serverOpts) *apiServer {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := o.dbURL
@@ -112,6 +114,9 @@ func startAPIServerScoped(t *testing.T, o serverOpts) *apiServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.listener != nil {
+		ln = o.listener(ln)
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 2)
 	serving := 1
@@ -144,7 +149,7 @@ func startAPIServerScoped(t *testing.T, o serverOpts) *apiServer {
 }
 
 // startAPIServer starts a server that stops when the test ends.
-func startAPIServer(t *testing.T, o serverOpts) *apiServer {
+func startAPIServer(t testing.TB, o serverOpts) *apiServer {
 	t.Helper()
 	a := startAPIServerScoped(t, o)
 	t.Cleanup(a.close)
@@ -153,7 +158,7 @@ func startAPIServer(t *testing.T, o serverOpts) *apiServer {
 
 // tok mints a test token. roles may include "tenant=x", "clearance=y" and
 // "barrier=z" settings among the roles, to keep call sites short.
-func tok(t *testing.T, sub string, settings ...string) string {
+func tok(t testing.TB, sub string, settings ...string) string {
 	t.Helper()
 	c := server.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}}
 	for _, s := range settings {
@@ -184,7 +189,7 @@ type resp struct {
 	header http.Header
 }
 
-func (r resp) json(t *testing.T) map[string]any {
+func (r resp) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -202,7 +207,7 @@ func (r resp) errCode(t *testing.T) string {
 
 // call sends a request; body may be a string, []byte or a value to encode.
 // contentType "" means application/json when there is a body.
-func (a *apiServer) call(t *testing.T, method, path, token string, body any, contentType ...string) resp {
+func (a *apiServer) call(t testing.TB, method, path, token string, body any, contentType ...string) resp {
 	t.Helper()
 	r, err := a.try(method, path, token, body, contentType...)
 	if err != nil {
@@ -253,7 +258,7 @@ func (a *apiServer) try(method, path, token string, body any, contentType ...str
 	return resp{status: res.StatusCode, body: data, header: res.Header}, nil
 }
 
-func (a *apiServer) want(t *testing.T, r resp, status int) resp {
+func (a *apiServer) want(t testing.TB, r resp, status int) resp {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)

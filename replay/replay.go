@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cordon-rag/cordon/internal/jsontext"
+	"github.com/cordon-rag/cordon/internal/jsonstrict"
 	"io"
 	"slices"
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/hashembed"
 
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
@@ -26,10 +27,6 @@ type Store interface {
 
 // OpenFunc opens a store whose tenants use the script's index settings.
 type OpenFunc func(ctx context.Context, s index.Settings) (Store, error)
-
-// ErrScript is returned by [Run] when the script is not a JSON object with a
-// "steps" list.
-var ErrScript = errors.New("unreadable replay script")
 
 type script struct {
 	Config json.RawMessage
@@ -57,8 +54,8 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 		return s, err
 	}
 	if c.Dims.Set {
-		if c.Dims.V < 1 || c.Dims.V > 16000 {
-			return s, fmt.Errorf("dims %d must be in 1..16000", c.Dims.V)
+		if c.Dims.V < 1 || c.Dims.V > hashembed.MaxDims {
+			return s, fmt.Errorf("dims %d must be in 1..%d", c.Dims.V, hashembed.MaxDims)
 		}
 		s.Dims = int(c.Dims.V)
 	}
@@ -76,12 +73,13 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 		s.Statistics = scope
 	}
 	for _, f := range []struct {
-		in  Int
-		out *int
-	}{{c.MaxWords, &s.Chunking.MaxWords}, {c.OverlapWords, &s.Chunking.OverlapWords}} {
+		name string
+		in   Int
+		out  *int
+	}{{"max_words", c.MaxWords, &s.Chunking.MaxWords}, {"overlap_words", c.OverlapWords, &s.Chunking.OverlapWords}} {
 		if f.in.Set {
 			if f.in.V < 0 || f.in.V > 1<<31 {
-				return s, fmt.Errorf("need 0 <= overlap_words < max_words, got %d", f.in.V)
+				return s, fmt.Errorf("%s %d must be in 0..%d (and overlap_words < max_words)", f.name, f.in.V, 1<<31)
 			}
 			*f.out = int(f.in.V)
 		}
@@ -100,7 +98,7 @@ func Run(ctx context.Context, data []byte, open OpenFunc, w io.Writer) error {
 	// are ignored; those two must be spelt exactly.
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return fmt.Errorf("%w: %w", ErrScript, cleanJSONError(err))
+		return fmt.Errorf("%w: %w", ErrScript, jsonstrict.CleanError(err, data, true))
 	}
 	var sc script
 	sc.Config = top["config"]
@@ -164,7 +162,7 @@ func (r *runner) step(ctx context.Context, raw json.RawMessage) any {
 	op := opOf(raw)
 	var out any
 	var err error
-	if !jsontext.ValidUTF8(raw) {
+	if !jsonstrict.ValidUTF8(raw) {
 		if op == "retrieve" {
 			r.last = nil
 		}

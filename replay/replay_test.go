@@ -100,6 +100,7 @@ func TestParseSettings(t *testing.T) {
 		{"max below default overlap", `{"max_words":40}`, index.Settings{}, true},
 		{"max_words 0", `{"max_words":0,"overlap_words":0}`, index.Settings{}, true},
 		{"negative overlap", `{"overlap_words":-1}`, index.Settings{}, true},
+		{"negative max_words", `{"max_words":-1}`, index.Settings{}, true},
 		{"unknown field", `{"dim":8}`, index.Settings{}, true},
 		{"not an object", `[1]`, index.Settings{}, true},
 	}
@@ -108,6 +109,12 @@ func TestParseSettings(t *testing.T) {
 			got, err := ParseSettings(json.RawMessage(tt.raw))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("ParseSettings(%s) error = %v, want error %v", tt.raw, err, tt.wantErr)
+			}
+			// An out-of-range field is named in the error.
+			for _, f := range []string{"max_words", "overlap_words", "dims"} {
+				if err != nil && strings.Contains(tt.raw, `"`+f+`":-`) && !strings.HasPrefix(err.Error(), f+" ") {
+					t.Errorf("ParseSettings(%s) error = %v, want it to name %s", tt.raw, err, f)
+				}
 			}
 			if !tt.wantErr && got != tt.want {
 				t.Errorf("ParseSettings(%s) = %+v, want %+v", tt.raw, got, tt.want)

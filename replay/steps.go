@@ -42,38 +42,12 @@ type principalIn struct {
 	Barriers  []string                   `json:"barriers"`
 }
 
-type policyIn struct {
-	MaxStaleTicks Int   `json:"max_stale_ticks"`
-	EnableRerank  *bool `json:"enable_rerank"`
-	MinScore      Float `json:"min_score"`
-	TopN          Int   `json:"top_n"`
-	RerankDepth   Int   `json:"rerank_depth"`
-	RRFK          Int   `json:"rrf_k"`
-	Limit         Int   `json:"limit"`
-	// SPEC section 5's fusion and rerank fields.
-	RRFWeights  *weightsIn `json:"rrf_weights"`
-	Rerank      *string    `json:"rerank"`
-	RerankBlend Float      `json:"rerank_blend"`
-	// Cordon's extension: at most this many chunks per document (0: no cap).
-	MaxChunksPerDoc Int `json:"max_chunks_per_doc"`
-	// Cordon's extension: query expansion by pseudo-relevance feedback.
-	PRFDocs   Int   `json:"prf_docs"`
-	PRFTerms  Int   `json:"prf_terms"`
-	PRFWeight Float `json:"prf_weight"`
-}
-
-// weightsIn is rrf_weights: a missing key keeps its default 1.
-type weightsIn struct {
-	BM25   Float `json:"bm25"`
-	Cosine Float `json:"cosine"`
-}
-
 type retrieveIn struct {
-	Op        string       `json:"op"`
-	Principal *principalIn `json:"principal"`
-	Query     string       `json:"query"`
-	NowTick   Int          `json:"now_tick"`
-	Policy    *policyIn    `json:"policy"`
+	Op        string                 `json:"op"`
+	Principal *principalIn           `json:"principal"`
+	Query     string                 `json:"query"`
+	NowTick   Int                    `json:"now_tick"`
+	Policy    *retrieval.PolicyPatch `json:"policy"`
 }
 
 type groundIn struct {
@@ -114,27 +88,13 @@ type deleteOut struct {
 	Deleted bool   `json:"deleted"`
 }
 
-type resultOut struct {
-	ChunkID    string   `json:"chunk_id"`
-	DocID      string   `json:"doc_id"`
-	Section    string   `json:"section"`
-	StartChar  int      `json:"start_char"`
-	EndChar    int      `json:"end_char"`
-	BM25       *float64 `json:"bm25"`
-	BM25Rank   *int     `json:"bm25_rank"`
-	Cosine     *float64 `json:"cosine"`
-	CosineRank *int     `json:"cosine_rank"`
-	Fused      float64  `json:"fused"`
-	Rerank     *float64 `json:"rerank"`
-}
-
 type retrieveOut struct {
-	Op                    string      `json:"op"`
-	Results               []resultOut `json:"results"`
-	Considered            int         `json:"considered"`
-	ExcludedByEntitlement int         `json:"excluded_by_entitlement"`
-	ExcludedByFreshness   int         `json:"excluded_by_freshness"`
-	Degraded              []string    `json:"degraded"`
+	Op                    string                 `json:"op"`
+	Results               []retrieval.ScoredJSON `json:"results"`
+	Considered            int                    `json:"considered"`
+	ExcludedByEntitlement int                    `json:"excluded_by_entitlement"`
+	ExcludedByFreshness   int                    `json:"excluded_by_freshness"`
+	Degraded              []string               `json:"degraded"`
 }
 
 type claimOut struct {
@@ -225,72 +185,15 @@ func (r *runner) delete(ctx context.Context, raw []byte) (any, error) {
 // replay step (unknown or case-variant keys, duplicates and non-integer
 // integers are errors) and validates the result.
 func ParsePolicy(raw []byte, base retrieval.Policy) (retrieval.Policy, error) {
-	var in policyIn
+	var in retrieval.PolicyPatch
 	if err := decodeStrict(raw, &in); err != nil {
 		return base, err
 	}
-	pol := in.over(base)
+	pol := in.Apply(base)
 	if err := pol.Validate(); err != nil {
 		return base, err
 	}
 	return pol, nil
-}
-
-// Policy converts a decoded policy, applying SPEC's defaults for absent
-// fields.
-func (p *policyIn) policy() retrieval.Policy {
-	return p.over(retrieval.DefaultPolicy())
-}
-
-// over applies the fields present in p to pol.
-func (p *policyIn) over(pol retrieval.Policy) retrieval.Policy {
-	if p == nil {
-		return pol
-	}
-	if p.MaxStaleTicks.Set {
-		v := p.MaxStaleTicks.V
-		pol.MaxStaleTicks = &v
-	}
-	if p.EnableRerank != nil {
-		pol.EnableRerank = *p.EnableRerank
-	}
-	if p.MinScore.Set {
-		pol.MinScore = p.MinScore.V
-	}
-	setInt := func(in Int, out *int) {
-		if in.Set {
-			*out = clampInt(in.V)
-		}
-	}
-	setInt(p.TopN, &pol.TopN)
-	setInt(p.RerankDepth, &pol.RerankDepth)
-	setInt(p.Limit, &pol.Limit)
-	if p.RRFK.Set {
-		pol.RRFK = p.RRFK.V
-	}
-	if w := p.RRFWeights; w != nil {
-		if w.BM25.Set {
-			pol.RRFWeights.BM25 = w.BM25.V
-		}
-		if w.Cosine.Set {
-			pol.RRFWeights.Cosine = w.Cosine.V
-		}
-	}
-	if p.Rerank != nil {
-		pol.Rerank = retrieval.RerankKind(*p.Rerank)
-	}
-	if p.RerankBlend.Set {
-		pol.RerankBlend = p.RerankBlend.V
-	}
-	if p.MaxChunksPerDoc.Set {
-		pol.MaxChunksPerDoc = clampInt(p.MaxChunksPerDoc.V)
-	}
-	setInt(p.PRFDocs, &pol.PRFDocs)
-	setInt(p.PRFTerms, &pol.PRFTerms)
-	if p.PRFWeight.Set {
-		pol.PRFWeight = p.PRFWeight.V
-	}
-	return pol
 }
 
 // clampInt maps an int64 to int, saturating where int is narrower (32-bit
@@ -324,14 +227,14 @@ func (r *runner) retrieve(ctx context.Context, raw []byte) (any, error) {
 		Principal: cordontype.Principal{Tenant: *in.Principal.Tenant, Clearance: *in.Principal.Clearance, Barriers: in.Principal.Barriers},
 		Text:      in.Query,
 		NowTick:   in.NowTick.V,
-		Policy:    in.Policy.policy(),
+		Policy:    in.Policy.Apply(retrieval.DefaultPolicy()),
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := retrieveOut{
 		Op:                    "retrieve",
-		Results:               make([]resultOut, len(res.Chunks)),
+		Results:               make([]retrieval.ScoredJSON, len(res.Chunks)),
 		Considered:            res.Considered,
 		ExcludedByEntitlement: res.ExcludedByEntitlement,
 		ExcludedByFreshness:   res.ExcludedByFreshness,
@@ -339,12 +242,8 @@ func (r *runner) retrieve(ctx context.Context, raw []byte) (any, error) {
 	}
 	r.last = make([]cordontype.Chunk, len(res.Chunks))
 	for i, s := range res.Chunks {
-		c := s.Chunk
-		r.last[i] = c
-		out.Results[i] = resultOut{
-			ChunkID: c.ChunkID, DocID: c.DocID, Section: c.Section, StartChar: c.StartChar, EndChar: c.EndChar,
-			BM25: s.BM25, BM25Rank: s.BM25Rank, Cosine: s.Cosine, CosineRank: s.CosineRank, Fused: s.Fused, Rerank: s.Rerank,
-		}
+		r.last[i] = s.Chunk
+		out.Results[i] = s.JSON(false)
 	}
 	return out, nil
 }

@@ -267,3 +267,40 @@ func TestIDFMatchesRank(t *testing.T) {
 		}
 	}
 }
+
+// versionedStore numbers its rankings 1, 2, ... as a snapshot version.
+type versionedStore struct {
+	retrieval.Store
+	calls int64
+}
+
+func (v *versionedStore) RankVersion(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
+	v.calls++
+	rk, err := v.Store.Rank(ctx, req)
+	return rk, v.calls, err
+}
+
+// TestIndexVersion: RetrieveVersion reports a VersionedStore's version, the
+// expanded ranking's when the query is expanded; other stores report 0.
+func TestIndexVersion(t *testing.T) {
+	st := newStore(t, expansionCorpus(false)...)
+	p := principal("w", cordontype.Public)
+	tests := []struct {
+		name  string
+		store retrieval.Store
+		opt   func(*retrieval.Policy)
+		want  int64
+	}{
+		{"plain store", st, prf(1, 1, 0.5, false), 0},
+		{"one ranking", &versionedStore{Store: st}, prf(0, 10, 0.5, false), 1},
+		{"expanded: the second ranking", &versionedStore{Store: st}, prf(1, 1, 0.5, false), 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got, err := retrieval.New(tt.store).RetrieveVersion(context.Background(), query(p, "hold", tt.opt))
+			if err != nil || got != tt.want {
+				t.Errorf("RetrieveVersion = version %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -56,14 +56,23 @@ type Query struct {
 // Retrieve runs SPEC section 5 for q. Invalid input returns an error wrapping
 // [cordontype.ErrInvalid] or [ErrInvalidPolicy]; nothing is ranked.
 func (r *Retriever) Retrieve(ctx context.Context, q Query) (Result, error) {
+	res, _, err := r.RetrieveVersion(ctx, q)
+	return res, err
+}
+
+// RetrieveVersion is [Retriever.Retrieve] that also returns the version of
+// the index snapshot that answered the last ranking (the expanded one when
+// the query was expanded), so an audit record can cite it; the version is 0
+// unless the store is a [VersionedStore].
+func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64, error) {
 	if err := q.Principal.Validate(); err != nil {
-		return Result{}, err
+		return Result{}, 0, err
 	}
 	if err := cordontype.ValidateTick("now_tick", q.NowTick); err != nil {
-		return Result{}, err
+		return Result{}, 0, err
 	}
 	if err := q.Policy.Validate(); err != nil {
-		return Result{}, err
+		return Result{}, 0, err
 	}
 	tokens := analysis.Tokenize(q.Text)
 	terms := distinct(tokens)
@@ -75,19 +84,19 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (Result, error) {
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
 		TopN:          q.Policy.TopN,
 	}
-	rk, err := r.store.Rank(ctx, req)
+	rk, version, err := r.rank(ctx, req)
 	if err != nil {
-		return Result{}, fmt.Errorf("rank: %w", err)
+		return Result{}, 0, fmt.Errorf("rank: %w", err)
 	}
 	var expansion []string
 	if q.Policy.PRFDocs > 0 && len(rk.Lexical) > 0 {
 		req2, added, ok, err := r.expand(ctx, req, rk, q.Policy)
 		if err != nil {
-			return Result{}, err
+			return Result{}, 0, err
 		}
 		if ok {
-			if rk, err = r.store.Rank(ctx, req2); err != nil {
-				return Result{}, fmt.Errorf("rank expanded query: %w", err)
+			if rk, version, err = r.rank(ctx, req2); err != nil {
+				return Result{}, 0, fmt.Errorf("rank expanded query: %w", err)
 			}
 			expansion = added
 		}
@@ -96,7 +105,17 @@ func (r *Retriever) Retrieve(ctx context.Context, q Query) (Result, error) {
 	// entries of rk.IDF, theirs in either pass.
 	res := Tail(rk, terms, q.Policy)
 	res.Expansion = expansion
-	return res, nil
+	return res, version, nil
+}
+
+// rank asks the store for req's rankings and, from a [VersionedStore], the
+// version that answered.
+func (r *Retriever) rank(ctx context.Context, req RankRequest) (Rankings, int64, error) {
+	if vs, ok := r.store.(VersionedStore); ok {
+		return vs.RankVersion(ctx, req)
+	}
+	rk, err := r.store.Rank(ctx, req)
+	return rk, 0, err
 }
 
 // Tail is the pure end of the pipeline (SPEC section 5, steps 5-7) over a

@@ -17,6 +17,15 @@ type Store interface {
 	IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error)
 }
 
+// VersionedStore is a [Store] whose rankings come from a numbered index
+// snapshot (the Postgres store's stats.version): the retriever then ranks
+// through RankVersion and reports the version ([Retriever.RetrieveVersion]), so
+// an audit record can cite exactly which index answered.
+type VersionedStore interface {
+	Store
+	RankVersion(ctx context.Context, req RankRequest) (Rankings, int64, error)
+}
+
 // RankRequest asks a store for the two rankings of one query, already
 // pre-filtered for Principal and truncated to TopN (SPEC section 5, steps 1-4).
 type RankRequest struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cordon-rag/cordon/cordontype"
-	"github.com/cordon-rag/cordon/internal/jsontext"
+	"github.com/cordon-rag/cordon/internal/jsonstrict"
 )
 
 // The roles a token may carry in its "roles" claim.
@@ -265,9 +265,6 @@ func discoverJWKS(ctx context.Context, issuer string) (string, error) {
 	return doc.JWKSURI, nil
 }
 
-// errBadToken is wrapped by every Verify error.
-var errBadToken = errors.New("unauthorized")
-
 // Verify checks a token's signature, algorithm, expiry (required) and
 // Cordon's claims, and returns the identity it proves. The claims must be as
 // strict as a request body ([checkClaims]); Cordon's claims are read where
@@ -407,14 +404,14 @@ var claimNames = func() []string {
 // (RFC 7519 NumericDate; golang-jwt also takes a numeric string). Other
 // claims are allowed, whatever their name: identity providers add their own.
 func checkClaims(payload []byte) error {
-	if !jsontext.ValidUTF8(payload) {
+	if !jsonstrict.ValidUTF8(payload) {
 		return errors.New("the claims are not valid UTF-8 (or have an unpaired surrogate escape)")
 	}
-	return walkJSON(payload, "the claims", claimKey)
+	return jsonstrict.Walk(payload, "the claims", claimKey)
 }
 
-func claimKey(w *jsonWalker, key []byte, value byte) error {
-	if len(w.frames) != 1 || !w.frames[0].object {
+func claimKey(s *jsonstrict.Scan, key []byte, value byte) error {
+	if s.Depth() != 1 || !s.Object(0) {
 		return nil
 	}
 	for _, name := range claimNames {

@@ -23,7 +23,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/cordon-rag/cordon/internal/jsontext"
+	"github.com/cordon-rag/cordon/internal/jsonstrict"
 )
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -261,7 +261,7 @@ func FuzzCheckClaims(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		err := checkClaims(payload)
-		want := jsontext.ValidUTF8(payload) && walkJSON(payload, "the claims", nil) == nil
+		want := jsonstrict.ValidUTF8(payload) && jsonstrict.Walk(payload, "the claims", nil) == nil
 		if want {
 			var top map[string]json.RawMessage
 			if json.Unmarshal(payload, &top) != nil {

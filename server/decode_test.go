@@ -14,7 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/cordon-rag/cordon/internal/jsontext"
+	"github.com/cordon-rag/cordon/internal/jsonstrict"
 )
 
 func TestDecodeStrict(t *testing.T) {
@@ -280,13 +280,13 @@ func FuzzWalkJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if !jsontext.ValidUTF8(data) {
+		if !jsonstrict.ValidUTF8(data) {
 			return // callers check UTF-8 first
 		}
-		err := walkJSON(data, "the body", nil)
+		err := jsonstrict.Walk(data, "the body", nil)
 		want := json.Valid(data) && bytes.TrimSpace(data)[0] == '{' && nestingDepth(data) <= MaxJSONDepth && !duplicateKeys(data)
 		if (err == nil) != want {
-			t.Fatalf("walkJSON(%q) = %v, want accepted %v", data, err, want)
+			t.Fatalf("jsonstrict.Walk(%q) = %v, want accepted %v", data, err, want)
 		}
 	})
 }
@@ -378,8 +378,8 @@ func BenchmarkDecodeStrict(b *testing.B) {
 			b.SetBytes(int64(len(tt.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if jsontext.ValidUTF8(tt.body) {
-					_ = walkJSON(tt.body, "the body", bodyKey)
+				if jsonstrict.ValidUTF8(tt.body) {
+					_ = jsonstrict.Walk(tt.body, "the body", bodyKey)
 				}
 			}
 		})

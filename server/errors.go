@@ -37,13 +37,30 @@ func errf(status int, code, format string, args ...any) *apiError {
 // The responses that must not vary: a probe of another tenant, of a hidden
 // chunk or of a missing one gets exactly these bytes.
 var (
-	errNotFound     = &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "not found"}
+	// errNotFound answers whatever the caller may not see or that does not
+	// exist (toAPIError maps the store's not-found errors to it;
+	// deleteDocument and the tenant guard return it directly).
+	errNotFound = &apiError{Status: http.StatusNotFound, Code: "not_found", Message: "not found"}
+	// errUnauthorized answers a request without a valid bearer token (the
+	// authentication middleware).
 	errUnauthorized = &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: "a valid bearer token is required"}
-	errUnavailable  = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the database is unavailable; retry later"}
-	// errAuditUnavailable answers a request whose audit record could not
-	// be written.
+	// errUnavailable answers database trouble (toAPIError).
+	errUnavailable = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the database is unavailable; retry later"}
+	// errAuditUnavailable is wrapped by audit when a request's audit record
+	// could not be written.
 	errAuditUnavailable = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the audit log cannot be written; retry later"}
-	errInternal         = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+	// errInternal answers anything else (toAPIError); the details go to the
+	// log only.
+	errInternal = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
+)
+
+// Internal sentinels, never sent as they are.
+var (
+	// errBadToken is wrapped by every [Verifier.Verify] error.
+	errBadToken = errors.New("unauthorized")
+	// errLineTooLong is returned by readLine when an NDJSON batch line is
+	// over the document limit.
+	errLineTooLong = errors.New("line too long")
 )
 
 // errChunkChanged is ground's and assemble's answer when chunks the caller

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -96,5 +97,30 @@ func TestErrChunkChangedBody(t *testing.T) {
 	data, _ = json.Marshal(errNotFound)
 	if want := `{"code":"not_found","message":"not found"}`; string(data) != want {
 		t.Fatalf("not found body %s, want %s", data, want)
+	}
+}
+
+// TestBatchEmptyBody: a documents:batch body with no document (empty, or
+// only blank lines) is a 400, not an empty success.
+func TestBatchEmptyBody(t *testing.T) {
+	srv := newTestServer(t)
+	writer := testToken(t, RoleWriter)
+	for _, tt := range []struct {
+		name string
+		body string
+	}{
+		{"empty", ""},
+		{"blank lines", "\n  \n\r\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/v1/tenants/wholesale/documents:batch", strings.NewReader(tt.body))
+			req.Header.Set("Authorization", "Bearer "+writer)
+			req.Header.Set("Content-Type", "application/x-ndjson")
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"code":"bad_request"`) {
+				t.Fatalf("got %d %s, want 400 bad_request", rec.Code, rec.Body.String())
+			}
+		})
 	}
 }

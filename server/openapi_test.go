@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 // TestOpenAPIMatchesRoutes checks that openapi.yaml documents exactly the
@@ -124,7 +126,7 @@ func TestOpenAPIMatchesBodies(t *testing.T) {
 		{"document", get("components", "schemas", "Document"), DocumentRequest{}},
 		{"chunk", get("components", "schemas", "Chunk"), ChunkJSON{}},
 		{"retrieve request", reqSchema("/v1/tenants/{tenant}/retrieve", "post"), RetrieveRequest{}},
-		{"policy", get("components", "schemas", "Policy"), PolicyJSON{}},
+		{"policy", get("components", "schemas", "Policy"), retrieval.PolicyPatch{}},
 		{"retrieve response", okSchema("/v1/tenants/{tenant}/retrieve", "post"), RetrieveResponse{}},
 		{"result", get("components", "schemas", "Result"), ResultJSON{}},
 		{"ground request", reqSchema("/v1/tenants/{tenant}/ground", "post"), GroundRequest{}},

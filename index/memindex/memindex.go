@@ -292,15 +292,25 @@ type filter struct {
 	maxStale  *int64
 }
 
-// verdict: 0 keep, 1 hidden (entitlement), 2 stale.
-func (f *filter) verdict(s int32) int {
+// verdict is the pre-filter's decision on one slot (SPEC section 5,
+// steps 2-3), in the order the funnel counts them.
+type verdict uint8
+
+const (
+	keep   verdict = iota // visible and fresh
+	hidden                // outside the principal's entitlement
+	stale                 // visible, but older than the freshness contract allows
+)
+
+// verdict decides slot s.
+func (f *filter) verdict(s int32) verdict {
 	if !f.visible(f.x.class[s], f.x.barrier[s]) {
-		return 1
+		return hidden
 	}
 	if f.maxStale != nil && f.now-f.x.asOf[s] > *f.maxStale {
-		return 2
+		return stale
 	}
-	return 0
+	return keep
 }
 
 // visible is the entitlement predicate for a label set.
@@ -322,10 +332,10 @@ func (f *filter) visible(class int8, set int32) bool {
 func (f *filter) admit(s int32, rk *retrieval.Rankings) bool {
 	rk.Considered++
 	switch f.verdict(s) {
-	case 1:
+	case hidden:
 		rk.ExcludedByEntitlement++
 		return false
-	case 2:
+	case stale:
 		rk.ExcludedByFreshness++
 		return false
 	}

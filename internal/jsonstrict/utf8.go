@@ -1,5 +1,4 @@
-// Package jsontext checks raw JSON text before a decoder sees it.
-package jsontext
+package jsonstrict
 
 import "unicode/utf8"
 

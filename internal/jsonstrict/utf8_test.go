@@ -1,4 +1,4 @@
-package jsontext
+package jsonstrict
 
 import "testing"
 

@@ -1,0 +1,77 @@
+package retrieval
+
+// PolicyPatch is a retrieval policy as a request, a replay step or
+// `cordon eval --policy` gives it (SPEC section 9's policy object): every
+// field present overrides the policy it is applied to, every absent (or
+// null) one keeps it. The HTTP API applies it over [ServicePolicy], replay
+// scripts over [DefaultPolicy]. Marshalled, it names only the fields set.
+type PolicyPatch struct {
+	MaxStaleTicks *int64   `json:"max_stale_ticks,omitempty"`
+	EnableRerank  *bool    `json:"enable_rerank,omitempty"`
+	MinScore      *float64 `json:"min_score,omitempty"`
+	TopN          *int     `json:"top_n,omitempty"`
+	RerankDepth   *int     `json:"rerank_depth,omitempty"`
+	RRFK          *int64   `json:"rrf_k,omitempty"`
+	Limit         *int     `json:"limit,omitempty"`
+	// RRFWeights may give either key; a missing one keeps its value.
+	RRFWeights  *WeightsPatch `json:"rrf_weights,omitempty"`
+	Rerank      *string       `json:"rerank,omitempty"`
+	RerankBlend *float64      `json:"rerank_blend,omitempty"`
+	// MaxChunksPerDoc caps the chunks of one document in the result (0: no
+	// cap).
+	MaxChunksPerDoc *int `json:"max_chunks_per_doc,omitempty"`
+	// Query expansion (pseudo-relevance feedback): prf_docs > 0 turns it on.
+	PRFDocs   *int     `json:"prf_docs,omitempty"`
+	PRFTerms  *int     `json:"prf_terms,omitempty"`
+	PRFWeight *float64 `json:"prf_weight,omitempty"`
+}
+
+// WeightsPatch is a policy patch's rrf_weights.
+type WeightsPatch struct {
+	BM25   *float64 `json:"bm25,omitempty"`
+	Cosine *float64 `json:"cosine,omitempty"`
+}
+
+// Apply returns base with the fields present in p set; a nil p is base.
+// It does not validate: call [Policy.Validate] on the result.
+func (p *PolicyPatch) Apply(base Policy) Policy {
+	pol := base
+	if p == nil {
+		return pol
+	}
+	set(&pol.MaxStaleTicks, p.MaxStaleTicks)
+	setv(&pol.EnableRerank, p.EnableRerank)
+	setv(&pol.MinScore, p.MinScore)
+	setv(&pol.TopN, p.TopN)
+	setv(&pol.RerankDepth, p.RerankDepth)
+	setv(&pol.RRFK, p.RRFK)
+	setv(&pol.Limit, p.Limit)
+	if w := p.RRFWeights; w != nil {
+		setv(&pol.RRFWeights.BM25, w.BM25)
+		setv(&pol.RRFWeights.Cosine, w.Cosine)
+	}
+	if p.Rerank != nil {
+		pol.Rerank = RerankKind(*p.Rerank)
+	}
+	setv(&pol.RerankBlend, p.RerankBlend)
+	setv(&pol.MaxChunksPerDoc, p.MaxChunksPerDoc)
+	setv(&pol.PRFDocs, p.PRFDocs)
+	setv(&pol.PRFTerms, p.PRFTerms)
+	setv(&pol.PRFWeight, p.PRFWeight)
+	return pol
+}
+
+// set points dst at a copy of *v when v is present.
+func set[T any](dst **T, v *T) {
+	if v != nil {
+		c := *v
+		*dst = &c
+	}
+}
+
+// setv sets *dst to *v when v is present.
+func setv[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}

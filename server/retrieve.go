@@ -1,0 +1,96 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+// maxPolicyInt bounds top_n, rerank_depth, limit, prf_docs and prf_terms so
+// a request cannot ask the database for an unbounded result.
+const maxPolicyInt = 10000
+
+// requestPolicy is a request's policy over the service profile
+// ([retrieval.ServicePolicy]), validated and within maxPolicyInt.
+func requestPolicy(p *retrieval.PolicyPatch) (retrieval.Policy, error) {
+	pol := p.Apply(retrieval.ServicePolicy())
+	if err := pol.Validate(); err != nil {
+		return pol, err
+	}
+	// In a fixed order, so the same request always names the same field.
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"top_n", pol.TopN}, {"rerank_depth", pol.RerankDepth}, {"limit", pol.Limit}, {"prf_docs", pol.PRFDocs}, {"prf_terms", pol.PRFTerms}} {
+		if f.v > maxPolicyInt {
+			return pol, errf(http.StatusBadRequest, "bad_request", "%s %d: at most %d", f.name, f.v, maxPolicyInt)
+		}
+	}
+	return pol, nil
+}
+
+func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
+	var req RetrieveRequest
+	if e := decodeJSONRequest(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	query := ""
+	if req.Query != nil {
+		query = *req.Query
+	}
+	if err := noNUL(map[string]string{"query": query}); err != nil {
+		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
+		return
+	}
+	pol, err := requestPolicy(req.Policy)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := s.cfg.Now().Unix()
+	if req.NowTick != nil {
+		now = *req.NowTick
+	}
+	res, version, err := retrieval.New(s.store).RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.metrics.retrieval(id.Tenant, res.Considered, res.ExcludedByEntitlement, res.ExcludedByFreshness, res.Degraded)
+	out := RetrieveResponse{Results: make([]ResultJSON, len(res.Chunks)), Degraded: res.Degraded, NowTick: now, Expansion: res.Expansion}
+	ids := make([]string, len(res.Chunks))
+	for i, c := range res.Chunks {
+		ids[i] = c.Chunk.ChunkID
+		out.Results[i] = c.JSON(true)
+	}
+	effective := retrieval.PolicyPatch{MaxStaleTicks: pol.MaxStaleTicks, EnableRerank: &pol.EnableRerank, MinScore: &pol.MinScore,
+		TopN: &pol.TopN, RerankDepth: &pol.RerankDepth, RRFK: &pol.RRFK, Limit: &pol.Limit}
+	if pol.PRFDocs > 0 {
+		// Expansion shapes the results: the audit record says it was on.
+		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = &pol.PRFDocs, &pol.PRFTerms, &pol.PRFWeight
+	}
+	policyText, _ := json.Marshal(struct {
+		NowTick int64 `json:"now_tick"`
+		retrieval.PolicyPatch
+	}{now, effective})
+	if err := s.audit(r, id, postgres.AuditRecord{
+		Op: "retrieve", Query: query, Policy: string(policyText), ChunkIDs: ids,
+		Considered: int64(res.Considered), ExcludedByEntitlement: int64(res.ExcludedByEntitlement),
+		ExcludedByFreshness: int64(res.ExcludedByFreshness), Degraded: res.Degraded, IndexVersion: version,
+	}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if id.Has(RoleAuditor) {
+		out.Considered, out.ExcludedByEntitlement, out.ExcludedByFreshness = &res.Considered, &res.ExcludedByEntitlement, &res.ExcludedByFreshness
+		out.IndexVersion = &version
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// The server's store reports the index version that answered a ranking,
+// for the audit record and the auditor's index_version.
+var _ retrieval.VersionedStore = (*postgres.Store)(nil)
