@@ -15,7 +15,7 @@ import (
 	"github.com/cordon-rag/cordon/store/memory"
 )
 
-var update = flag.Bool("update", false, "rewrite ../testdata/replay/*.golden.jsonl from the current code (review every changed line against SPEC.md)")
+var update = flag.Bool("update", false, "rewrite ../testdata/replay/*.golden.jsonl from the current code (review every changed line against docs/spec.md)")
 
 const goldenDir = "../testdata/replay"
 

@@ -11,22 +11,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/replay/replaygen"
-	"github.com/cordon-rag/cordon/store/memory"
 )
-
-func compare(t *testing.T, name string, script []byte) {
-	t.Helper()
-	var want, got bytes.Buffer
-	if err := replay.Run(context.Background(), script, func(_ context.Context, s index.Settings) (replay.Store, error) { return memory.New(s) }, &want); err != nil {
-		t.Fatal(err)
-	}
-	if err := replay.Run(context.Background(), script, func(_ context.Context, s index.Settings) (replay.Store, error) { return NewStore(s) }, &got); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(want.Bytes(), got.Bytes()) {
-		t.Fatalf("%s: memindex differs from the reference\nwant %s\ngot  %s", name, want.Bytes(), got.Bytes())
-	}
-}
 
 // overflowScript puts documents whose chunks repeat a word more than 127
 // times (their vectors do not fit the int8 columns) among ordinary ones, and
