@@ -24,3 +24,27 @@ func TestCompactionKeepsResults(t *testing.T) {
 		t.Fatal("no tenant index was ever compacted: the test exercised nothing")
 	}
 }
+
+// TestLabelCountsKeepResults makes every posting list keep per-label-set
+// counts from its first posting (and compacts often), so the entitled
+// scope's df comes from the counts on every query, and compares with the
+// reference on randomized scripts of both scopes.
+func TestLabelCountsKeepResults(t *testing.T) {
+	oldMin, oldDead := labelCountsMin, compactMinDead
+	labelCountsMin, compactMinDead = 1, 1
+	t.Cleanup(func() { labelCountsMin, compactMinDead = oldMin, oldDead })
+	counted := 0
+	for seed := uint64(2000); seed < 2300; seed++ {
+		st := compare(t, fmt.Sprintf("seed %d, label counts", seed), replaygen.Generate(seed, 60))
+		for _, x := range st.tenants {
+			for _, p := range x.postings {
+				if p.byLabel != nil {
+					counted++
+				}
+			}
+		}
+	}
+	if counted == 0 {
+		t.Fatal("no posting list kept label counts: the test exercised nothing")
+	}
+}

@@ -17,7 +17,16 @@ type postingList struct {
 	slots []int32
 	tfs   []int32
 	df    int64 // live postings
+	// byLabel counts the live postings per label set once the list has
+	// labelCountsMin postings, so the entitled scope's df of a common term
+	// is a sum over a few label sets instead of a scan of the list.
+	byLabel map[labelSet]int64
 }
+
+// labelCountsMin is the posting-list length from which a list keeps its
+// per-label-set counts; a shorter list is scanned (cheap, and no map). Tests
+// lower it.
+var labelCountsMin = 2048
 
 // Index is one tenant's chunks.
 type Index struct {
@@ -151,6 +160,7 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 	if !fits {
 		x.overflow[slot] = slices.Clone(pc.Vector)
 	}
+	ls := labelSet{class: x.class[slot], set: x.barrier[slot]}
 	for j, t := range pc.Terms {
 		p := x.postings[t]
 		if p == nil {
@@ -160,10 +170,15 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 		p.slots = append(p.slots, slot)
 		p.tfs = append(p.tfs, pc.TF[j])
 		p.df++
+		switch {
+		case p.byLabel != nil:
+			p.byLabel[ls]++
+		case len(p.slots) >= labelCountsMin:
+			p.byLabel = x.countLabels(p)
+		}
 	}
 	x.live++
 	x.sumLen += int64(c.Length)
-	ls := labelSet{class: x.class[slot], set: x.barrier[slot]}
 	st := x.labels[ls]
 	if st == nil {
 		st = &labelStats{}
@@ -197,6 +212,12 @@ func (x *Index) Remove(docID string) bool {
 			p.df--
 			if p.df == 0 {
 				delete(x.postings, t)
+				continue
+			}
+			if p.byLabel != nil {
+				if p.byLabel[ls]--; p.byLabel[ls] == 0 {
+					delete(p.byLabel, ls)
+				}
 			}
 		}
 		delete(x.overflow, s)
@@ -419,6 +440,17 @@ type scopeStats struct {
 	idf       []float64 // per query term
 }
 
+// countLabels counts p's live postings per label set.
+func (x *Index) countLabels(p *postingList) map[labelSet]int64 {
+	m := make(map[labelSet]int64)
+	for _, s := range p.slots {
+		if x.alive[s] {
+			m[labelSet{class: x.class[s], set: x.barrier[s]}]++
+		}
+	}
+	return m
+}
+
 // scopeStats takes N and the length sum from the label-set counters and
 // each query term's df from its posting list: all live postings under the
 // tenant scope, or under the entitled scope only those of chunks the
@@ -445,6 +477,12 @@ func (x *Index) scopeStats(terms []string, f *filter) scopeStats {
 		case p == nil:
 		case all:
 			df = p.df
+		case p.byLabel != nil:
+			for ls, n := range p.byLabel {
+				if f.visible(ls.class, ls.set) {
+					df += n
+				}
+			}
 		default:
 			for _, s := range p.slots {
 				if x.alive[s] && f.visible(x.class[s], x.barrier[s]) {
