@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"regexp"
@@ -175,65 +176,32 @@ func ParseAuditKeyring(data []byte, active string) (*AuditKeyring, error) {
 func auditTable(schema string) string { return pgx.Identifier{schema, "audit"}.Sanitize() }
 
 // AppendAudit appends r to tenant's audit log and returns it as stored (with
-// its sequence number, time, key id and hashes). The row is keyed with the
-// store's active audit key (Options.AuditKeys), else unkeyed; a chain whose
-// newest row is keyed is never continued unkeyed ([ErrAuditKeyRequired]).
-// Appends to one tenant are serialised by a transaction-scoped advisory
-// lock, so the chain never forks.
+// its sequence number, time, key id and hashes), once the record is
+// committed. The row is keyed with the store's active audit key
+// (Options.AuditKeys), else unkeyed; a chain whose newest row is keyed is
+// never continued unkeyed ([ErrAuditKeyRequired]). Concurrent appends to
+// one tenant share transactions (group commit, see auditgroup.go); each
+// transaction holds the tenant's advisory lock and reads the chain head
+// under it, so the chain never forks, across processes too. When ctx ends
+// first, AppendAudit returns its error and the record may still be
+// written.
 func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (AuditRecord, error) {
-	t, found, err := lookupTenant(ctx, s.pool, tenant, nil)
-	if err != nil {
+	if _, err := SchemaName(tenant); err != nil {
 		return r, err
-	}
-	if !found {
-		return r, fmt.Errorf("append audit: %w: %q", ErrTenantNotFound, tenant)
 	}
 	var key []byte
 	r.KeyID = ""
 	if k := s.opts.AuditKeys; k != nil && k.Active != "" {
 		r.KeyID, key = k.Active, k.Keys[k.Active]
 	}
-	table := auditTable(t.schema)
-	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "cordon.audit:"+t.schema); err != nil {
-			return classify(err)
+	w := &auditWaiter{ctx: ctx, rec: r, done: make(chan struct{})}
+	if err := s.appendGrouped(ctx, tenant, key, w); err != nil {
+		if errors.Is(err, ErrTenantNotFound) {
+			return r, fmt.Errorf("append audit: %w: %q", ErrTenantNotFound, tenant)
 		}
-		var last int64
-		var lastKey string
-		prev := genesisHash
-		err := tx.QueryRow(ctx, `SELECT seq, hash, key_id FROM `+table+` ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev, &lastKey)
-		if err != nil && err != pgx.ErrNoRows {
-			return classify(err)
-		}
-		if lastKey != "" && key == nil {
-			return fmt.Errorf("%w: the newest record is keyed with %q", ErrAuditKeyRequired, lastKey)
-		}
-		r.Seq = last + 1
-		r.At = time.Now().UTC().Truncate(time.Microsecond)
-		if r.ChunkIDs == nil {
-			r.ChunkIDs = []string{}
-		}
-		if r.Degraded == nil {
-			r.Degraded = []string{}
-		}
-		r.PrevHash = prev
-		if key != nil {
-			r.Hash = AuditMAC(key, prev, r)
-		} else {
-			r.Hash = AuditHash(prev, r)
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO `+table+`
-			(seq, at, sub, op, query, policy, chunk_ids, considered, excluded_by_entitlement,
-			 excluded_by_freshness, degraded, index_version, request_id, key_id, prev_hash, hash)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-			r.Seq, r.At, r.Sub, r.Op, r.Query, r.Policy, r.ChunkIDs, r.Considered, r.ExcludedByEntitlement,
-			r.ExcludedByFreshness, r.Degraded, r.IndexVersion, r.RequestID, r.KeyID, r.PrevHash, r.Hash)
-		return classify(err)
-	})
-	if err != nil {
 		return r, fmt.Errorf("append audit record for tenant %q: %w", tenant, err)
 	}
-	return r, nil
+	return w.rec, nil
 }
 
 // AuditBreak says where a tenant's audit chain breaks. It is returned by

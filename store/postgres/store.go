@@ -54,6 +54,7 @@ type Store struct {
 	pool  *pgxpool.Pool
 	opts  Options
 	cache *cache // nil when Options.CacheBytes == 0
+	audit auditGroups
 }
 
 func parseConfig(url string) (*pgxpool.Config, error) {

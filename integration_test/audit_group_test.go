@@ -1,0 +1,425 @@
+package integration_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+// auditTenant creates tenant "acme" in a fresh database and returns the
+// database's URL and a store on it.
+func auditTenant(t *testing.T, keys *postgres.AuditKeyring) (string, *postgres.Store) {
+	t.Helper()
+	dbURL := migrated(t)
+	st := openStore(t, dbURL, postgres.Options{MaxConns: 16, AuditKeys: keys})
+	if _, err := st.CreateTenant(context.Background(), "acme", index.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	return dbURL, st
+}
+
+// storedAudit reads tenant acme's audit rows: seq -> hex hash, and
+// request id -> seq.
+func storedAudit(t *testing.T, dbURL string) (map[int64]string, map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT seq, encode(hash, 'hex'), request_id FROM cordon_t_acme.audit ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySeq, byReq := map[int64]string{}, map[string]int64{}
+	for rows.Next() {
+		var seq int64
+		var h, req string
+		if err := rows.Scan(&seq, &h, &req); err != nil {
+			t.Fatal(err)
+		}
+		bySeq[seq], byReq[req] = h, seq
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return bySeq, byReq
+}
+
+// checkLinear verifies the chain and that its seqs are exactly 1..want.
+func checkLinear(t *testing.T, st *postgres.Store, dbURL string, want int64) map[int64]string {
+	t.Helper()
+	sum, err := st.VerifyAudit(context.Background(), "acme")
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	bySeq, _ := storedAudit(t, dbURL)
+	if sum.Rows != want || int64(len(bySeq)) != want {
+		t.Fatalf("the chain has %d rows (%d stored), want %d", sum.Rows, len(bySeq), want)
+	}
+	for seq := int64(1); seq <= want; seq++ {
+		if _, ok := bySeq[seq]; !ok {
+			t.Fatalf("seq %d is missing", seq)
+		}
+	}
+	return bySeq
+}
+
+// TestAuditGroupCommitConcurrent: concurrent appends to one tenant, from
+// two stores as from two service processes, share transactions, and the
+// chain stays linear: seqs 1..N without gaps or duplicates, every returned
+// record is the stored row.
+func TestAuditGroupCommitConcurrent(t *testing.T) {
+	ctx := context.Background()
+	keys := testKeyring("k1")
+	dbURL, st := auditTenant(t, keys)
+	st2 := openStore(t, dbURL, postgres.Options{MaxConns: 16, AuditKeys: keys})
+	const workers, each = 32, 15
+	var mu sync.Mutex
+	got := map[int64]postgres.AuditRecord{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				on := st
+				if g%2 == 1 {
+					on = st2
+				}
+				r, err := on.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprintf("r-%d-%d", g, i)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				if prev, dup := got[r.Seq]; dup {
+					errs <- fmt.Errorf("seq %d returned to %s and %s", r.Seq, prev.RequestID, r.RequestID)
+				}
+				got[r.Seq] = r
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	bySeq := checkLinear(t, st, dbURL, workers*each)
+	_, byReq := storedAudit(t, dbURL)
+	for seq, r := range got {
+		if fmt.Sprintf("%x", r.Hash) != bySeq[seq] || byReq[r.RequestID] != seq {
+			t.Fatalf("returned record %s seq %d hash %x differs from the stored row (seq %d, hash %s)", r.RequestID, seq, r.Hash, byReq[r.RequestID], bySeq[seq])
+		}
+	}
+	s1, s2 := st.AuditStats(), st2.AuditStats()
+	records, commits := s1.Records+s2.Records, s1.Commits+s2.Commits
+	if records != workers*each || commits >= records || s1.Queued+s2.Queued != 0 {
+		t.Fatalf("stats %+v and %+v: want %d records in fewer commits, none queued", s1, s2, workers*each)
+	}
+	t.Logf("%d records in %d commits", records, commits)
+}
+
+// TestServerAuditConcurrentRetrieve: concurrent retrieves through the HTTP
+// server each get an audit record; the chain is linear and the records were
+// committed in shared transactions.
+func TestServerAuditConcurrentRetrieve(t *testing.T) {
+	a := startAPIServer(t, serverOpts{})
+	a.seed(t)
+	reader := tok(t, "alice", "tenant=wholesale", "clearance=confidential", "reader")
+	before, err := a.store.VerifyAudit(context.Background(), "wholesale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const clients, each = 16, 8
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": fmt.Sprintf("PMT-771 hold %d", i)}), http.StatusOK)
+			}
+		}()
+	}
+	wg.Wait()
+	sum, err := a.store.VerifyAudit(context.Background(), "wholesale")
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if sum.Rows != before.Rows+clients*each {
+		t.Fatalf("%d audit rows, want %d", sum.Rows, before.Rows+clients*each)
+	}
+	if s := a.store.AuditStats(); s.Commits >= s.Records {
+		t.Fatalf("stats %+v: want fewer commits than records", s)
+	}
+	if code, out := auditVerifyCLI(t, a, "wholesale"); code != 0 {
+		t.Fatalf("cordon audit verify = %d %q", code, out)
+	}
+}
+
+// auditGate installs on tenant acme's audit table a trigger that holds an
+// insert of query 'hold' until the gate opens, raises on query 'boom' and
+// refuses nothing else. It returns open, which opens the gate, and drop,
+// which removes the trigger.
+func auditGate(t *testing.T, dbURL string) (open, drop func()) {
+	t.Helper()
+	execSQL(t, dbURL, `CREATE TABLE public.audit_gate (open boolean);
+		CREATE FUNCTION public.audit_hold() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.query = 'boom' THEN RAISE EXCEPTION 'injected audit failure'; END IF;
+			IF NEW.query = 'hold' THEN
+				WHILE NOT EXISTS (SELECT 1 FROM public.audit_gate WHERE open) LOOP PERFORM pg_sleep(0.01); END LOOP;
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER hold BEFORE INSERT ON cordon_t_acme.audit FOR EACH ROW EXECUTE FUNCTION public.audit_hold()`)
+	return func() { execSQL(t, dbURL, `INSERT INTO public.audit_gate VALUES (true)`) },
+		func() { execSQL(t, dbURL, `DROP TRIGGER hold ON cordon_t_acme.audit`) }
+}
+
+// waitFor polls cond until it holds (the test's deadline ends a hang).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		if t.Context().Err() != nil {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAuditBatchFailure: records queued behind a held commit form one
+// batch. When the batch's transaction fails, every waiter gets the error
+// and nothing of the batch is written; a value the database refuses fails
+// only its own record; the chain stays intact.
+func TestAuditBatchFailure(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		queries  []string
+		wantFail map[string]bool // query -> whether its append fails
+		wantPG   string          // the SQLSTATE of the failures
+	}{
+		{"a trigger raises on one record: the whole batch fails",
+			[]string{"a", "b", "boom", "c", "d", "e"},
+			map[string]bool{"a": true, "b": true, "boom": true, "c": true, "d": true, "e": true}, "P0001"},
+		{"a value the database refuses fails only its record",
+			[]string{"a", "b", "nul\x00", "c", "d", "e"},
+			map[string]bool{"nul\x00": true}, "22021"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dbURL, st := auditTenant(t, testKeyring("k1"))
+			open, drop := auditGate(t, dbURL)
+			held := make(chan error, 1)
+			go func() {
+				_, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "hold"})
+				held <- err
+			}()
+			waitFor(t, "the held commit", func() bool {
+				return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
+			})
+			errs := make([]error, len(tt.queries))
+			var wg sync.WaitGroup
+			for i, q := range tt.queries {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: q})
+				}()
+			}
+			waitFor(t, "the batch to queue", func() bool { return st.AuditStats().Queued == int64(len(tt.queries)) })
+			open()
+			wg.Wait()
+			if err := <-held; err != nil {
+				t.Fatalf("the held append: %v", err)
+			}
+			failed := 0
+			for i, q := range tt.queries {
+				var pe *pgconn.PgError
+				switch {
+				case tt.wantFail[q] && (!errors.As(errs[i], &pe) || pe.Code != tt.wantPG):
+					t.Errorf("append %q: %v, want SQLSTATE %s", q, errs[i], tt.wantPG)
+				case !tt.wantFail[q] && errs[i] != nil:
+					t.Errorf("append %q: %v, want success", q, errs[i])
+				}
+				if errs[i] != nil {
+					failed++
+				}
+			}
+			drop()
+			written := int64(1 + len(tt.queries) - failed)
+			checkLinear(t, st, dbURL, written)
+			if _, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+				t.Fatal(err)
+			}
+			checkLinear(t, st, dbURL, written+1)
+		})
+	}
+}
+
+// auditChildEnv names the database of the child process of
+// TestAuditKillMidBatch; the test binary re-executed with it set appends
+// from 8 goroutines and prints each answer.
+const auditChildEnv = "CORDON_TEST_AUDIT_CHILD_DB"
+
+// auditChild appends from 8 goroutines until killed, printing
+// "enq REQUEST_ID" before each append and "ok REQUEST_ID SEQ HASH" after
+// each success: a printed "ok" is an answered request.
+func auditChild(dbURL string) {
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 4})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var mu sync.Mutex
+	w := bufio.NewWriter(os.Stdout)
+	say := func(format string, args ...any) {
+		mu.Lock()
+		fmt.Fprintf(w, format+"\n", args...)
+		w.Flush()
+		mu.Unlock()
+	}
+	for g := range 8 {
+		go func() {
+			for i := 0; ; i++ {
+				req := fmt.Sprintf("r-%d-%d", g, i)
+				say("enq %s", req)
+				r, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: req})
+				if err != nil {
+					say("err %s %v", req, err)
+					continue
+				}
+				say("ok %s %d %x", req, r.Seq, r.Hash)
+			}
+		}()
+	}
+	select {}
+}
+
+// TestAuditKillMidBatch kills a process while a batch of its appends is in
+// flight (held in the batch's transaction by a sleeping trigger): every
+// answered record is stored with the hash its request was given, nothing
+// of the killed batch is visible and the chain verifies.
+func TestAuditKillMidBatch(t *testing.T) {
+	if u := os.Getenv(auditChildEnv); u != "" {
+		auditChild(u)
+		return
+	}
+	dbURL, st := auditTenant(t, nil)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAuditKillMidBatch$")
+	cmd.Env = append(os.Environ(), auditChildEnv+"="+dbURL)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var mu sync.Mutex
+	answered := map[string]string{} // request id -> "seq hash"
+	enq := map[string]bool{}
+	lines := make(chan struct{}, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			mu.Lock()
+			switch f[0] {
+			case "enq":
+				enq[f[1]] = true
+			case "ok":
+				answered[f[1]] = f[2] + " " + f[3]
+			}
+			mu.Unlock()
+			select {
+			case lines <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	count := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(answered), len(enq)
+	}
+	waitFor(t, "the child's first 200 answers", func() bool { n, _ := count(); return n >= 200 })
+	// From now on each transaction sleeps in its COMMIT (a deferred
+	// constraint trigger), its inserts done: a batch's waiters released
+	// before the commit ends would be answered here.
+	execSQL(t, dbURL, `CREATE FUNCTION public.audit_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF current_setting('cordon_test.slept', true) IS DISTINCT FROM 'y' THEN
+				PERFORM set_config('cordon_test.slept', 'y', true);
+				PERFORM pg_sleep(60);
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON cordon_t_acme.audit DEFERRABLE INITIALLY DEFERRED
+			FOR EACH ROW EXECUTE FUNCTION public.audit_slow()`)
+	// Every row committed from here on went through the trigger.
+	before := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_acme.audit`)
+	waitFor(t, "a batch in flight", func() bool {
+		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
+	})
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	// The killed process's connection is gone; ending its backend stands
+	// for the database noticing that (an ended commit is rolled back).
+	execSQL(t, dbURL, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`)
+	waitFor(t, "the killed process's transaction to end", func() bool {
+		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`) == 0
+	})
+	execSQL(t, dbURL, `DROP TRIGGER slow ON cordon_t_acme.audit`)
+
+	mu.Lock()
+	defer mu.Unlock()
+	inFlight := len(enq) - len(answered)
+	if inFlight < 2 {
+		t.Fatalf("%d appends in flight at the kill, want a batch of several", inFlight)
+	}
+	bySeq, byReq := storedAudit(t, dbURL)
+	sum, err := st.VerifyAudit(context.Background(), "acme")
+	if err != nil {
+		t.Fatalf("verify after the kill: %v", err)
+	}
+	if sum.Rows != int64(len(bySeq)) {
+		t.Fatalf("verify saw %d rows, %d stored", sum.Rows, len(bySeq))
+	}
+	for req, sh := range answered {
+		seq, _ := strconv.ParseInt(strings.Fields(sh)[0], 10, 64)
+		if byReq[req] != seq || bySeq[seq] != strings.Fields(sh)[1] {
+			t.Fatalf("answered request %s (seq %s) is not stored as answered", req, sh)
+		}
+	}
+	if int64(len(bySeq)) != before {
+		t.Fatalf("%d rows stored, %d before the batch that was killed: it is partly visible", len(bySeq), before)
+	}
+	t.Logf("%d answered, %d in flight at the kill, %d rows stored; child stderr: %q", len(answered), inFlight, len(bySeq), stderr.String())
+}
