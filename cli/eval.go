@@ -92,7 +92,7 @@ intervals against the first.
 export writes the chunks 'cordon eval' indexes with the same inputs (held-
 out passages and sections removed, same chunking), one {"chunk_id",
 "doc_id", "text"} line each, so another system can index exactly the same
-text (eval/peers/).
+text (lab/eval/peers/).
 
 How long it takes: time grows with chunks x queries. On 2 cores: the
 committed 58-page subset under 1 s; 402 man pages and 400 queries 10-20 s,
