@@ -130,7 +130,7 @@ func TestHiddenDocumentsChangeNothingAPrincipalReceives(t *testing.T) {
 		settings.Statistics = scope
 		settings.Chunking.MaxWords, settings.Chunking.OverlapWords = 8, 2
 		moved, countersMoved, compared := 0, 0, 0
-		for round := range 4 {
+		for round := range 8 {
 			r := rand.New(rand.NewPCG(uint64(round), 7))
 			principal := cordontype.Principal{
 				Clearance: cordontype.Classification(r.IntN(4)),
