@@ -20,7 +20,7 @@ func benchCommand() *command {
   cordon bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
                [--warmup N] [--warm-tenants=false] [--cache-mib M] [--serial N]
-               [--cpuprofile FILE]
+               [--mix OPS] [--cpuprofile FILE]
                [--create-database=false] [--keep] [--json]
 
 Generates a deterministic corpus of N chunks split across T tenants (Zipf
@@ -35,6 +35,11 @@ PutBatch) and runs the queries with C concurrent clients:
   memory      the in-memory reference store (exact)
   cordon      the Postgres store behind the retriever (exact), with its
               in-memory query path within --cache-mib (0: ranked in SQL)
+  http        the service path: the real server in this process on a
+              loopback port (same store options, HS256 tokens minted per
+              tenant, a generated audit key, every request audited) over
+              cordon's tenants, queried with POST /v1/tenants/T/retrieve
+              under the same policy; run it with cordon (not by default)
   sql_exact   the same pipeline written entirely in SQL over Cordon's tables
   sql_hybrid  the usual recipe: tsvector + GIN + ts_rank_cd, pgvector HNSW,
               RRF in SQL (approximate)
@@ -51,6 +56,16 @@ builds; bytes_per_chunk is the Postgres storage of the system's relations
 (indexes and TOAST included) minus the bytes of document and chunk text,
 right after ingest; for cordon, compacted_bytes_per_chunk is the same after
 VACUUM FULL (without row versions that merges leave for vacuum).
+
+With http and cordon, qps_ratio_to_cordon is http's qps over cordon's: what
+the service path (JSON, tokens, the audit append, the loopback round trip,
+client included: it shares the machine) keeps of the store's throughput.
+--mix OP=W,... (or --mix default: retrieve=80,ground=10,assemble=5,put=5)
+then sends the Q queries again over HTTP as a mix in fixed proportions:
+ground and assemble over the chunks the query retrieved, put a new
+3-chunk document in the query's tenant; it reports requests/s and each
+operation's latency (systems.http.mix). --cpuprofile covers the server
+too, as it runs in the bench process.
 
 By default a fresh database is created on the server of --database-url for
 the run and dropped afterwards (the role needs CREATEDB); with
@@ -71,6 +86,7 @@ Examples:
   cordon bench --database-url "$URL" --chunks 100000 --json > bench-100k.json
   cordon bench --database-url "$URL" --chunks 100000 --tenants 100 --batch 50 --json > bench-100x1k.json
   cordon bench --systems memory --chunks 100000
+  cordon bench --database-url "$URL" --systems cordon,http --concurrency 8 --mix default --cpuprofile http.prof
   go run ./cmd/cordon-plot bench --out docs/benchmarks.png bench-10k.json bench-100k.json
 `,
 		run: runBench,
@@ -87,7 +103,8 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 	writers := fs.Int("writers", 0, "concurrent ingest writers (default: --concurrency)")
 	batch := fs.Int("batch", 1, "documents of one tenant per ingest transaction (1: Put; more: PutBatch)")
 	seed := fs.Uint64("seed", 1, "corpus and query seed")
-	systems := fs.String("systems", strings.Join(bench.AllSystems, ","), "systems to run, comma-separated")
+	systems := fs.String("systems", strings.Join(bench.DefaultSystems, ","), "systems to run, comma-separated, of "+strings.Join(bench.AllSystems, ","))
+	mix := fs.String("mix", "", "after http's retrieve run, a mixed run over HTTP: OP=WEIGHT,... of retrieve, ground, assemble, put, or 'default' ("+bench.DefaultMix+")")
 	warmup := fs.Int("warmup", 20, "unmeasured warm-up queries per system")
 	serial := fs.Int("serial", 0, "after the measured run, run the first N queries again with one client and report their latency (serial_p50_ms, serial_p95_ms, serial_p99_ms)")
 	warmTenants := fs.Bool("warm-tenants", true, "before measuring, one unmeasured query per tenant per system")
@@ -102,6 +119,14 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	var opMix bench.Mix
+	if *mix != "" {
+		m, err := bench.ParseMix(*mix)
+		if err != nil {
+			return fmt.Errorf("%w: --mix: %w", errUsage, err)
+		}
+		opMix = m
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -130,6 +155,7 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 		WarmTenants:    *warmTenants,
 		CacheBytes:     *cacheMiB << 20,
 		Systems:        splitList(*systems),
+		Mix:            opMix,
 	}
 	if !*quiet {
 		opts.Progress = env.Stderr
@@ -175,6 +201,19 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 		}
 		fmt.Fprintf(w, "%-11s %9.2f %9.2f %9.2f %8.0f %10s %10s %10s %10s %9.0f\n", name, s.P50, s.P95, s.P99, s.QPS,
 			opt(s.IngestChunksPerS, "%.0f"), opt(s.BytesPerChunk, "%.0f"), opt(s.RecallAt10, "%.4f"), ident, float64(s.PeakHeapBytes)/(1<<20))
+	}
+	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.QPSRatioToCordon != nil {
+		fmt.Fprintf(w, "\nhttp/cordon qps at %d clients: %.2f\n", rep.Concurrency, *h.QPSRatioToCordon)
+	}
+	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.Mix != nil {
+		m := h.Mix
+		fmt.Fprintf(w, "\nhttp mix %s: %d requests, %d clients, %.0f requests/s\n", m.Mix, m.Requests, rep.Concurrency, m.QPS)
+		fmt.Fprintf(w, "%-11s %7s %9s %9s %9s\n", "OPERATION", "COUNT", "P50_MS", "P95_MS", "P99_MS")
+		for _, op := range []string{bench.OpRetrieve, bench.OpGround, bench.OpAssemble, bench.OpPut} {
+			if o := m.Ops[op]; o != nil {
+				fmt.Fprintf(w, "%-11s %7d %9.2f %9.2f %9.2f\n", op, o.Count, o.P50, o.P95, o.P99)
+			}
+		}
 	}
 	fmt.Fprintf(w, "\nreference for recall: %s; peak RSS of the bench process: %.0f MiB; load average %.2f at start, %.2f at end\n",
 		rep.Reference, float64(rep.Env.MaxRSSBytes)/(1<<20), rep.Env.LoadAvg[0], rep.Env.LoadAvg[1])

@@ -69,7 +69,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := []string{"p50_ms", "p95_ms", "p99_ms", "qps", "ingest_chunks_per_s", "bytes_per_chunk", "recall_at_10"}
-	for _, name := range bench.AllSystems {
+	for _, name := range bench.DefaultSystems {
 		s, ok := systems[name]
 		if !ok || s == nil {
 			t.Fatalf("systems.%s is missing or null", name)
@@ -139,6 +139,65 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 }
 
+// The service path end to end: the real server answers every query over
+// HTTP with the store's own top-10 list, its throughput is reported next to
+// the store's with their ratio, and the mix reports every operation.
+func TestBenchHTTP(t *testing.T) {
+	url := benchDatabaseURL(t)
+	stdout, stderr, code := runBenchCLI(t, nil, "--database-url", url, "--chunks", "400", "--tenants", "3",
+		"--queries", "40", "--concurrency", "4", "--warmup", "2", "--systems", "cordon,http", "--mix", "default", "--json", "--quiet")
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not a report: %v\n%s", err, stdout)
+	}
+	h, c := rep.Systems["http"], rep.Systems["cordon"]
+	if h == nil || c == nil {
+		t.Fatalf("systems.http = %v, systems.cordon = %v; want both", h, c)
+	}
+	if rep.Reference != "cordon" {
+		t.Errorf("reference %q, want cordon", rep.Reference)
+	}
+	if !(h.QPS > 0) || !(h.P50 > 0) {
+		t.Errorf("http: qps %v, p50 %v ms; want > 0", h.QPS, h.P50)
+	}
+	if h.Identical == nil || *h.Identical != rep.Queries {
+		t.Errorf("http: %v of %d top-10 lists equal the store's, want all", h.Identical, rep.Queries)
+	}
+	if h.QPSRatioToCordon == nil || *h.QPSRatioToCordon != h.QPS/c.QPS {
+		t.Errorf("http: qps_ratio_to_cordon %v, want %v / %v", h.QPSRatioToCordon, h.QPS, c.QPS)
+	}
+	if h.Mix == nil {
+		t.Fatal("http: no mix in the report")
+	}
+	total := 0
+	for _, op := range []string{bench.OpRetrieve, bench.OpGround, bench.OpAssemble, bench.OpPut} {
+		o := h.Mix.Ops[op]
+		if o == nil || o.Count == 0 || !(o.P50 > 0) {
+			t.Errorf("mix: %s = %+v, want requests with a latency", op, o)
+			continue
+		}
+		total += o.Count
+	}
+	if total != rep.Queries || h.Mix.Requests != rep.Queries || !(h.Mix.QPS > 0) || rep.Mix != bench.DefaultMix {
+		t.Errorf("mix: %d requests counted by operation, %d reported, %v requests/s, mix %q; want %d, %d, > 0, %q",
+			total, h.Mix.Requests, h.Mix.QPS, rep.Mix, rep.Queries, rep.Queries, bench.DefaultMix)
+	}
+
+	table, stderr, code := runBenchCLI(t, nil, "--database-url", url, "--chunks", "200", "--queries", "10",
+		"--concurrency", "2", "--systems", "cordon,http", "--quiet")
+	if code != ExitOK {
+		t.Fatalf("table run: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"\nhttp ", "http/cordon qps at 2 clients:"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table has no %q:\n%s", want, table)
+		}
+	}
+}
+
 // Without a database only the memory store runs, and the table lists it
 // alone.
 func TestBenchMemoryOnly(t *testing.T) {
@@ -164,6 +223,9 @@ func TestBenchUsage(t *testing.T) {
 	}{
 		{"unknown system", []string{"--systems", "elastic", "--chunks", "10"}, "unknown system"},
 		{"sql_exact without cordon", []string{"--systems", "memory,sql_exact", "--database-url", "postgres://x/y"}, "run it with cordon"},
+		{"http without cordon", []string{"--systems", "http", "--database-url", "postgres://x/y"}, "run it with cordon"},
+		{"mix without http", []string{"--systems", "cordon", "--mix", "default", "--database-url", "postgres://x/y"}, "add http"},
+		{"bad mix", []string{"--systems", "cordon,http", "--mix", "retrieve=1,scan=2", "--database-url", "postgres://x/y"}, "unknown operation"},
 		{"no database", []string{"--systems", "cordon"}, "no database URL"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 	}

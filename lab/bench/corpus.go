@@ -273,6 +273,8 @@ type Query struct {
 	Text          string
 	NowTick       int64
 	MaxStaleTicks *int64
+	// seq is the query's index in a mixed run, which picks its operation.
+	seq int
 }
 
 // Queries returns n queries. Each has 2-8 terms drawn from the corpus's

@@ -19,6 +19,14 @@
 // chunk ids. The systems are:
 //
 //   - "cordon": [postgres.Store] behind [retrieval.Retriever] (exact);
+//   - "http": the service path over the same tenants as "cordon": the real
+//     server ([server.New], same store options, a generated audit key, every
+//     request audited) in this process on a loopback listener, queried with
+//     POST /v1/tenants/{t}/retrieve under the same policy with an HS256
+//     token per principal; its report carries its qps over cordon's
+//     (qps_ratio_to_cordon) and, with [Options.Mix], a mixed run of
+//     retrieve, ground, assemble and document puts with each operation's
+//     latency. It runs only when named;
 //   - "memory": [memory.Store], the reference store (exact);
 //   - "sql_exact": the same pipeline written entirely in SQL over Cordon's
 //     own tables (BM25 with SQL ln and sum over the postings table, a full

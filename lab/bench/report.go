@@ -21,6 +21,8 @@ type Report struct {
 	Seed       uint64 `json:"seed"`
 	// Reference is the system whose top-10 lists define recall and identity.
 	Reference string `json:"reference"`
+	// Mix is the http system's operation mix (empty: none ran).
+	Mix string `json:"mix,omitempty"`
 	// Systems has every system's key; a system not run is null.
 	Systems map[string]*SystemResult `json:"systems"`
 	Env     Env                      `json:"env"`
@@ -58,6 +60,12 @@ type SystemResult struct {
 	// when the path is off).
 	MemoryBudgetBytes *int64 `json:"memory_budget_bytes,omitempty"`
 	MemoryUsedBytes   *int64 `json:"memory_used_bytes,omitempty"`
+	// QPSRatioToCordon is the http system's qps over the cordon system's,
+	// same corpus, queries and clients: what the service path keeps of the
+	// store's throughput (http only, when cordon ran).
+	QPSRatioToCordon *float64 `json:"qps_ratio_to_cordon,omitempty"`
+	// Mix is the http system's mixed run (Options.Mix; omitted otherwise).
+	Mix *MixResult `json:"mix,omitempty"`
 }
 
 // Env describes where the run happened.
@@ -92,6 +100,7 @@ func newReport(o Options) *Report {
 		Chunks: o.Chunks, Tenants: o.Tenants, Queries: o.Queries,
 		Concurrency: o.Concurrency, Writers: o.Writers, Batch: o.Batch, Seed: o.Seed, CacheBytes: o.CacheBytes,
 		Systems: map[string]*SystemResult{},
+		Mix:     o.Mix.String(),
 		Env:     Env{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
 	}
 	for _, s := range AllSystems {

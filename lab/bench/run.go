@@ -54,7 +54,11 @@ type Options struct {
 	// CacheBytes is the cordon system's in-memory query path budget
 	// (postgres.Options.CacheBytes); 0 ranks every query in SQL.
 	CacheBytes int64
-	Systems    []string // subset of AllSystems, run in AllSystems order
+	Systems    []string // subset of AllSystems, run in AllSystems order (none: DefaultSystems)
+	// Mix, when set, runs the http system's queries again as a mix of
+	// operations (retrieve, ground, assemble, put) after its measured
+	// retrieve run, and reports each operation's latency.
+	Mix Mix
 
 	// Progress, when set, receives a human progress display.
 	Progress io.Writer
@@ -78,7 +82,7 @@ func (o *Options) validate() error {
 		o.Writers = o.Concurrency
 	}
 	if len(o.Systems) == 0 {
-		o.Systems = AllSystems
+		o.Systems = DefaultSystems
 	}
 	for _, s := range o.Systems {
 		if !slices.Contains(AllSystems, s) {
@@ -87,6 +91,12 @@ func (o *Options) validate() error {
 	}
 	if slices.Contains(o.Systems, SystemSQLExact) && !slices.Contains(o.Systems, SystemCordon) {
 		return errors.New("system sql_exact reads Cordon's tables: run it with cordon")
+	}
+	if slices.Contains(o.Systems, SystemHTTP) && !slices.Contains(o.Systems, SystemCordon) {
+		return errors.New("system http serves the tenants cordon ingests: run it with cordon")
+	}
+	if o.Mix != nil && !slices.Contains(o.Systems, SystemHTTP) {
+		return errors.New("a mix runs over HTTP: add http to the systems")
 	}
 	if o.needsDB() && o.DatabaseURL == "" {
 		return errors.New("no database URL: pass --database-url or set CORDON_DATABASE_URL, or run only --systems memory")
@@ -140,7 +150,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if !slices.Contains(opts.Systems, name) {
 			continue
 		}
-		sys, err := openSystem(ctx, name, dbURL, conns, opts.CacheBytes)
+		sys, err := openSystem(ctx, name, dbURL, conns, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -168,6 +178,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		ref = "" // no exact system ran: recall is not measured
 	}
 	rep.Reference = ref
+	if h, c := rep.Systems[SystemHTTP], rep.Systems[SystemCordon]; h != nil && c != nil && c.QPS > 0 {
+		r := h.QPS / c.QPS
+		h.QPSRatioToCordon = &r
+	}
 	for name, l := range lists {
 		if ref == "" {
 			break
@@ -195,12 +209,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-func openSystem(ctx context.Context, name, dbURL string, conns int32, cacheBytes int64) (System, error) {
+func openSystem(ctx context.Context, name, dbURL string, conns int32, opts Options) (System, error) {
 	switch name {
 	case SystemMemory:
 		return newMemory()
 	case SystemCordon:
-		return newCordon(ctx, dbURL, conns, cacheBytes)
+		return newCordon(ctx, dbURL, conns, opts.CacheBytes)
+	case SystemHTTP:
+		return newHTTP(ctx, dbURL, conns, opts.Concurrency, opts.CacheBytes)
 	case SystemSQLExact:
 		return newSQLExact(ctx, dbURL, conns)
 	case SystemSQLHybrid:
@@ -297,8 +313,15 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	res.P95 = ms(Percentile(lat, 95))
 	res.P99 = ms(Percentile(lat, 99))
 	res.QPS = float64(len(queries)) / wall.Seconds()
-	if c, ok := sys.(*cordonSystem); ok && opts.CacheBytes > 0 {
-		st := c.st.CacheStats()
+	var cst *postgres.Store
+	switch c := sys.(type) {
+	case *cordonSystem:
+		cst = c.st
+	case *httpSystem:
+		cst = c.st
+	}
+	if cst != nil && opts.CacheBytes > 0 {
+		st := cst.CacheStats()
 		res.MemoryBudgetBytes, res.MemoryUsedBytes = &st.Budget, &st.Bytes
 	}
 	pr.logf("[%s] %d queries, %d clients: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f qps\n",
@@ -311,6 +334,15 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 		p50, p95, p99 := ms(Percentile(lat, 50)), ms(Percentile(lat, 95)), ms(Percentile(lat, 99))
 		res.SerialP50, res.SerialP95, res.SerialP99 = &p50, &p95, &p99
 		pr.logf("[%s] %d queries, 1 client: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms\n", name, n, p50, p95, p99)
+	}
+	if h, ok := sys.(*httpSystem); ok && opts.Mix != nil {
+		// After the retrieve runs: the mix's writes change the corpus.
+		m, err := h.runMix(ctx, opts.Mix, queries, lists, opts.Concurrency, pr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mix: %w", err)
+		}
+		res.Mix = m
+		pr.logf("[%s] mix %s: %d requests, %d clients, %.0f requests/s\n", name, m.Mix, m.Requests, opts.Concurrency, m.QPS)
 	}
 	return res, lists, nil
 }

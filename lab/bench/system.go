@@ -32,12 +32,17 @@ const (
 const (
 	SystemMemory    = "memory"
 	SystemCordon    = "cordon"
+	SystemHTTP      = "http"
 	SystemSQLExact  = "sql_exact"
 	SystemSQLHybrid = "sql_hybrid"
 )
 
 // AllSystems lists every system in run order.
-var AllSystems = []string{SystemMemory, SystemCordon, SystemSQLExact, SystemSQLHybrid}
+var AllSystems = []string{SystemMemory, SystemCordon, SystemHTTP, SystemSQLExact, SystemSQLHybrid}
+
+// DefaultSystems are the systems a run measures when none are named: all
+// but the service path (http), which is asked for by name.
+var DefaultSystems = []string{SystemMemory, SystemCordon, SystemSQLExact, SystemSQLHybrid}
 
 // System is one retrieval implementation under test.
 type System interface {
