@@ -36,7 +36,7 @@ type standby struct {
 // startStandby starts a hot standby of the test server. The server must
 // accept replication connections from 127.0.0.1 as postgres without a
 // password, as the cluster of scripts/db.sh start (make test, CI) does.
-func startStandby(t *testing.T) *standby {
+func startStandby(t testing.TB) *standby {
 	t.Helper()
 	base := requireServer(t)
 	dir := filepath.Join(t.TempDir(), "standby")
@@ -64,7 +64,7 @@ func startStandby(t *testing.T) *standby {
 }
 
 // url is the standby's URL of the primary database dbURL.
-func (s *standby) url(t *testing.T, dbURL string) string {
+func (s *standby) url(t testing.TB, dbURL string) string {
 	t.Helper()
 	p, err := url.Parse(dbURL)
 	if err != nil {
@@ -87,7 +87,7 @@ func (s *standby) run(t *testing.T, verb string) {
 }
 
 // waitReplay waits until the standby at standbyURL has replayed tok.
-func waitReplay(t *testing.T, standbyURL string, tok postgres.Token) {
+func waitReplay(t testing.TB, standbyURL string, tok postgres.Token) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -107,7 +107,7 @@ func waitReplay(t *testing.T, standbyURL string, tok postgres.Token) {
 	}
 }
 
-func position(t *testing.T, st *postgres.Store) postgres.Token {
+func position(t testing.TB, st *postgres.Store) postgres.Token {
 	t.Helper()
 	tok, err := st.Position(context.Background())
 	if err != nil {
@@ -369,5 +369,66 @@ func TestReplicaConsistencyHeader(t *testing.T) {
 	r := plain.want(t, plain.call(t, "PUT", "/v1/tenants/rep/documents/a", w, map[string]any{"text": "wire hold", "classification": "public"}), http.StatusOK)
 	if h := r.header.Get(server.ConsistencyHeader); h != "" {
 		t.Fatalf("a server without replicas sent %s: %q", server.ConsistencyHeader, h)
+	}
+}
+
+// BenchmarkReplicaReads measures read scale-out: 16 concurrent retrievals
+// (SQL path) of a 2,000-document tenant on the primary alone, and with two
+// hot standbys serving the reads. All servers share the benchmark's
+// machine, so the replicas add capacity only where it has idle cores.
+func BenchmarkReplicaReads(b *testing.B) {
+	ctx := context.Background()
+	dbURL := newDatabase(b)
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		b.Fatal(err)
+	}
+	settings := index.DefaultSettings()
+	writer := openStore(b, dbURL, postgres.Options{AutoCreate: &settings})
+	words := strings.Fields("wire hold release treasury approval settlement window limit payment review desk card account ledger audit")
+	var docs []cordontype.Document
+	for i := range 2000 {
+		var text []string
+		for j := range 40 {
+			text = append(text, words[(i*7+j*j)%len(words)])
+		}
+		docs = append(docs, cordontype.Document{Tenant: "rep", DocID: fmt.Sprintf("d%d", i), Text: strings.Join(text, " "), Classification: cordontype.Public})
+	}
+	if _, err := writer.PutBatch(ctx, docs); err != nil {
+		b.Fatal(err)
+	}
+	tok := position(b, writer)
+	var replicas []string
+	for range 2 {
+		u := startStandby(b).url(b, dbURL)
+		waitReplay(b, u, tok)
+		replicas = append(replicas, u)
+	}
+	for _, tc := range []struct {
+		name     string
+		replicas []string
+	}{{"primary", nil}, {"replicas=2", replicas}} {
+		b.Run(tc.name, func(b *testing.B) {
+			st := openStore(b, dbURL, postgres.Options{MaxConns: 16, Replicas: tc.replicas})
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						if _, err := retrieval.New(st).Retrieve(ctx, replicaQuery); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "reads/s")
+			s := st.ReadStats()
+			b.ReportMetric(float64(s.Primary)/float64(b.N), "primary-reads/op")
+		})
 	}
 }
