@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cordon-rag/cordon/server"
@@ -150,6 +151,8 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		return p
 	}
 	maxConns := i64("max-conns", "CORDON_MAX_CONNS", 0, "database pool size (0: pgxpool's default)")
+	var replicaURLs repeatFlag
+	fs.Var(&replicaURLs, "replica-url", "URL of a streaming replica to serve reads from (repeatable; default: the comma-separated $CORDON_REPLICA_URLS)")
 	cacheBytes := i64("cache-bytes", "CORDON_CACHE_BYTES", 0, "memory budget of the in-memory query path (0: rank every query in SQL)")
 	maxBody := i64("max-body-bytes", "CORDON_MAX_BODY_BYTES", d.MaxBodyBytes, "limit of a JSON request body")
 	maxDoc := i64("max-document-bytes", "CORDON_MAX_DOCUMENT_BYTES", d.MaxDocumentBytes, "limit of a document PUT body")
@@ -220,7 +223,14 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if *cacheBytes < 0 {
 		return fmt.Errorf("%w: --cache-bytes %d must be >= 0", errUsage, *cacheBytes)
 	}
-	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes, AuditKeys: keys})
+	if len(replicaURLs) == 0 {
+		for _, u := range strings.Split(env.Getenv("CORDON_REPLICA_URLS"), ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				replicaURLs = append(replicaURLs, u)
+			}
+		}
+	}
+	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes, AuditKeys: keys, Replicas: replicaURLs})
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func openStore(t *testing.T, dbURL string, opts postgres.Options) *postgres.Store {
+func openStore(t testing.TB, dbURL string, opts postgres.Options) *postgres.Store {
 	t.Helper()
 	st, err := postgres.Open(context.Background(), dbURL, opts)
 	if err != nil {

@@ -39,9 +39,10 @@ type apiServer struct {
 }
 
 type serverOpts struct {
-	dbURL    string // reuse this database (else a fresh one)
-	storeURL string // connect the store here (e.g. through a proxy)
-	cache    int64  // postgres.Options.CacheBytes: the in-memory query path
+	dbURL    string   // reuse this database (else a fresh one)
+	storeURL string   // connect the store here (e.g. through a proxy)
+	cache    int64    // postgres.Options.CacheBytes: the in-memory query path
+	replicas []string // postgres.Options.Replicas
 	cfg      server.Config
 	// auditKeys keys the audit chains; nil means testKeyring("k1"), unless
 	// unkeyed is set.
@@ -97,7 +98,7 @@ func startAPIServerScoped(t testing.TB, o serverOpts) *apiServer {
 	if keys == nil && !o.unkeyed {
 		keys = testKeyring("k1")
 	}
-	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache, AuditKeys: keys})
+	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache, AuditKeys: keys, Replicas: o.replicas})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -4,6 +4,11 @@
 #   scripts/db.sh start [DIR]   fresh cluster in DIR, prints its URL on stdout
 #   scripts/db.sh stop  [DIR]   stop it and delete DIR (no error if not running)
 #   scripts/db.sh url   [DIR]   print the URL of the running cluster
+#   scripts/db.sh standby PRIMARY_URL DIR
+#                               hot standby of the cluster at PRIMARY_URL in DIR,
+#                               prints its URL (same database name)
+#   scripts/db.sh halt DIR      stop DIR's server at once (as a crash), keep DIR
+#   scripts/db.sh resume DIR    start DIR's server again on its port
 #
 # DIR defaults to $CORDON_DB_DIR or <repo>/.tmp/pg. Only the URL goes to
 # stdout; everything else goes to stderr, so `url=$(scripts/db.sh start)` works.
@@ -20,7 +25,7 @@ die() { echo "db.sh: ERROR: $*" >&2; exit 1; }
 
 usage() {
   cat <<EOF
-Usage: scripts/db.sh start|stop|url [DIR]
+Usage: scripts/db.sh start|stop|url [DIR] | standby PRIMARY_URL DIR | halt DIR | resume DIR
 
   start [DIR]  Install PG15+pgvector if needed, (re)create a throwaway cluster in
                DIR on a free 127.0.0.1 port, create database '$DB_NAME' with the
@@ -28,6 +33,14 @@ Usage: scripts/db.sh start|stop|url [DIR]
                A cluster already running in DIR is stopped and wiped first.
   stop [DIR]   Stop the cluster (fast shutdown) and remove DIR.
   url [DIR]    Print the URL of the cluster running in DIR.
+  standby PRIMARY_URL DIR
+               Hot standby (streaming replication, pg_basebackup -R) of the
+               cluster at PRIMARY_URL, which must accept replication
+               connections from 127.0.0.1 as postgres (clusters made by
+               'start' do), in DIR on a free port; prints its URL, with the
+               database of PRIMARY_URL. 'stop DIR' removes it.
+  halt DIR     Stop DIR's server immediately (as a crash would), keeping DIR.
+  resume DIR   Start DIR's server again on the port it had.
 
 DIR defaults to \$CORDON_DB_DIR, else $REPO/.tmp/pg.
 Env: CORDON_DB_NAME (default cordon_test), CORDON_DB_PORT (first port to try, 54329).
@@ -124,6 +137,30 @@ on_start_exit() {
   if [[ $rc -ne 0 ]]; then log "start failed; cleaning up"; stop_cluster || true; fi
 }
 
+# launch DATA LOGFILE FIRST_PORT: start the server of DATA on the first free
+# port from FIRST_PORT, print the port.
+launch() {
+  local data=$1 logf=$2 port=$3 attempt
+  for attempt in 1 2 3 4 5; do
+    port=$(next_free_port "$port")
+    log "starting postgres on 127.0.0.1:$port"
+    [[ ! -f $logf ]] || : >"$logf"   # keep owner; pg_ctl creates it otherwise
+    if as_owner "$PG_BIN/pg_ctl" start -D "$data" -l "$logf" -o "-p $port" -w -t 60 >/dev/null 2>&1; then
+      break
+    fi
+    # Lost a race for the port: try the next one. Anything else is fatal.
+    if grep -qE 'could not (bind|create listen socket)|Address already in use' "$logf" 2>/dev/null; then
+      log "port $port taken, retrying"
+      port=$((port + 1))
+      continue
+    fi
+    tail -n 30 "$logf" >&2 2>/dev/null || true
+    die "postgres failed to start (log: $logf)"
+  done
+  is_running || die "postgres failed to start after $attempt attempts (log: $logf)"
+  echo "$port"
+}
+
 cmd_start() {
   [[ $DB_NAME =~ ^[a-z_][a-z0-9_]*$ ]] || die "invalid database name '$DB_NAME'"
   bash "$REPO/scripts/pg-install.sh" || die "scripts/pg-install.sh failed"
@@ -158,24 +195,8 @@ synchronous_commit = off
 full_page_writes = off
 EOF
 
-  local port=$FIRST_PORT attempt
-  for attempt in 1 2 3 4 5; do
-    port=$(next_free_port "$port")
-    log "starting postgres on 127.0.0.1:$port"
-    [[ ! -f $logf ]] || : >"$logf"   # keep owner; pg_ctl creates it otherwise
-    if as_owner "$PG_BIN/pg_ctl" start -D "$data" -l "$logf" -o "-p $port" -w -t 60 >/dev/null 2>&1; then
-      break
-    fi
-    # Lost a race for the port: try the next one. Anything else is fatal.
-    if grep -qE 'could not (bind|create listen socket)|Address already in use' "$logf" 2>/dev/null; then
-      log "port $port taken, retrying"
-      port=$((port + 1))
-      continue
-    fi
-    tail -n 30 "$logf" >&2 2>/dev/null || true
-    die "postgres failed to start (log: $logf)"
-  done
-  is_running || die "postgres failed to start after $attempt attempts (log: $logf)"
+  local port
+  port=$(launch "$data" "$logf" "$FIRST_PORT")
 
   psql_at "$port" postgres "CREATE DATABASE $DB_NAME" || die "CREATE DATABASE $DB_NAME failed"
   psql_at "$port" "$DB_NAME" "CREATE EXTENSION IF NOT EXISTS vector" ||
@@ -202,10 +223,70 @@ cmd_url() {
   cat "$DIR/url"
 }
 
+cmd_standby() {
+  local primary=$1
+  [[ $primary =~ ^postgres(ql)?://([^@/]*@)?(127\.0\.0\.1|localhost):([0-9]+)/([a-z_][a-z0-9_]*)(\?.*)?$ ]] ||
+    die "standby: want a primary URL like postgres://postgres@127.0.0.1:PORT/DB, got '$primary'"
+  local pport=${BASH_REMATCH[4]} db=${BASH_REMATCH[5]}
+  setup_runner
+  if [[ -e $DIR ]]; then
+    log "removing previous cluster dir $DIR"
+    stop_cluster
+  fi
+  trap on_start_exit EXIT
+  pick_rundir
+  local data=$RUNDIR/data sock=$RUNDIR/sock logf=$RUNDIR/postgres.log
+  mkdir -p "$sock"
+  [[ ${#RUN[@]} -eq 0 ]] || chown -R "$PGUSER_OS": "$RUNDIR"
+  chmod 700 "$RUNDIR"
+  log "pg_basebackup from 127.0.0.1:$pport into $data"
+  as_owner "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$pport" -U postgres -D "$data" -R -X stream \
+    --no-sync --checkpoint=fast >"$RUNDIR/basebackup.log" 2>&1 ||
+    { cat "$RUNDIR/basebackup.log" >&2; die "pg_basebackup failed (does the primary allow replication connections from 127.0.0.1?)"; }
+  cat >>"$data/postgresql.conf" <<EOF
+
+# --- scripts/db.sh standby ---
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$sock'
+hot_standby = on
+EOF
+  local port
+  port=$(launch "$data" "$logf" "$((pport + 1))")
+  echo "$port" >"$DIR/port"
+  local url="postgres://postgres@127.0.0.1:$port/$db?sslmode=disable"
+  echo "$url" >"$DIR/url"
+  trap - EXIT
+  log "standby ready: $url"
+  echo "$url"
+}
+
+cmd_halt() {
+  setup_runner
+  load_rundir
+  is_running || die "no running server in $DIR"
+  as_owner "$PG_BIN/pg_ctl" stop -D "$RUNDIR/data" -m immediate -w >&2
+}
+
+cmd_resume() {
+  setup_runner
+  load_rundir
+  [[ -n $RUNDIR && -f $DIR/port ]] || die "no halted server in $DIR"
+  ! is_running || die "the server in $DIR is running"
+  local port
+  port=$(<"$DIR/port")
+  as_owner "$PG_BIN/pg_ctl" start -D "$RUNDIR/data" -l "$RUNDIR/postgres.log" -o "-p $port" -w -t 60 >/dev/null 2>&1 ||
+    { tail -n 30 "$RUNDIR/postgres.log" >&2; die "postgres failed to start again (log: $RUNDIR/postgres.log)"; }
+}
+
 case ${1:-} in
   start) resolve_dir "${2:-}"; cmd_start ;;
   stop)  resolve_dir "${2:-}"; cmd_stop ;;
   url)   resolve_dir "${2:-}"; cmd_url ;;
+  standby)
+    [[ $# -eq 3 ]] || { usage >&2; exit 2; }
+    resolve_dir "$3"; cmd_standby "$2" ;;
+  halt)   [[ $# -eq 2 ]] || { usage >&2; exit 2; }; resolve_dir "$2"; cmd_halt ;;
+  resume) [[ $# -eq 2 ]] || { usage >&2; exit 2; }; resolve_dir "$2"; cmd_resume ;;
   -h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

@@ -86,6 +86,7 @@ func (s *Server) putDocument(w http.ResponseWriter, r *http.Request, id Identity
 		s.fail(w, r, err)
 		return
 	}
+	s.setConsistency(w, r)
 	writeJSON(w, http.StatusOK, map[string]any{"doc_id": docID, "chunks": chunksJSON(chunks)})
 }
 
@@ -104,6 +105,7 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request, id Ident
 		s.fail(w, r, errNotFound)
 		return
 	}
+	s.setConsistency(w, r)
 	writeJSON(w, http.StatusOK, map[string]bool{"deleted": true})
 }
 
@@ -160,6 +162,9 @@ func (s *Server) batchDocuments(w http.ResponseWriter, r *http.Request, id Ident
 		// zero documents.
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "the batch has no documents: send one JSON document per line"))
 		return
+	}
+	if ok > 0 {
+		s.setConsistency(w, r)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"results": results, "succeeded": ok, "failed": failed})
 }

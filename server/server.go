@@ -358,8 +358,38 @@ func (s *Server) auth(role string, tenantScoped bool, h func(w http.ResponseWrit
 			writeError(w, errf(http.StatusForbidden, "forbidden", "this operation needs the %s role", role))
 			return
 		}
+		if v := r.Header.Get(ConsistencyHeader); v != "" {
+			tok, err := postgres.ParseToken(v)
+			if err != nil {
+				s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s: %s", ConsistencyHeader, err.Error()))
+				return
+			}
+			r = r.WithContext(postgres.WithConsistency(r.Context(), tok))
+		}
 		h(w, r, id)
 	}
+}
+
+// ConsistencyHeader carries a consistency token. With read replicas, a
+// write's response has it (the primary's WAL position after the write);
+// a request that sends it back reads from a replica only once the replica
+// has replayed past it, else from the primary, so it sees that write.
+const ConsistencyHeader = "Cordon-Consistency"
+
+// setConsistency puts the primary's position, a token covering the write
+// just made, in w's ConsistencyHeader. Only a store with replicas needs
+// one; a failure to read it leaves the header out (reads carrying no token
+// may then miss the write for as long as a replica lags).
+func (s *Server) setConsistency(w http.ResponseWriter, r *http.Request) {
+	if !s.store.HasReplicas() {
+		return
+	}
+	tok, err := s.store.Position(r.Context())
+	if err != nil {
+		logInfo(r.Context()).err = err
+		return
+	}
+	w.Header().Set(ConsistencyHeader, tok.String())
 }
 
 // fail writes err as a response and remembers it for the log.

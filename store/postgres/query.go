@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
 	"github.com/cordon-rag/cordon/bm25"
@@ -54,8 +55,11 @@ func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (ret
 	out := retrieval.Funnel(req, nil, nil)
 	version, err := s.read(ctx, req.Principal.Tenant,
 		func(x *memindex.Index) { out = x.Rank(req) },
-		func(tx pgx.Tx, t tenantInfo, st statsRow) (err error) {
-			out, err = rankTx(ctx, tx, t, st, req)
+		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
+			rk, err := rankTx(ctx, tx, t, st, req)
+			if err == nil {
+				out = rk
+			}
 			return err
 		})
 	if err != nil {
@@ -71,8 +75,11 @@ func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string)
 	out := make([]float64, len(terms))
 	_, err := s.read(ctx, p.Tenant,
 		func(x *memindex.Index) { out = x.IDF(p, terms) },
-		func(tx pgx.Tx, t tenantInfo, st statsRow) (err error) {
-			out, err = idfTx(ctx, tx, t, st, p, terms)
+		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
+			idf, err := idfTx(ctx, tx, t, st, p, terms)
+			if err == nil {
+				out = idf
+			}
 			return err
 		})
 	if err != nil {
@@ -92,9 +99,20 @@ func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string)
 // snapshot's own first statement reads both rows again, and the cache is
 // brought to that version (cache.use), or SQL ranks.
 func (s *Store) read(ctx context.Context, tenant string, mem func(*memindex.Index), sql func(pgx.Tx, tenantInfo, statsRow) error) (int64, error) {
+	var version int64
+	err := s.onReader(ctx, func(c *pgxpool.Conn) error {
+		var err error
+		version, err = s.readOn(ctx, c, tenant, mem, sql)
+		return err
+	})
+	return version, err
+}
+
+// readOn is read on connection c (to the primary or a replica).
+func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem func(*memindex.Index), sql func(pgx.Tx, tenantInfo, statsRow) error) (int64, error) {
 	if s.cache != nil {
 		var st statsRow
-		t, found, err := lookupTenant(ctx, s.pool, tenant, &st)
+		t, found, err := lookupTenant(ctx, c, tenant, &st)
 		if err == nil && !found {
 			return 0, nil
 		}
@@ -107,7 +125,7 @@ func (s *Store) read(ctx context.Context, tenant string, mem func(*memindex.Inde
 		// again.
 	}
 	var version int64
-	_, err := s.inSnapshot(ctx, tenant, func(tx pgx.Tx, t tenantInfo, st statsRow) error {
+	_, err := snapshotOn(ctx, c, tenant, func(tx pgx.Tx, t tenantInfo, st statsRow) error {
 		version = st.version
 		if s.cache != nil {
 			ok, err := s.cache.use(ctx, tx, t, st, mem)
@@ -128,7 +146,17 @@ var errNoTenant = errors.New("tenant not registered")
 // them. found is false, and fn does not run, when the tenant is not
 // registered.
 func (s *Store) inSnapshot(ctx context.Context, tenant string, fn func(pgx.Tx, tenantInfo, statsRow) error) (found bool, err error) {
-	err = s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = s.onReader(ctx, func(c *pgxpool.Conn) error {
+		var err error
+		found, err = snapshotOn(ctx, c, tenant, fn)
+		return err
+	})
+	return found, err
+}
+
+// snapshotOn is inSnapshot on connection c.
+func snapshotOn(ctx context.Context, c *pgxpool.Conn, tenant string, fn func(pgx.Tx, tenantInfo, statsRow) error) (found bool, err error) {
+	err = inTxOn(ctx, c, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var st statsRow
 		t, ok, err := lookupTenant(ctx, tx, tenant, &st)
 		if err != nil {

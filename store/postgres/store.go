@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,6 +45,14 @@ type Options struct {
 	// rows are written with the active key and verified with every key.
 	// Nil writes unkeyed rows and cannot verify keyed ones.
 	AuditKeys *AuditKeyring
+	// Replicas are URLs of streaming replicas (hot standbys) of the
+	// database: the query path's reads (RankVersion, Rank, IDF, LoadChunks)
+	// go to them, everything else to the primary; see WithConsistency for
+	// reading one's own writes. Each gets a pool like the primary's.
+	Replicas []string
+	// ReplicaBackoff is how long a replica that failed a read is skipped
+	// (0: DefaultReplicaBackoff).
+	ReplicaBackoff time.Duration
 
 	// tracer, when set, traces every statement of the pool's connections;
 	// the package's tests count round trips with it.
@@ -55,6 +65,10 @@ type Store struct {
 	opts  Options
 	cache *cache // nil when Options.CacheBytes == 0
 	audit auditGroups
+
+	replicas     []*replica
+	nextReplica  atomic.Uint32
+	primaryReads atomic.Int64
 }
 
 func parseConfig(url string) (*pgxpool.Config, error) {
@@ -85,6 +99,35 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	configure(cfg, opts)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", classify(err))
+	}
+	var ok bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('cordon.tenants') IS NOT NULL`).Scan(&ok); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect: %w", classify(err))
+	}
+	if !ok {
+		pool.Close()
+		return nil, errors.New("the database has no Cordon schema: run 'cordon migrate --database-url URL' (or goose -dir migrations -table public.goose_db_version postgres URL up) first")
+	}
+	replicas, err := openReplicas(ctx, opts.Replicas, func(c *pgxpool.Config) { configure(c, opts) })
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	st := &Store{pool: pool, opts: opts, replicas: replicas}
+	if opts.CacheBytes > 0 {
+		st.cache = newCache(opts.CacheBytes)
+	}
+	return st, nil
+}
+
+// configure applies opts to a pool's configuration (the primary's and each
+// replica's).
+func configure(cfg *pgxpool.Config, opts Options) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
@@ -104,24 +147,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.AfterRelease = func(c *pgx.Conn) bool {
 		return !c.IsClosed() && c.PgConn().TxStatus() == 'I'
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", classify(err))
-	}
-	var ok bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass('cordon.tenants') IS NOT NULL`).Scan(&ok); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect: %w", classify(err))
-	}
-	if !ok {
-		pool.Close()
-		return nil, errors.New("the database has no Cordon schema: run 'cordon migrate --database-url URL' (or goose -dir migrations -table public.goose_db_version postgres URL up) first")
-	}
-	st := &Store{pool: pool, opts: opts}
-	if opts.CacheBytes > 0 {
-		st.cache = newCache(opts.CacheBytes)
-	}
-	return st, nil
 }
 
 // vectorTypeError explains why the vector type was not found: the
@@ -139,8 +164,11 @@ func vectorTypeError(ctx context.Context, c *pgx.Conn, err error) error {
 	return fmt.Errorf("%w: the vector extension is installed in schema %q of database %q, which is not on role %q's search_path: ask your DBA to add it (ALTER ROLE ... SET search_path) or to install the extension in schema public", err, schema, db, role)
 }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close closes the pools.
+func (s *Store) Close() {
+	s.pool.Close()
+	closeReplicas(s.replicas)
+}
 
 // Pool exposes the pool for operational checks (readiness, stats).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -158,9 +186,18 @@ func classify(err error) error {
 	return err
 }
 
-// inTx runs fn in a transaction, committing when it returns nil.
+// inTx runs fn in a transaction on the primary, committing when it returns
+// nil.
 func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, opts)
+	return inTxOn(ctx, s.pool, opts, fn)
+}
+
+// inTxOn runs fn in a transaction begun on db, committing when it returns
+// nil.
+func inTxOn(ctx context.Context, db interface {
+	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
+}, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return classify(err)
 	}
