@@ -240,3 +240,14 @@ func BenchmarkTerm(b *testing.B) {
 	}
 	_ = s
 }
+
+func TestScopeEntitledFailsClosed(t *testing.T) {
+	for _, tt := range []struct {
+		s    Scope
+		want bool
+	}{{ScopeEntitled, true}, {ScopeTenant, false}, {"", true}, {"Tenant", true}} {
+		if got := tt.s.Entitled(); got != tt.want {
+			t.Errorf("Scope(%q).Entitled() = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}

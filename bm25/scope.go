@@ -28,3 +28,8 @@ func ParseScope(s string) (Scope, error) {
 	}
 	return "", fmt.Errorf("%w: bm25_statistics %q must be %q or %q", ErrInvalidParams, s, ScopeEntitled, ScopeTenant)
 }
+
+// Entitled reports whether statistics are taken over the principal's
+// entitled chunks. Anything but [ScopeTenant] is entitled: an unset or
+// unknown scope fails closed, never into the scope that can leak.
+func (s Scope) Entitled() bool { return s != ScopeTenant }

@@ -364,9 +364,31 @@ func TestReplicaConsistencyHeader(t *testing.T) {
 	}
 	execSQL(t, standbyURL, `SELECT pg_wal_replay_resume()`)
 
+	// A scope change answers with a token, so a reader can wait for it on
+	// the replica.
+	r := a.want(t, a.call(t, "PATCH", "/v1/tenants/rep", admin, map[string]string{"bm25_statistics": "tenant"}), http.StatusOK)
+	if _, err := postgres.ParseToken(r.header.Get(server.ConsistencyHeader)); err != nil {
+		t.Fatalf("PATCH: %s header %q: %v", server.ConsistencyHeader, r.header.Get(server.ConsistencyHeader), err)
+	}
+
+	// A batch cut off by the body limit after storing some lines still
+	// answers with the position of what it stored.
+	small := startAPIServer(t, serverOpts{dbURL: dbURL, replicas: []string{standbyURL}, cfg: server.Config{MaxBatchBytes: 400}})
+	var batch strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&batch, `{"doc_id": "cut%d", "text": "wire hold number %d", "classification": "public"}`+"\n", i, i)
+	}
+	r = small.call(t, "POST", "/v1/tenants/rep/documents:batch", w, batch.String(), "application/x-ndjson")
+	if r.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a batch over the limit: %d %s, want 413", r.status, r.body)
+	}
+	if _, err := postgres.ParseToken(r.header.Get(server.ConsistencyHeader)); err != nil {
+		t.Fatalf("413 after stored lines: %s header %q: %v", server.ConsistencyHeader, r.header.Get(server.ConsistencyHeader), err)
+	}
+
 	plain := startAPIServer(t, serverOpts{})
 	plain.want(t, plain.call(t, "POST", "/v1/tenants", admin, map[string]string{"tenant": "rep"}), http.StatusCreated)
-	r := plain.want(t, plain.call(t, "PUT", "/v1/tenants/rep/documents/a", w, map[string]any{"text": "wire hold", "classification": "public"}), http.StatusOK)
+	r = plain.want(t, plain.call(t, "PUT", "/v1/tenants/rep/documents/a", w, map[string]any{"text": "wire hold", "classification": "public"}), http.StatusOK)
 	if h := r.header.Get(server.ConsistencyHeader); h != "" {
 		t.Fatalf("a server without replicas sent %s: %q", server.ConsistencyHeader, h)
 	}

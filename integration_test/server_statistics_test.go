@@ -1,9 +1,12 @@
 package integration_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestServerScoresIgnoreHiddenDocuments replays the attack of the issue that
@@ -119,4 +122,51 @@ func TestCLITenantStatistics(t *testing.T) {
 		t.Fatalf("a bad scope said %q", out)
 	}
 	run(1, "tenant", "set", "--bm25-statistics", "tenant", "missing")
+}
+
+// TestServerAuditRecordsTheEffectivePolicy: the audit record of a retrieve
+// names every policy field that shapes the ranking, the service profile's
+// values when the request leaves them out, so two retrievals that ranked
+// differently never leave the same record.
+func TestServerAuditRecordsTheEffectivePolicy(t *testing.T) {
+	a := startAPIServer(t, serverOpts{})
+	a.seed(t)
+	reader := tok(t, "r", "tenant=wholesale", "clearance=internal", "reader")
+	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury hold"}), http.StatusOK)
+	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury hold",
+		"policy": map[string]any{"rerank": "overlap", "rerank_blend": 0, "rrf_weights": map[string]any{"bm25": 0}, "max_chunks_per_doc": 0}}), http.StatusOK)
+	rows := queryStrings(t, a.dbURL, `SELECT policy FROM cordon_t_wholesale.audit WHERE op = 'retrieve' ORDER BY seq`)
+	if len(rows) != 2 {
+		t.Fatalf("%d retrieve records, want 2: %q", len(rows), rows)
+	}
+	for i, want := range [][]string{
+		{`"rerank":"idf_overlap"`, `"rerank_blend":0.9`, `"rrf_weights":{"bm25":2,"cosine":1}`, `"max_chunks_per_doc":1`, `"rrf_k":10`, `"min_score":0.1`},
+		{`"rerank":"overlap"`, `"rerank_blend":0`, `"rrf_weights":{"bm25":0,"cosine":1}`, `"max_chunks_per_doc":0`},
+	} {
+		for _, w := range want {
+			if !strings.Contains(rows[i], w) {
+				t.Errorf("record %d: policy %s lacks %s", i+1, rows[i], w)
+			}
+		}
+	}
+}
+
+// queryStrings runs a query returning one text column.
+func queryStrings(t *testing.T, dbURL, sql string, args ...any) []string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", firstLine(sql), err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", firstLine(sql), err)
+	}
+	return out
 }

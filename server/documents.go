@@ -125,6 +125,9 @@ func (s *Server) batchDocuments(w http.ResponseWriter, r *http.Request, id Ident
 		if err != nil && !errors.Is(err, io.EOF) {
 			var mb *http.MaxBytesError
 			if errors.As(err, &mb) {
+				if ok > 0 { // the lines before were stored: a reader may need their position
+					s.setConsistency(w, r)
+				}
 				s.fail(w, r, errf(http.StatusRequestEntityTooLarge, "payload_too_large",
 					"the batch is over the limit of %d bytes (lines before %d were processed; resend from there)", s.cfg.MaxBatchBytes, line))
 				return
@@ -153,6 +156,9 @@ func (s *Server) batchDocuments(w http.ResponseWriter, r *http.Request, id Ident
 			break
 		}
 		if r.Context().Err() != nil {
+			if ok > 0 {
+				s.setConsistency(w, r)
+			}
 			s.fail(w, r, r.Context().Err())
 			return
 		}

@@ -66,8 +66,13 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		ids[i] = c.Chunk.ChunkID
 		out.Results[i] = c.JSON(true)
 	}
+	// Every field that shapes the ranking, so two records that ranked
+	// differently never read the same.
+	rerank := string(pol.Rerank)
 	effective := retrieval.PolicyPatch{MaxStaleTicks: pol.MaxStaleTicks, EnableRerank: &pol.EnableRerank, MinScore: &pol.MinScore,
-		TopN: &pol.TopN, RerankDepth: &pol.RerankDepth, RRFK: &pol.RRFK, Limit: &pol.Limit}
+		TopN: &pol.TopN, RerankDepth: &pol.RerankDepth, RRFK: &pol.RRFK, Limit: &pol.Limit,
+		RRFWeights: &retrieval.WeightsPatch{BM25: &pol.RRFWeights.BM25, Cosine: &pol.RRFWeights.Cosine},
+		Rerank:     &rerank, RerankBlend: &pol.RerankBlend, MaxChunksPerDoc: &pol.MaxChunksPerDoc}
 	if pol.PRFDocs > 0 {
 		// Expansion shapes the results: the audit record says it was on.
 		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = &pol.PRFDocs, &pol.PRFTerms, &pol.PRFWeight

@@ -384,7 +384,10 @@ func (s *Server) setConsistency(w http.ResponseWriter, r *http.Request) {
 	if !s.store.HasReplicas() {
 		return
 	}
-	tok, err := s.store.Position(r.Context())
+	// Also after the request's deadline: writes before it were committed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+	defer cancel()
+	tok, err := s.store.Position(ctx)
 	if err != nil {
 		logInfo(r.Context()).err = err
 		return

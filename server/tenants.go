@@ -85,5 +85,9 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request, id Identit
 		s.fail(w, r, errf(http.StatusNotFound, "not_found", "tenant %q not found", tenant))
 		return
 	}
+	// A replica scores with the scope it has replayed: the token lets a
+	// caller wait for the change there (reads carrying it go to the
+	// primary until the replica has it).
+	s.setConsistency(w, r)
 	writeJSON(w, http.StatusOK, map[string]any{"tenant": tenant, "bm25_statistics": scope})
 }

@@ -459,7 +459,7 @@ func (x *Index) countLabels(p *postingList) map[labelSet]int64 {
 func (x *Index) scopeStats(terms []string, f *filter) scopeStats {
 	st := scopeStats{n: int64(x.live), sumLen: x.sumLen, idf: make([]float64, len(terms))}
 	all := true
-	if x.settings.Statistics == bm25.ScopeEntitled {
+	if x.settings.Statistics.Entitled() {
 		st.n, st.sumLen = 0, 0
 		for ls, c := range x.labels {
 			if f.visible(ls.class, ls.set) {

@@ -158,7 +158,7 @@ type scopeStats struct {
 // may see (freshness does not narrow it).
 func (t *tenant) stats(req retrieval.RankRequest, scope bm25.Scope) scopeStats {
 	in := func(pc *index.PreparedChunk) bool {
-		return scope == bm25.ScopeTenant || retrieval.Visible(req.Principal, &pc.Chunk)
+		return !scope.Entitled() || retrieval.Visible(req.Principal, &pc.Chunk)
 	}
 	var st scopeStats
 	for _, pc := range t.chunks {

@@ -179,8 +179,15 @@ func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cached
 	}
 	if same {
 		ok, err := applyChanges(ctx, tx, t, ct, version)
-		if err != nil || ok {
+		if err != nil {
+			// Some changed documents may be in the index and others not:
+			// it matches no version now, so nothing may answer from it
+			// until a full reload.
+			ct.x, ct.bytes = nil, 0
 			return err
+		}
+		if ok {
+			return nil
 		}
 	}
 	x := memindex.New(t.settings)

@@ -179,7 +179,7 @@ func snapshotOn(ctx context.Context, c *pgxpool.Conn, tenant string, fn func(pgx
 // scopeTotals is N and the length sum of p's statistics scope: the
 // tenant's (from st), or the sum over the label sets p may see.
 func scopeTotals(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordontype.Principal) (n, sumLen int64, err error) {
-	if t.settings.Statistics != bm25.ScopeEntitled {
+	if !t.settings.Statistics.Entitled() {
 		return st.nChunks, st.sumLen, nil
 	}
 	err = tx.QueryRow(ctx, `
@@ -191,7 +191,7 @@ func scopeTotals(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p co
 
 // rankTx ranks req in SQL in tx's snapshot, whose stats row is st.
 func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retrieval.RankRequest) (retrieval.Rankings, error) {
-	entitled := t.settings.Statistics == bm25.ScopeEntitled
+	entitled := t.settings.Statistics.Entitled()
 	n, sumLen, err := scopeTotals(ctx, tx, t, st, req.Principal)
 	if err != nil {
 		return retrieval.Rankings{}, err
@@ -439,7 +439,7 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
 		WHERE NOT $4::boolean OR `+visibleSQL+`
 		GROUP BY q.ord`,
-		terms, int16(p.Clearance), p.Barriers, t.settings.Statistics == bm25.ScopeEntitled)
+		terms, int16(p.Clearance), p.Barriers, t.settings.Statistics.Entitled())
 	if err != nil {
 		return nil, classify(err)
 	}
