@@ -16,20 +16,13 @@ query's "id", else its 1-based line number, as 'cordon eval score' expects.
 Python's standard library only (sqlite3 with FTS5).
 """
 import argparse
-import json
 import re
 import sqlite3
 import sys
 
+from trecrun import queries, read_jsonl, write_ranking
+
 WORD = re.compile(r"\w+", re.UNICODE)
-DEPTH = 100  # documents per query in the run
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                yield n, json.loads(line)
 
 
 def main():
@@ -59,23 +52,13 @@ def main():
     tag = "fts5-%s-%s" % (a.unit, a.op)
     n = 0
     with open(a.out, "w", encoding="utf-8") as out:
-        for line, q in read_jsonl(a.queries):
-            if a.kind and q.get("kind") != a.kind or a.split and q.get("split") != a.split:
-                continue
-            qid = q.get("id") or str(line)
+        for qid, q in queries(a.queries, a.kind, a.split):
             words = WORD.findall(q["query"])
             if not words:
                 continue
             match = joiner.join('"%s"' % w.replace('"', '""') for w in words)
-            seen = []
-            for (doc,) in db.execute(
-                    "SELECT doc_id FROM t WHERE t MATCH ? ORDER BY bm25(t), chunk_id LIMIT 2000", (match,)):
-                if doc not in seen:
-                    seen.append(doc)
-                    if len(seen) == DEPTH:
-                        break
-            for i, doc in enumerate(seen):
-                out.write("%s Q0 %s %d %d %s\n" % (qid, doc, i + 1, len(seen) - i, tag))
+            hits = db.execute("SELECT doc_id FROM t WHERE t MATCH ? ORDER BY bm25(t), chunk_id LIMIT 2000", (match,))
+            write_ranking(out, qid, (doc for (doc,) in hits), tag)
             n += 1
     print("fts5: %d rows, %d queries, run %s" % (len(rows), n, a.out), file=sys.stderr)
 

@@ -16,20 +16,11 @@ line number, as 'cordon eval score' expects. Needs Debian's python3-xapian
 (apt-get install python3-xapian; the system python3 then imports it).
 """
 import argparse
-import json
 import sys
 
 import xapian
 
-DEPTH = 100  # documents per query in the run
-
-
-def read_jsonl(path):
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                yield n, json.loads(line)
-
+from trecrun import queries, read_jsonl, write_ranking
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,21 +57,11 @@ def main():
     tag = "xapian-%s" % a.stem
     n = 0
     with open(a.out, "w", encoding="utf-8") as out:
-        for line, q in read_jsonl(a.queries):
-            if a.kind and q.get("kind") != a.kind or a.split and q.get("split") != a.split:
-                continue
-            qid = q.get("id") or str(line)
+        for qid, q in queries(a.queries, a.kind, a.split):
             enquire.set_query(qp.parse_query(q["query"]))
             hits = [(m.weight, ids[m.docid - 1], m.document.get_data().decode()) for m in enquire.get_mset(0, 2000)]
             hits.sort(key=lambda h: (-h[0], h[1]))
-            seen = []
-            for _, _, doc in hits:
-                if doc not in seen:
-                    seen.append(doc)
-                    if len(seen) == DEPTH:
-                        break
-            for i, doc in enumerate(seen):
-                out.write("%s Q0 %s %d %d %s\n" % (qid, doc, i + 1, len(seen) - i, tag))
+            write_ranking(out, qid, (doc for _, _, doc in hits), tag)
             n += 1
     print("xapian: %d rows, %d queries, run %s" % (len(rows), n, a.out), file=sys.stderr)
 

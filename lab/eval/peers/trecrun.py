@@ -1,0 +1,36 @@
+"""What every peer script shares: reading 'cordon eval export' chunks and a
+query file, selecting queries by kind and split as 'cordon eval' does, and
+writing a TREC run of the first DEPTH distinct documents per query for
+'cordon eval score' (qid: the query's "id", else its 1-based line number).
+"""
+import json
+
+DEPTH = 100  # documents per query in a run
+
+
+def read_jsonl(path):
+    """Yields (1-based line number, object) for each non-blank line."""
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                yield n, json.loads(line)
+
+
+def queries(path, kind="", split=""):
+    """Yields (qid, query object) for the queries of kind and split."""
+    for line, q in read_jsonl(path):
+        if kind and q.get("kind") != kind or split and q.get("split") != split:
+            continue
+        yield q.get("id") or str(line), q
+
+
+def write_ranking(out, qid, docs, tag):
+    """Writes the first DEPTH distinct documents of docs (best first)."""
+    seen = []
+    for doc in docs:
+        if doc not in seen:
+            seen.append(doc)
+            if len(seen) == DEPTH:
+                break
+    for i, doc in enumerate(seen):
+        out.write("%s Q0 %s %d %d %s\n" % (qid, doc, i + 1, len(seen) - i, tag))
