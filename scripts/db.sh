@@ -161,21 +161,27 @@ launch() {
   echo "$port"
 }
 
-cmd_start() {
-  [[ $DB_NAME =~ ^[a-z_][a-z0-9_]*$ ]] || die "invalid database name '$DB_NAME'"
-  bash "$REPO/scripts/pg-install.sh" || die "scripts/pg-install.sh failed"
+# fresh_rundir wipes DIR (stopping a cluster there), arms the cleanup trap
+# and prepares RUNDIR and its socket folder, owned by the cluster's user.
+fresh_rundir() {
   setup_runner
   if [[ -e $DIR ]]; then
     log "removing previous cluster dir $DIR"
     stop_cluster
   fi
-  # If anything below fails, don't leave a half-started postgres behind.
+  # If anything after this fails, don't leave a half-started postgres behind.
   trap on_start_exit EXIT
   pick_rundir
-  local data=$RUNDIR/data sock=$RUNDIR/sock logf=$RUNDIR/postgres.log
-  mkdir -p "$sock"
+  mkdir -p "$RUNDIR/sock"
   [[ ${#RUN[@]} -eq 0 ]] || chown -R "$PGUSER_OS": "$RUNDIR"
   chmod 700 "$RUNDIR"
+}
+
+cmd_start() {
+  [[ $DB_NAME =~ ^[a-z_][a-z0-9_]*$ ]] || die "invalid database name '$DB_NAME'"
+  bash "$REPO/scripts/pg-install.sh" || die "scripts/pg-install.sh failed"
+  fresh_rundir
+  local data=$RUNDIR/data sock=$RUNDIR/sock logf=$RUNDIR/postgres.log
 
   log "initdb $data (owner $PGUSER_OS)"
   as_owner "$PG_BIN/initdb" -D "$data" -U postgres --auth=trust --encoding=UTF8 \
@@ -228,17 +234,8 @@ cmd_standby() {
   [[ $primary =~ ^postgres(ql)?://([^@/]*@)?(127\.0\.0\.1|localhost):([0-9]+)/([a-z_][a-z0-9_]*)(\?.*)?$ ]] ||
     die "standby: want a primary URL like postgres://postgres@127.0.0.1:PORT/DB, got '$primary'"
   local pport=${BASH_REMATCH[4]} db=${BASH_REMATCH[5]}
-  setup_runner
-  if [[ -e $DIR ]]; then
-    log "removing previous cluster dir $DIR"
-    stop_cluster
-  fi
-  trap on_start_exit EXIT
-  pick_rundir
+  fresh_rundir
   local data=$RUNDIR/data sock=$RUNDIR/sock logf=$RUNDIR/postgres.log
-  mkdir -p "$sock"
-  [[ ${#RUN[@]} -eq 0 ]] || chown -R "$PGUSER_OS": "$RUNDIR"
-  chmod 700 "$RUNDIR"
   log "pg_basebackup from 127.0.0.1:$pport into $data"
   as_owner "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$pport" -U postgres -D "$data" -R -X stream \
     --no-sync --checkpoint=fast >"$RUNDIR/basebackup.log" 2>&1 ||
