@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/chunk"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
 )
 
@@ -25,6 +27,10 @@ const MaxCount = 1 << 24
 // Settings are a tenant's index settings: they decide chunk boundaries and
 // scores, so a store records them with the tenant and never mixes two.
 type Settings struct {
+	// Model is the embedding model of the dense side: embed.Hash (or "",
+	// the same) for signed feature hashing, else a model a provider serves,
+	// whose vectors have Dims dimensions.
+	Model    string
 	Dims     int
 	BM25     bm25.Params
 	Chunking chunk.Options
@@ -36,13 +42,18 @@ type Settings struct {
 // DefaultSettings returns dims 256, k1 1.5, b 0.75, 200-word windows with 40
 // words of overlap, and the entitled statistics scope.
 func DefaultSettings() Settings {
-	return Settings{Dims: hashembed.DefaultDims, BM25: bm25.DefaultParams(), Chunking: chunk.DefaultOptions(), Statistics: bm25.DefaultScope}
+	return Settings{Model: embed.Hash, Dims: hashembed.DefaultDims, BM25: bm25.DefaultParams(), Chunking: chunk.DefaultOptions(), Statistics: bm25.DefaultScope}
 }
 
 // Validate checks every setting.
 func (s Settings) Validate() error {
 	if err := hashembed.ValidateDims(s.Dims); err != nil {
 		return err
+	}
+	if s.Model != "" {
+		if err := embed.ValidateModel(s.Model); err != nil {
+			return err
+		}
 	}
 	if err := s.BM25.Validate(); err != nil {
 		return err
@@ -51,6 +62,15 @@ func (s Settings) Validate() error {
 		return err
 	}
 	return s.Chunking.Validate()
+}
+
+// Spec is the embedding model the settings record.
+func (s Settings) Spec() embed.Spec {
+	m := s.Model
+	if m == "" {
+		m = embed.Hash
+	}
+	return embed.Spec{Model: m, Dims: s.Dims}
 }
 
 // PreparedChunk is one chunk ready to store.
@@ -66,7 +86,8 @@ type PreparedChunk struct {
 
 // Prepare validates doc (normalising its barriers) and chunks, tokenizes and
 // hashes it under s. Nothing is stored; an error means the document must be
-// refused as a whole.
+// refused as a whole. Under a model other than hashing the chunks have no
+// vector yet: [Embed] gives them one.
 func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 	if err := doc.Validate(); err != nil {
 		return nil, err
@@ -76,7 +97,11 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 		return nil, err
 	}
 	out := make([]PreparedChunk, len(pieces))
-	buckets := hashembed.NewCache(s.Dims)
+	hashed := s.Spec().IsHash()
+	var buckets *hashembed.Cache
+	if hashed {
+		buckets = hashembed.NewCache(s.Dims)
+	}
 	for i, p := range pieces {
 		toks := analysis.Tokenize(p.Text)
 		pc := PreparedChunk{
@@ -105,22 +130,88 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 			}
 			pc.TF[j]++
 		}
-		// hashembed.Vector(toks, s.Dims), each distinct token hashed once
-		// per document: integer sums do not depend on their order.
-		pc.Vector = make([]int32, s.Dims)
-		for j, t := range pc.Terms {
-			d, sign := buckets.Bucket(t)
-			pc.Vector[d] += sign * pc.TF[j]
+		if !hashed {
+			out[i] = pc
+			continue
 		}
-		for _, v := range pc.Vector {
-			if v > MaxCount || v < -MaxCount {
-				return nil, fmt.Errorf("document %q chunk %d: |%d| > 2^24: %w; use more dims or smaller chunks", doc.DocID, i, v, ErrVectorBound)
-			}
+		v, err := hashVector(buckets, s.Dims, pc.Terms, pc.TF)
+		if err != nil {
+			return nil, fmt.Errorf("document %q chunk %d: %w", doc.DocID, i, err)
 		}
+		pc.Vector = v
 		pc.NormSq = hashembed.NormSq(pc.Vector)
 		out[i] = pc
 	}
 	return out, nil
+}
+
+// Vectorize gives each chunk of docs (each one document's prepared chunks)
+// its vector under spec. For hashing that is the signed count vector of the
+// chunk's terms. For a model it is one embedding call for all of their texts
+// through reg (the provider batches), each vector quantized
+// (embed.Quantize), so every component is within ±embed.QuantMax, far
+// inside the exact float32 range. On error no chunk is changed.
+func Vectorize(ctx context.Context, reg *embed.Registry, spec embed.Spec, docs ...[]PreparedChunk) error {
+	if spec.IsHash() {
+		if err := hashembed.ValidateDims(spec.Dims); err != nil {
+			return err
+		}
+		buckets := hashembed.NewCache(spec.Dims)
+		var vs [][]int32
+		for _, d := range docs {
+			for i := range d {
+				v, err := hashVector(buckets, spec.Dims, d[i].Terms, d[i].TF)
+				if err != nil {
+					return fmt.Errorf("document %q chunk %d: %w", d[i].Chunk.DocID, i, err)
+				}
+				vs = append(vs, v)
+			}
+		}
+		setVectors(vs, docs)
+		return nil
+	}
+	var texts []string
+	for _, d := range docs {
+		for i := range d {
+			texts = append(texts, d[i].Chunk.Text)
+		}
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	vs, err := reg.Vectors(ctx, spec, texts, embed.Document)
+	if err != nil {
+		return err
+	}
+	setVectors(vs, docs)
+	return nil
+}
+
+func setVectors(vs [][]int32, docs [][]PreparedChunk) {
+	k := 0
+	for _, d := range docs {
+		for i := range d {
+			d[i].Vector = vs[k]
+			d[i].NormSq = hashembed.NormSq(vs[k])
+			k++
+		}
+	}
+}
+
+// hashVector is hashembed.Vector of a chunk's tokens from its distinct terms
+// and their frequencies: integer sums do not depend on their order.
+func hashVector(buckets *hashembed.Cache, dims int, terms []string, tf []int32) ([]int32, error) {
+	v := make([]int32, dims)
+	for j, t := range terms {
+		d, sign := buckets.Bucket(t)
+		v[d] += sign * tf[j]
+	}
+	for _, x := range v {
+		if x > MaxCount || x < -MaxCount {
+			return nil, fmt.Errorf("|%d| > 2^24: %w; use more dims or smaller chunks", x, ErrVectorBound)
+		}
+	}
+	return v, nil
 }
 
 // Float32s converts a count vector to float32 for pgvector. Exact, because

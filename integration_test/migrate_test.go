@@ -17,7 +17,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-const latestVersion = 9
+const latestVersion = 10
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cordon-rag/cordon/analysis"
 	"io"
 	"net/http"
 	"os"
@@ -334,13 +335,10 @@ func TestMigrateAuditKeyID(t *testing.T) {
 	if err := postgres.MigrateUpTo(ctx, dbURL, 7); err != nil {
 		t.Fatal(err)
 	}
-	func() {
-		st := openStore(t, dbURL, postgres.Options{})
-		defer st.Close()
-		if _, err := st.CreateTenant(ctx, "wholesale", index.DefaultSettings()); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	// Created as a binary of migration 7 created tenants.
+	d := index.DefaultSettings()
+	execSQL(t, dbURL, fmt.Sprintf(`SELECT cordon.create_tenant('wholesale', %d, %v, %v, %d, %d, '%s', 'entitled')`,
+		d.Dims, d.BM25.K1, d.BM25.B, d.Chunking.MaxWords, d.Chunking.OverlapWords, analysis.TokenizerVersion))
 	// Rows as tenant schema version 6 wrote them: no key_id, plain SHA-256.
 	prev := make([]byte, 32)
 	for seq := int64(1); seq <= 3; seq++ {
@@ -353,11 +351,14 @@ func TestMigrateAuditKeyID(t *testing.T) {
 			r.Seq, r.At, r.Sub, r.Op, r.Query, r.Policy, r.ChunkIDs, r.Degraded, r.RequestID, prev, h)
 		prev = h
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if err := postgres.MigrateUpTo(ctx, dbURL, 8); err != nil {
 		t.Fatal(err)
 	}
 	if v := queryInt(t, dbURL, `SELECT schema_version FROM cordon.tenants WHERE name = 'wholesale'`); v != 7 {
 		t.Fatalf("tenant schema version %d after migration 8, want 7", v)
+	}
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		t.Fatal(err)
 	}
 	keys := testKeyring("k1")
 	st := openStore(t, dbURL, postgres.Options{AuditKeys: keys})

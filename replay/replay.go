@@ -12,6 +12,7 @@ import (
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
 
 	"github.com/cordon-rag/cordon/index"
@@ -41,6 +42,10 @@ type config struct {
 	OverlapWords Int   `json:"overlap_words"`
 	// BM25Statistics is the statistics scope, "entitled" or "tenant".
 	BM25Statistics *string `json:"bm25_statistics"`
+	// Model is the dense side's embedding model ("hash" by default); any
+	// other model needs a provider (RunWithModels) and dims equal to its
+	// vector length.
+	Model *string `json:"model"`
 }
 
 // ParseSettings reads a script's config object (nil or null gives defaults).
@@ -58,6 +63,9 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 			return s, fmt.Errorf("dims %d must be in 1..%d", c.Dims.V, hashembed.MaxDims)
 		}
 		s.Dims = int(c.Dims.V)
+	}
+	if c.Model != nil {
+		s.Model = *c.Model
 	}
 	if c.K1.Set {
 		s.BM25.K1 = c.K1.V
@@ -94,6 +102,13 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 // step to w. It fails only when the script cannot be parsed, the store cannot
 // be opened, or w fails.
 func Run(ctx context.Context, data []byte, open OpenFunc, w io.Writer) error {
+	return RunWithModels(ctx, data, open, nil, w)
+}
+
+// RunWithModels is [Run] whose queries are embedded through models when
+// the script's config names a model other than hashing (the store opened
+// by open must embed documents through the same providers).
+func RunWithModels(ctx context.Context, data []byte, open OpenFunc, models *embed.Registry, w io.Writer) error {
 	// Top-level keys other than "config" and "steps" (a "description", say)
 	// are ignored; those two must be spelt exactly.
 	var top map[string]json.RawMessage
@@ -116,7 +131,7 @@ func Run(ctx context.Context, data []byte, open OpenFunc, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("open store: %w", err)
 		}
-		r = &runner{store: st, retriever: retrieval.New(st), bm25: settings.BM25}
+		r = &runner{store: st, retriever: retrieval.New(st).WithModels(retrieval.NewQueryModels(models)), bm25: settings.BM25}
 	}
 	for _, raw := range sc.Steps {
 		var out any

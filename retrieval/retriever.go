@@ -38,7 +38,8 @@ type Scored struct {
 
 // Retriever runs the retrieve pipeline over a Store.
 type Retriever struct {
-	store Store
+	store  Store
+	models *QueryModels
 }
 
 // New returns a Retriever over store.
@@ -84,7 +85,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
 		TopN:          q.Policy.TopN,
 	}
-	rk, version, err := r.rank(ctx, req)
+	rk, version, req, err := r.rankDense(ctx, req, q.Text)
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("rank: %w", err)
 	}

@@ -39,7 +39,11 @@ type RankRequest struct {
 	// index as Terms): a chunk's score sums float64(w * contribution) in
 	// term order. Nil weighs every term 1, which gives the same bits as the
 	// unweighted sum. Query expansion weighs its added terms below 1.
-	Weights       []float64
+	Weights []float64
+	// Dense is the query's vector under the tenant's embedding model; nil
+	// for signed hashing, whose vector the store computes from Tokens (see
+	// [RankRequest.QueryVector]).
+	Dense         *DenseQuery
 	NowTick       int64
 	MaxStaleTicks *int64
 	TopN          int

@@ -372,8 +372,13 @@ var parallelMin = 32768
 // tenant is the caller's business: an Index holds one tenant. On a large
 // index the dense side and two halves of the lexical side run in parallel;
 // each counts into its own funnel, summed after, so nothing depends on
-// scheduling.
-func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
+// scheduling. A dense query of another model than the index's is a
+// *retrieval.ModelMismatchError.
+func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
+	q, err := req.QueryVector(x.settings.Spec())
+	if err != nil {
+		return retrieval.Rankings{}, err
+	}
 	newFilter := func() *filter { return x.newFilter(&req) }
 	var lex, dense retrieval.Rankings
 	n := int32(len(x.chunks))
@@ -394,7 +399,7 @@ func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			dense.Dense = x.dense(req, newFilter(), &dense)
+			dense.Dense = x.dense(req, q, newFilter(), &dense)
 		}()
 		go func() {
 			defer wg.Done()
@@ -411,7 +416,7 @@ func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
 		lex.ExcludedByFreshness += upper.ExcludedByFreshness
 	} else {
 		lex.Lexical = lexical(&lex, 0, n).hits()
-		dense.Dense = x.dense(req, newFilter(), &dense)
+		dense.Dense = x.dense(req, q, newFilter(), &dense)
 	}
 	return retrieval.Rankings{
 		Lexical:               lex.Lexical,
@@ -420,7 +425,7 @@ func (x *Index) Rank(req retrieval.RankRequest) retrieval.Rankings {
 		Considered:            lex.Considered + dense.Considered,
 		ExcludedByEntitlement: lex.ExcludedByEntitlement + dense.ExcludedByEntitlement,
 		ExcludedByFreshness:   lex.ExcludedByFreshness + dense.ExcludedByFreshness,
-	}
+	}, nil
 }
 
 func (x *Index) newFilter(req *retrieval.RankRequest) *filter {
@@ -596,8 +601,7 @@ func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc 
 // lower it.
 var denseBlock = 2048
 
-func (x *Index) dense(req retrieval.RankRequest, f *filter, rk *retrieval.Rankings) []retrieval.Hit {
-	q := hashembed.Vector(req.Tokens, x.settings.Dims)
+func (x *Index) dense(req retrieval.RankRequest, q []int32, f *filter, rk *retrieval.Rankings) []retrieval.Hit {
 	qn := hashembed.NormSq(q)
 	n := len(x.chunks)
 	if qn == 0 || n == 0 {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 )
@@ -15,23 +16,39 @@ var _ retrieval.Store = (*Store)(nil)
 // gives the same results as store/memory, faster.
 type Store struct {
 	settings index.Settings
+	models   *embed.Registry
 	mu       sync.RWMutex
 	tenants  map[string]*Index
 }
 
 // NewStore returns an empty store.
-func NewStore(s index.Settings) (*Store, error) {
+func NewStore(s index.Settings) (*Store, error) { return NewStoreWithModels(s, nil) }
+
+// NewStoreWithModels returns an empty store whose settings may name an
+// embedding model other than hashing: models serves it (document vectors at
+// Put).
+func NewStoreWithModels(s index.Settings, models *embed.Registry) (*Store, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{settings: s, tenants: make(map[string]*Index)}, nil
+	if spec := s.Spec(); !spec.IsHash() {
+		if _, err := models.Lookup(spec.Model); err != nil {
+			return nil, err
+		}
+	}
+	return &Store{settings: s, models: models, tenants: make(map[string]*Index)}, nil
 }
 
 // Put validates, prepares and stores doc.
-func (s *Store) Put(_ context.Context, doc cordontype.Document) ([]cordontype.Chunk, error) {
+func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.Chunk, error) {
 	prepared, err := index.Prepare(&doc, s.settings)
 	if err != nil {
 		return nil, err
+	}
+	if spec := s.settings.Spec(); !spec.IsHash() {
+		if err := index.Vectorize(ctx, s.models, spec, prepared); err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,7 +90,7 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 	if x == nil {
 		return retrieval.Funnel(req, nil, nil), nil
 	}
-	return x.Rank(req), nil
+	return x.Rank(req)
 }
 
 // IDF implements retrieval.Store.

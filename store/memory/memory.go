@@ -7,6 +7,7 @@ import (
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
@@ -17,6 +18,7 @@ var _ retrieval.Store = (*Store)(nil)
 // Store is the in-memory store. Every tenant uses the same index settings.
 type Store struct {
 	settings index.Settings
+	models   *embed.Registry
 
 	mu      sync.RWMutex
 	tenants map[string]*tenant
@@ -30,11 +32,20 @@ type tenant struct {
 }
 
 // New returns an empty store with the given settings.
-func New(s index.Settings) (*Store, error) {
+func New(s index.Settings) (*Store, error) { return NewWithModels(s, nil) }
+
+// NewWithModels returns an empty store whose settings may name an embedding
+// model other than hashing: models serves it (document vectors at Put).
+func NewWithModels(s index.Settings, models *embed.Registry) (*Store, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	return &Store{settings: s, tenants: make(map[string]*tenant)}, nil
+	if spec := s.Spec(); !spec.IsHash() {
+		if _, err := models.Lookup(spec.Model); err != nil {
+			return nil, err
+		}
+	}
+	return &Store{settings: s, models: models, tenants: make(map[string]*tenant)}, nil
 }
 
 // Settings returns the store's index settings.
@@ -42,10 +53,15 @@ func (s *Store) Settings() index.Settings { return s.settings }
 
 // Put validates, chunks and stores doc, replacing any document with the same
 // id in its tenant atomically. It returns the new chunks.
-func (s *Store) Put(_ context.Context, doc cordontype.Document) ([]cordontype.Chunk, error) {
+func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.Chunk, error) {
 	prepared, err := index.Prepare(&doc, s.settings)
 	if err != nil {
 		return nil, err
+	}
+	if spec := s.settings.Spec(); !spec.IsHash() {
+		if err := index.Vectorize(ctx, s.models, spec, prepared); err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,8 +145,12 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 	if t == nil {
 		return retrieval.Funnel(req, nil, nil), nil
 	}
+	q, err := req.QueryVector(s.settings.Spec())
+	if err != nil {
+		return retrieval.Rankings{}, err
+	}
 	st := t.stats(req, s.settings.Statistics)
-	rk := retrieval.Funnel(req, t.lexical(&req, st, s.settings.BM25), t.dense(req.Tokens, s.settings.Dims))
+	rk := retrieval.Funnel(req, t.lexical(&req, st, s.settings.BM25), t.dense(q))
 	rk.IDF = st.idf
 	return rk, nil
 }
@@ -220,8 +240,7 @@ func (t *tenant) lexical(req *retrieval.RankRequest, st scopeStats, p bm25.Param
 }
 
 // dense returns every chunk with cosine > 0, sorted.
-func (t *tenant) dense(tokens []string, dims int) []retrieval.Hit {
-	q := hashembed.Vector(tokens, dims)
+func (t *tenant) dense(q []int32) []retrieval.Hit {
 	qn := hashembed.NormSq(q)
 	if qn == 0 {
 		return nil

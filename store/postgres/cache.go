@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/index/memindex"
 )
@@ -191,7 +192,7 @@ func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cached
 		}
 	}
 	x := memindex.New(t.settings)
-	rows, err := tx.Query(ctx, `SELECT doc_id, text, classification, barriers, as_of_tick FROM `+t.tables.documents)
+	rows, err := tx.Query(ctx, docRowsSQL(t, ""))
 	if err != nil {
 		return classify(err)
 	}
@@ -246,7 +247,7 @@ func applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant
 	if err != nil {
 		return false, classify(err)
 	}
-	rows, err = tx.Query(ctx, `SELECT doc_id, text, classification, barriers, as_of_tick FROM `+t.tables.documents+` WHERE doc_id = ANY($1)`, ids)
+	rows, err = tx.Query(ctx, docRowsSQL(t, ` WHERE d.doc_id = ANY($1)`), ids)
 	if err != nil {
 		return false, classify(err)
 	}
@@ -271,13 +272,47 @@ func applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant
 	return true, nil
 }
 
+// docRowsSQL selects the document rows forEachDoc reads, with where (on
+// documents d) appended. A tenant whose model is not hashing cannot
+// recompute its vectors from the text: its rows carry the stored vectors of
+// their chunks, in chunk order.
+func docRowsSQL(t tenantInfo, where string) string {
+	cols := `d.doc_id, d.text, d.classification, d.barriers, d.as_of_tick`
+	if !t.settings.Spec().IsHash() {
+		cols += `, (SELECT array_agg(c.embedding::real[] ORDER BY c.ord) FROM ` + t.tables.chunks + ` c WHERE c.doc_id = d.doc_id)`
+	}
+	return `SELECT ` + cols + ` FROM ` + t.tables.documents + ` d` + where
+}
+
+// storedVectors gives pcs the stored vectors vecs (one per chunk, in
+// order), exact integers in float32.
+func storedVectors(doc string, pcs []index.PreparedChunk, vecs [][]float32, dims int) error {
+	if len(vecs) != len(pcs) {
+		return fmt.Errorf("stored document %q has %d vectors for %d chunks", doc, len(vecs), len(pcs))
+	}
+	for i, f := range vecs {
+		if len(f) != dims {
+			return fmt.Errorf("stored document %q chunk %d has a vector of %d dimensions, want %d", doc, i, len(f), dims)
+		}
+		v := make([]int32, len(f))
+		for j, x := range f {
+			v[j] = int32(x)
+		}
+		pcs[i].Vector = v
+		pcs[i].NormSq = hashembed.NormSq(v)
+	}
+	return nil
+}
+
 // forEachDoc re-prepares each document row on GOMAXPROCS workers (loading a
 // large tenant is mostly tokenizing and hashing) and calls fn for each, in
 // row order, on the calling goroutine.
 func forEachDoc(rows pgx.Rows, t tenantInfo, fn func(*cordontype.Document, []index.PreparedChunk) error) error {
 	defer rows.Close()
+	stored := !t.settings.Spec().IsHash()
 	type item struct {
 		doc  cordontype.Document
+		vecs [][]float32
 		pcs  []index.PreparedChunk
 		err  error
 		done chan struct{}
@@ -292,6 +327,9 @@ func forEachDoc(rows pgx.Rows, t tenantInfo, fn func(*cordontype.Document, []ind
 			defer wg.Done()
 			for it := range jobs {
 				it.pcs, it.err = index.Prepare(&it.doc, t.settings)
+				if it.err == nil && stored {
+					it.err = storedVectors(it.doc.DocID, it.pcs, it.vecs, t.settings.Dims)
+				}
 				if it.err != nil {
 					it.err = fmt.Errorf("re-prepare stored document %q: %w", it.doc.DocID, it.err)
 				}
@@ -309,7 +347,11 @@ func forEachDoc(rows pgx.Rows, t tenantInfo, fn func(*cordontype.Document, []ind
 		for !stop.Load() && rows.Next() {
 			it := &item{doc: cordontype.Document{Tenant: t.name}, done: make(chan struct{})}
 			var class int16
-			if readErr = rows.Scan(&it.doc.DocID, &it.doc.Text, &class, &it.doc.Barriers, &it.doc.AsOfTick); readErr != nil {
+			dest := []any{&it.doc.DocID, &it.doc.Text, &class, &it.doc.Barriers, &it.doc.AsOfTick}
+			if stored {
+				dest = append(dest, &it.vecs)
+			}
+			if readErr = rows.Scan(dest...); readErr != nil {
 				return
 			}
 			it.doc.Classification = cordontype.Classification(class)

@@ -53,8 +53,9 @@ func (s *Store) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.
 // REPEATABLE READ snapshot, refreshing the cache on the way.
 func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
 	out := retrieval.Funnel(req, nil, nil)
+	var memErr error
 	version, err := s.read(ctx, req.Principal.Tenant,
-		func(x *memindex.Index) { out = x.Rank(req) },
+		func(x *memindex.Index) { out, memErr = x.Rank(req) },
 		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
 			rk, err := rankTx(ctx, tx, t, st, req)
 			if err == nil {
@@ -62,6 +63,9 @@ func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (ret
 			}
 			return err
 		})
+	if err == nil {
+		err = memErr
+	}
 	if err != nil {
 		return retrieval.Rankings{}, 0, fmt.Errorf("rank tenant %q: %w", req.Principal.Tenant, err)
 	}
@@ -316,7 +320,10 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 // the top_n visible, fresh chunks by cosine, carrying only their chunk ids
 // (see fetchChunks).
 func denseSide(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, maxAbs int32, filterArgs []any, rk *retrieval.Rankings) ([]retrieval.Hit, error) {
-	q := hashembed.Vector(req.Tokens, t.settings.Dims)
+	q, err := req.QueryVector(t.settings.Spec())
+	if err != nil {
+		return nil, err
+	}
 	qn := hashembed.NormSq(q)
 	if qn == 0 {
 		return nil, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 )
@@ -50,6 +51,11 @@ type Options struct {
 	// go to them, everything else to the primary; see WithConsistency for
 	// reading one's own writes. Each gets a pool like the primary's.
 	Replicas []string
+	// Models serves the embedding models of tenants whose dense side is
+	// not hashing: document vectors at write time (and during a
+	// re-embedding, the target model's). Nil serves none: a write to such a
+	// tenant fails with embed.ErrUnknownModel.
+	Models *embed.Registry
 	// ReplicaBackoff is how long a replica that failed a read is skipped
 	// (0: DefaultReplicaBackoff).
 	ReplicaBackoff time.Duration

@@ -11,6 +11,7 @@ import (
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 )
 
@@ -29,6 +30,11 @@ type tenantInfo struct {
 	schema   string
 	settings index.Settings
 	tables   tables
+	// reembed is the re-embedding state ("none", "backfill", "cutover")
+	// and next the model of the second vector slot (nil in "none"):
+	// writes store vectors of both.
+	reembed string
+	next    *embed.Spec
 }
 
 // tables holds a tenant's quoted, schema-qualified table names.
@@ -75,10 +81,14 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t 
 		return t, false, err
 	}
 	var tok string
-	sql := `SELECT t.schema_name, t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, t.bm25_statistics`
+	var nextModel *string
+	var nextDims *int
+	sql := `SELECT t.schema_name, t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, t.bm25_statistics,
+		t.embed_model, t.reembed_state, t.next_model, t.next_dims`
 	from := ` FROM cordon.tenants t`
 	dest := []any{&t.schema, &t.settings.Dims, &t.settings.BM25.K1, &t.settings.BM25.B,
-		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok, &t.settings.Statistics}
+		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok, &t.settings.Statistics,
+		&t.settings.Model, &t.reembed, &nextModel, &nextDims}
 	if st != nil {
 		sql += `, s.version, s.n_chunks, s.sum_len, s.max_abs, s.tableoid::bigint`
 		from += `, ` + tablesFor(schema).stats + ` s`
@@ -91,6 +101,9 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t 
 	}
 	if err != nil {
 		return t, false, fmt.Errorf("look up tenant %q: %w", tenant, classify(err))
+	}
+	if nextModel != nil && nextDims != nil {
+		t.next = &embed.Spec{Model: *nextModel, Dims: *nextDims}
 	}
 	if t.schema != schema {
 		return t, false, fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, t.schema, schema)
@@ -124,9 +137,9 @@ func createTenant(ctx context.Context, db DBTX, tenant string, st index.Settings
 		return false, err
 	}
 	var created bool
-	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7, $8)`,
+	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		tenant, st.Dims, st.BM25.K1, st.BM25.B, st.Chunking.MaxWords, st.Chunking.OverlapWords,
-		analysis.TokenizerVersion, string(st.Statistics)).Scan(&created)
+		analysis.TokenizerVersion, string(st.Statistics), st.Spec().Model).Scan(&created)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "CD001" {
 		return false, fmt.Errorf("%w: %s", ErrTenantSettings, pe.Message)
@@ -182,12 +195,14 @@ type TenantInfo struct {
 	Schema   string
 	Settings index.Settings
 	Chunks   int64
+	// Reembed is the re-embedding state: "none", "backfill" or "cutover".
+	Reembed string
 }
 
 // Tenants lists registered tenants in name order.
 func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT name, schema_name, dims, k1, b, max_words, overlap_words, bm25_statistics
+		SELECT name, schema_name, dims, k1, b, max_words, overlap_words, bm25_statistics, embed_model, reembed_state
 		FROM cordon.tenants ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", classify(err))
@@ -196,7 +211,8 @@ func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
 	for rows.Next() {
 		var t TenantInfo
 		if err := rows.Scan(&t.Name, &t.Schema, &t.Settings.Dims, &t.Settings.BM25.K1, &t.Settings.BM25.B,
-			&t.Settings.Chunking.MaxWords, &t.Settings.Chunking.OverlapWords, &t.Settings.Statistics); err != nil {
+			&t.Settings.Chunking.MaxWords, &t.Settings.Chunking.OverlapWords, &t.Settings.Statistics,
+			&t.Settings.Model, &t.Reembed); err != nil {
 			rows.Close()
 			return nil, err
 		}

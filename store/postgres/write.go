@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/crypto/blake2b"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 )
 
@@ -41,26 +43,29 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 			return nil, fmt.Errorf("%w: a batch holds documents of one tenant (%q and %q)", cordontype.ErrInvalid, tenant, docs[i].Tenant)
 		}
 	}
-	t, err := s.tenantForWrite(ctx, tenant)
-	if err != nil {
-		return nil, err
-	}
-	batch := make([]preparedDoc, len(docs))
-	for i := range docs {
-		d := &batch[i]
-		d.doc = &docs[i]
-		if d.chunks, err = index.Prepare(d.doc, t.settings); err != nil {
+	var t tenantInfo
+	var batch []preparedDoc
+	var err error
+	// A re-embedding step that commits between reading the tenant's models
+	// and taking its write lock changes the models the batch must carry:
+	// putTx notices (errModelsChanged) and the batch is embedded again.
+	for attempt := 1; ; attempt++ {
+		if t, err = s.tenantForWrite(ctx, tenant); err != nil {
 			return nil, err
 		}
-		if d.meta, err = metadataJSON(d.doc.Metadata); err != nil {
+		if batch, err = s.prepareDocs(ctx, t, docs); err != nil {
 			return nil, err
 		}
-	}
-	w, err := s.prepareWrite(ctx, t.tables, lastOfEach(batch))
-	if err == nil {
-		err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-			return putTx(ctx, tx, t.tables, w)
-		})
+		var w *write
+		w, err = s.prepareWrite(ctx, t.tables, lastOfEach(batch))
+		if err == nil {
+			err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+				return putTx(ctx, tx, t, w)
+			})
+		}
+		if !errors.Is(err, errModelsChanged) || attempt == 3 {
+			break
+		}
 	}
 	if err != nil {
 		if len(docs) == 1 {
@@ -77,6 +82,62 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 		}
 	}
 	return out, nil
+}
+
+// errModelsChanged is returned by putTx when the tenant's embedding models
+// are no longer the ones the batch was embedded with.
+var errModelsChanged = errors.New("the tenant's embedding models changed during the write: embed again")
+
+// prepareDocs chunks and tokenizes docs under t's settings and gives every
+// chunk its vector of the tenant's model and, while re-embedding, of the
+// next one: one embedding call per model for the whole batch.
+func (s *Store) prepareDocs(ctx context.Context, t tenantInfo, docs []cordontype.Document) ([]preparedDoc, error) {
+	batch := make([]preparedDoc, len(docs))
+	var err error
+	for i := range docs {
+		d := &batch[i]
+		d.doc = &docs[i]
+		if d.chunks, err = index.Prepare(d.doc, t.settings); err != nil {
+			return nil, err
+		}
+		if d.meta, err = metadataJSON(d.doc.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	if spec := t.settings.Spec(); !spec.IsHash() {
+		all := make([][]index.PreparedChunk, len(batch))
+		for i := range batch {
+			all[i] = batch[i].chunks
+		}
+		if err := index.Vectorize(ctx, s.opts.Models, spec, all...); err != nil {
+			return nil, err
+		}
+	}
+	if t.next != nil {
+		if err := s.nextVectors(ctx, *t.next, batch); err != nil {
+			return nil, fmt.Errorf("re-embedding to %s: %w", *t.next, err)
+		}
+	}
+	return batch, nil
+}
+
+// nextVectors gives each chunk of batch its vector of spec, the second
+// slot's model.
+func (s *Store) nextVectors(ctx context.Context, spec embed.Spec, batch []preparedDoc) error {
+	all := make([][]index.PreparedChunk, len(batch))
+	for i := range batch {
+		all[i] = make([]index.PreparedChunk, len(batch[i].chunks))
+		for j, pc := range batch[i].chunks {
+			all[i][j] = index.PreparedChunk{Chunk: pc.Chunk, Terms: pc.Terms, TF: pc.TF}
+		}
+	}
+	if err := index.Vectorize(ctx, s.opts.Models, spec, all...); err != nil {
+		return err
+	}
+	for i := range batch {
+		batch[i].next = all[i]
+	}
+	return nil
 }
 
 // tenantForWrite looks a tenant up, creating it when the store auto-creates.
@@ -99,6 +160,9 @@ type preparedDoc struct {
 	doc    *cordontype.Document
 	meta   string
 	chunks []index.PreparedChunk
+	// next holds the chunks' vectors of the next model while the tenant
+	// re-embeds (same index as chunks); nil otherwise.
+	next []index.PreparedChunk
 }
 
 // lastOfEach keeps the last version of each doc id, in input order.
@@ -161,6 +225,7 @@ type write struct {
 	// (same index as docIDs).
 	docN, docLen []int64
 	maxAbs       int32
+	maxAbsNext   int32
 }
 
 // prepareWrite builds a batch's rows. Chunk ids come from the chunks
@@ -200,8 +265,18 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 			w.newLen += int64(c.Length)
 			w.docN[i]++
 			w.docLen[i] += int64(c.Length)
+			var nextVec any
+			var nextNorm *int64
+			var nextMax *int32
+			if d.next != nil {
+				nx := &d.next[j]
+				mn := maxAbsOf(nx.Vector)
+				w.maxAbsNext = max(w.maxAbsNext, mn)
+				nextVec, nextNorm, nextMax = pgvector.NewVector(index.Float32s(nx.Vector)), &nx.NormSq, &mn
+			}
 			w.chunkRows = append(w.chunkRows, []any{id, c.ChunkID, c.DocID, int32(j), c.Section, c.Text, int32(c.StartChar), int32(c.EndChar), int32(c.Length),
-				int16(c.Classification), c.Barriers, c.AsOfTick, pgvector.NewVector(index.Float32s(pc.Vector)), pc.NormSq, m})
+				int16(c.Classification), c.Barriers, c.AsOfTick, pgvector.NewVector(index.Float32s(pc.Vector)), pc.NormSq, m,
+				nextVec, nextNorm, nextMax})
 			for x, term := range pc.Terms {
 				w.postings.of(term).add(id, pc.TF[x])
 			}
@@ -210,8 +285,12 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 	return w, nil
 }
 
-func putTx(ctx context.Context, tx pgx.Tx, tb tables, w *write) error {
+func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
+	tb := t.tables
 	if err := lockStats(ctx, tx, tb); err != nil {
+		return err
+	}
+	if err := checkModels(ctx, tx, t); err != nil {
 		return err
 	}
 	_, oldN, oldLen, err := removeDocs(ctx, tx, tb, w.docIDs)
@@ -225,7 +304,8 @@ func putTx(ctx context.Context, tx pgx.Tx, tb tables, w *write) error {
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "chunks"},
 		[]string{"id", "chunk_id", "doc_id", "ord", "section", "text", "start_char", "end_char", "length",
-			"classification", "barriers", "as_of_tick", "embedding", "norm_sq", "max_abs"},
+			"classification", "barriers", "as_of_tick", "embedding", "norm_sq", "max_abs",
+			"embedding_next", "norm_sq_next", "max_abs_next"},
 		pgx.CopyFromRows(w.chunkRows)); err != nil {
 		return classify(err)
 	}
@@ -249,16 +329,39 @@ func putTx(ctx context.Context, tx pgx.Tx, tb tables, w *write) error {
 	var version, dead, live int64
 	if err := tx.QueryRow(ctx, `UPDATE `+tb.stats+` SET
 		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
-		max_abs = greatest(max_abs, $5), version = version + 1,
+		max_abs = greatest(max_abs, $5), max_abs_next = greatest(max_abs_next, $6), version = version + 1,
 		dead_postings = dead_postings + $3
 		RETURNING version, dead_postings, sum_len`,
-		oldN, w.newN, oldLen, w.newLen, w.maxAbs).Scan(&version, &dead, &live); err != nil {
+		oldN, w.newN, oldLen, w.newLen, w.maxAbs, w.maxAbsNext).Scan(&version, &dead, &live); err != nil {
 		return classify(err)
 	}
 	if err := maybeCollect(ctx, tx, tb, dead, live); err != nil {
 		return err
 	}
 	return logChanges(ctx, tx, tb, version, w.docIDs)
+}
+
+// checkModels fails with errModelsChanged unless the tenant's models are
+// still those of t. The caller holds the tenant's write lock, which every
+// re-embedding step that changes them takes too.
+func checkModels(ctx context.Context, tx pgx.Tx, t tenantInfo) error {
+	var model, state string
+	var dims int
+	var next *string
+	var nextDims *int
+	if err := tx.QueryRow(ctx, `SELECT embed_model, dims, reembed_state, next_model, next_dims FROM cordon.tenants WHERE name = $1`,
+		t.name).Scan(&model, &dims, &state, &next, &nextDims); err != nil {
+		return classify(err)
+	}
+	cur := t.settings.Spec()
+	same := model == cur.Model && dims == cur.Dims && state == t.reembed && (next == nil) == (t.next == nil)
+	if same && t.next != nil {
+		same = *next == t.next.Model && *nextDims == t.next.Dims
+	}
+	if !same {
+		return errModelsChanged
+	}
+	return nil
 }
 
 // changeLogKeep is how many versions of the change log writers keep; a
