@@ -63,7 +63,7 @@ test/arm64: ## run the portable packages as GOARCH=arm64 under qemu-user-static 
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(PORTABLE_PKGS)
 
 .PHONY: fuzz
-fuzz: ## fuzz the tokenizer, chunker, replay decoder, HTTP body and token-claims decoders for FUZZTIME each
+fuzz: ## fuzz the tokenizer, chunker, replay decoder, HTTP body, token-claims and embedding-answer decoders for FUZZTIME each
 	$(GO) test ./analysis/ -run '^$$' -fuzz '^FuzzTokenize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./chunk/ -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replay/ -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME)
@@ -71,6 +71,9 @@ fuzz: ## fuzz the tokenizer, chunker, replay decoder, HTTP body and token-claims
 	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzReadLine$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzWalkJSON$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzCheckClaims$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./embed/ -run '^$$' -fuzz '^FuzzDecodeOpenAI$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./embed/ -run '^$$' -fuzz '^FuzzDecodeOllama$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./embed/ -run '^$$' -fuzz '^FuzzDecodeTEI$$' -fuzztime $(FUZZTIME)
 
 .PHONY: golden
 golden: ## regenerate the golden replay outputs in testdata/replay

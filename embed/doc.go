@@ -9,4 +9,19 @@
 // vectors at write time and a query's vector once per query, to int8 range
 // integers by [Quantize]; stores keep only those integers and score them with
 // exact integer dot products and SPEC's cosine formula.
+//
+// # Providers
+//
+// [NewHTTP] builds an [Embedder] that asks an embedding server over HTTP in
+// one of three APIs: [APIOpenAI] (POST /v1/embeddings, served by OpenAI,
+// Ollama, text-embeddings-inference and vLLM), [APIOllama] (POST
+// /api/embed) and [APITEI] (POST /embed). One client serves all three: it
+// splits long calls into batches and reassembles them in order, bounds each
+// request by a timeout, retries transient failures (no connection, a
+// timeout, 429, 5xx) with jittered exponential backoff that honours
+// Retry-After, spaces requests by a client-side rate limit, bounds the
+// answer's size and decodes it strictly, checking every vector's count,
+// length and finiteness. Its errors wrap [ErrProvider], name the API, the
+// URL and the HTTP status, and say what to check next. docs/embeddings.md
+// describes the configuration and the messages.
 package embed

@@ -28,6 +28,10 @@ var ErrUnknownModel = errors.New("embedding model not configured")
 // something unusable.
 var ErrProvider = errors.New("embedding provider failed")
 
+// ErrInvalidConfig is returned (wrapped) by [NewHTTP] for a provider
+// configuration it cannot use.
+var ErrInvalidConfig = errors.New("invalid embedding provider configuration")
+
 // Spec names a tenant's embedding model as recorded with its index: vectors
 // of two different specs are never compared.
 type Spec struct {
