@@ -63,6 +63,10 @@ expose content hashes). Progress with rate and ETA goes to stderr: a bar on a
 terminal, a plain line every 5 seconds otherwise (--quiet: none). Failures
 are listed at the end and make the exit status 1.
 
+A tenant whose embedding model is not hash needs the server that serves it,
+given with the --embed-* flags as for 'cordon serve' (docs/embeddings.md);
+over HTTP, the Cordon server embeds.
+
 Examples:
   cordon ingest --tenant wholesale --classification internal docs/
   cordon ingest --tenant wholesale --classification confidential --barrier deal-x memos/falcon.md
@@ -433,6 +437,7 @@ const ingestBatchBytes = 16 << 20
 func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	dbURL := databaseFlag(fs)
+	embedding := addEmbedFlags(fs)
 	server := fs.String("server", "", "ingest over HTTP through this 'cordon serve' (POST .../documents:batch) instead of the database")
 	token := envString(fs, env, "token", "CORDON_TOKEN", "", "with --server: a bearer token with the writer role")
 	tenant := fs.String("tenant", "", "tenant to load into; required (with --server: default the token's tenant claim)")
@@ -493,7 +498,11 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		if err != nil {
 			return err
 		}
-		st, err := postgres.Open(ctx, url, postgres.Options{})
+		models, err := embedding.registry()
+		if err != nil {
+			return err
+		}
+		st, err := postgres.Open(ctx, url, postgres.Options{Models: models})
 		if err != nil {
 			return err
 		}

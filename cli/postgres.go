@@ -9,6 +9,7 @@ import (
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/chunk"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/replay"
@@ -79,9 +80,12 @@ func tenantCommand() *command {
 		usage: `Usage: cordon tenant create|set|drop|list|grant|revoke [flags] [NAME|ROLE]
 
   create NAME   register a tenant and create its schema (idempotent); its index
-                settings are fixed at creation, except --bm25-statistics
+                settings are fixed at creation, except --bm25-statistics and
+                the embedding model (see reembed)
   set NAME      change --bm25-statistics of an existing tenant (takes effect
                 with the next query; nothing is re-indexed)
+  reembed NAME  move a tenant to another embedding model with no downtime:
+                backfill, shadow comparison, cut-over, roll-back, finish
   drop NAME     remove a tenant, its schema and all its documents; needs --yes
   list          list tenants with their settings and chunk counts, and the
                 service roles
@@ -110,16 +114,22 @@ Examples:
   cordon tenant grant cordon_service
 ` + databaseHelp,
 		subs: []*command{
-			{name: "create", summary: "register a tenant and create its schema", run: runTenant, usage: `Usage: cordon tenant create [--database-url URL] [--dims N] [--k1 X] [--b X] [--max-words N]
-                            [--overlap-words N] [--bm25-statistics entitled|tenant] NAME
+			{name: "create", summary: "register a tenant and create its schema", run: runTenant, usage: `Usage: cordon tenant create [--database-url URL] [--model NAME] [--dims N] [--k1 X] [--b X]
+                            [--max-words N] [--overlap-words N] [--bm25-statistics entitled|tenant] NAME
 
 Registers tenant NAME and creates its schema cordon_t_NAME (idempotent: the
 same settings again is not an error). Its index settings are fixed at
-creation, except --bm25-statistics. 'cordon tenant --help' says more.
+creation, except --bm25-statistics and the embedding model ('cordon tenant
+reembed'). --model hash (the default) is signed feature hashing; any other
+name is a model that the servers writing and querying the tenant serve with
+--embed-url (docs/embeddings.md), and --dims must be its vector length.
+'cordon tenant --help' says more.
 ` + databaseHelp + `
-Example:
+Examples:
   cordon tenant create --dims 512 --max-words 120 --overlap-words 20 retail
+  cordon tenant create --model use-lite --dims 512 research
 `},
+			reembedCommand(),
 			{name: "set", summary: "change a tenant's --bm25-statistics", run: runTenant, usage: `Usage: cordon tenant set [--database-url URL] --bm25-statistics entitled|tenant NAME
 
 Changes the BM25 statistics scope of an existing tenant; it takes effect
@@ -276,6 +286,7 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 
 // settingsFlags registers the index-settings flags on fs.
 func settingsFlags(fs *flag.FlagSet) func() index.Settings {
+	model := fs.String("model", embed.Hash, "embedding model of the dense side: hash, or a model name an --embed-url server serves (then --dims is its vector length)")
 	dims := fs.Int("dims", hashembed.DefaultDims, "dense vector dimensions (1..16000)")
 	k1 := fs.Float64("k1", bm25.DefaultK1, "BM25 k1 (>= 0)")
 	b := fs.Float64("b", bm25.DefaultB, "BM25 b (0..1)")
@@ -283,7 +294,7 @@ func settingsFlags(fs *flag.FlagSet) func() index.Settings {
 	overlap := fs.Int("overlap-words", chunk.DefaultOverlapWords, "words shared by consecutive windows (< max-words)")
 	scope := fs.String("bm25-statistics", string(bm25.DefaultScope), `BM25 statistics scope: "entitled" or "tenant"`)
 	return func() index.Settings {
-		return index.Settings{Dims: *dims, BM25: bm25.Params{K1: *k1, B: *b}, Chunking: chunk.Options{MaxWords: *maxWords, OverlapWords: *overlap},
+		return index.Settings{Model: *model, Dims: *dims, BM25: bm25.Params{K1: *k1, B: *b}, Chunking: chunk.Options{MaxWords: *maxWords, OverlapWords: *overlap},
 			Statistics: bm25.Scope(*scope)}
 	}
 }
@@ -356,10 +367,10 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS")
+		fmt.Fprintf(env.Stdout, "%-20s %-30s %-16s %6s %5s %5s %9s %7s %-15s %8s %s\n", "TENANT", "SCHEMA", "MODEL", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "REEMBED")
 		for _, t := range ts {
-			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
-				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks)
+			fmt.Fprintf(env.Stdout, "%-20s %-30s %-16s %6d %5g %5g %9d %7d %-15s %8d %s\n", t.Name, t.Schema, t.Settings.Spec().Model, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
+				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Reembed)
 		}
 		roles, err := st.ServiceRoles(ctx)
 		if err != nil {

@@ -163,6 +163,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	idle := dur("idle-timeout", "CORDON_IDLE_TIMEOUT", d.IdleTimeout, "keep-alive idle time")
 	reqTimeout := dur("request-timeout", "CORDON_REQUEST_TIMEOUT", d.RequestTimeout, "bound of one request's work, database included")
 	shutdown := dur("shutdown-timeout", "CORDON_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "time in-flight requests get on SIGTERM")
+	embedding := addEmbedFlags(fs)
 	leeway := dur("jwt-leeway", "CORDON_JWT_LEEWAY", server.DefaultLeeway, "clock skew tolerated on a token's exp, nbf and iat (at most "+server.MaxLeeway.String()+")")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
@@ -179,6 +180,10 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	claimPaths := server.ClaimPaths{Tenant: *claimTenant, Clearance: *claimClearance, Barriers: *claimBarriers, Roles: *claimRoles}
 	if err := claimPaths.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	models, err := embedding.registry()
+	if err != nil {
+		return err
 	}
 	keys, err := serveAuditKeys(*auditKeyFile, *auditKeyID, *auditUnkeyed)
 	if err != nil {
@@ -199,7 +204,8 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"max_batch_bytes", *maxBatch, "read_header_timeout", readHeader.String(), "read_timeout", read.String(),
 		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
 		"shutdown_timeout", shutdown.String(), "metrics_addr", *metricsAddr, "metrics_tenant_labels", *metricsTenants,
-		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed)
+		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed,
+		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims)
 	if *auditUnkeyed {
 		log.Warn("audit records are chained without a key (--audit-unkeyed): anyone who can write the database can rewrite the audit log undetected; development only")
 	}
@@ -230,7 +236,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 			}
 		}
 	}
-	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes, AuditKeys: keys, Replicas: replicaURLs})
+	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes, AuditKeys: keys, Replicas: replicaURLs, Models: models})
 	if err != nil {
 		return err
 	}
@@ -251,6 +257,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		MaxBodyBytes: *maxBody, MaxDocumentBytes: *maxDoc, MaxBatchBytes: *maxBatch,
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, MetricsTenantLabels: *metricsTenants, Logger: log,
+		Models: models,
 	}, st, verifier)
 	// Both listeners stop together: when one fails, the other shuts down.
 	sctx, cancel := context.WithCancel(ctx)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cordon-rag/cordon/embed"
 	"io"
 	"net"
 	"net/http"
@@ -114,6 +115,9 @@ func toAPIError(err error) *apiError {
 		return errf(http.StatusForbidden, "forbidden", "%s", err.Error())
 	case errors.Is(err, postgres.ErrTenantSettings):
 		return errf(http.StatusConflict, "conflict", "the tenant exists with other index settings")
+	case errors.Is(err, embed.ErrUnknownModel), errors.Is(err, embed.ErrProvider), errors.As(err, new(*retrieval.ModelMismatchError)):
+		// The provider's address and answer go to the log only.
+		return errf(http.StatusServiceUnavailable, "embedding_unavailable", "the tenant's embedding model is not available: retry later")
 	case errors.Is(err, postgres.ErrUnavailable), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, context.Canceled), pgconn.Timeout(err),
 		errors.Is(err, pgconn.ErrConnClosed), pgconn.SafeToRetry(err):

@@ -54,7 +54,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	if req.NowTick != nil {
 		now = *req.NowTick
 	}
-	res, version, err := retrieval.New(s.store).RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol})
+	res, version, err := retrieval.New(s.store).WithModels(s.queryModels).RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol})
 	if err != nil {
 		s.fail(w, r, err)
 		return

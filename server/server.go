@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/retrieval"
 	"log/slog"
 	"net"
 	"net/http"
@@ -46,6 +48,10 @@ type Config struct {
 	MetricsTenantLabels bool
 
 	Logger *slog.Logger
+	// Models embeds the queries of tenants whose embedding model is not
+	// hashing (the store embeds their documents with the same providers).
+	// Nil serves no model: such a tenant's retrieves fail with 503.
+	Models *embed.Registry
 	// Now is the server clock; now_tick defaults to Now().Unix().
 	Now func() time.Time
 }
@@ -96,11 +102,13 @@ func (c *Config) defaults() {
 
 // Server is Cordon's HTTP API over a Postgres store.
 type Server struct {
-	cfg      Config
-	store    *postgres.Store
-	verifier *Verifier
-	metrics  *metrics
-	handler  http.Handler
+	cfg   Config
+	store *postgres.Store
+	// queryModels embeds queries with each tenant's model.
+	queryModels *retrieval.QueryModels
+	verifier    *Verifier
+	metrics     *metrics
+	handler     http.Handler
 	// routes lists "METHOD /pattern" for every API route (the OpenAPI test
 	// compares them with openapi.yaml).
 	routes []string
@@ -112,7 +120,7 @@ var openAPI []byte
 // New returns a Server over st, authenticating with v.
 func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, store: st, verifier: v}
+	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models)}
 	s.metrics = newMetrics(st.Pool, cfg.MetricsTenantLabels)
 	mux := http.NewServeMux()
 	handle := func(method, pattern string, h http.HandlerFunc) {

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/cordon-rag/cordon/embed"
+)
+
+// embedFlags are the flags that configure an embedding provider: one HTTP
+// server serving one model (docs/embeddings.md). Without --embed-url no
+// model is served, and only hashing tenants can be written or queried.
+type embedFlags struct {
+	api, url, model, keyFile, keyEnv, docPrefix, queryPrefix *string
+	dims, batch, concurrency, retries, burst                  *int
+	timeout                                                   *time.Duration
+	rate                                                      *float64
+	requestDims                                               *bool
+}
+
+func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
+	return &embedFlags{
+		url:         fs.String("embed-url", "", "base URL of an embedding server for tenants whose model is not hash (e.g. http://127.0.0.1:11434)"),
+		api:         fs.String("embed-api", embed.APIOpenAI, "the server's API: openai (/v1/embeddings), ollama (/api/embed) or tei (/embed)"),
+		model:       fs.String("embed-model", "", "the model name the server serves (the name tenants record)"),
+		dims:        fs.Int("embed-dims", 0, "the model's vector length (1..16000)"),
+		requestDims: fs.Bool("embed-request-dims", false, `send --embed-dims as the request's "dimensions" (openai API only)`),
+		keyFile:     fs.String("embed-key-file", "", "file holding the server's API key (sent as a bearer token)"),
+		keyEnv:      fs.String("embed-key-env", "", "environment variable holding the server's API key"),
+		batch:       fs.Int("embed-batch", embed.DefaultBatch, "most texts per request"),
+		concurrency: fs.Int("embed-concurrency", 1, "requests of one call in flight at once"),
+		timeout:     fs.Duration("embed-timeout", embed.DefaultTimeout, "timeout of each request"),
+		retries:     fs.Int("embed-retries", embed.DefaultRetries, "retries of a transient failure (no connection, timeout, 429, 5xx)"),
+		rate:        fs.Float64("embed-rate", 0, "most requests per second to the server (0: no limit)"),
+		burst:       fs.Int("embed-burst", 0, "requests that may go at once before --embed-rate spaces them (0: 1)"),
+		docPrefix:   fs.String("embed-doc-prefix", "", `prefix of every document text (e.g. "passage: ")`),
+		queryPrefix: fs.String("embed-query-prefix", "", `prefix of every query text (e.g. "query: ")`),
+	}
+}
+
+// registry returns the providers the flags configure: none without
+// --embed-url.
+func (f *embedFlags) registry() (*embed.Registry, error) {
+	var reg embed.Registry
+	if *f.url == "" {
+		if *f.model != "" {
+			return nil, fmt.Errorf("%w: --embed-model %q needs --embed-url (the server that serves it)", errUsage, *f.model)
+		}
+		return &reg, nil
+	}
+	h, err := embed.NewHTTP(embed.HTTPConfig{API: *f.api, URL: *f.url, Model: *f.model, Dims: *f.dims, RequestDims: *f.requestDims,
+		KeyFile: *f.keyFile, KeyEnv: *f.keyEnv, Batch: *f.batch, Concurrency: *f.concurrency, Timeout: *f.timeout,
+		Retries: *f.retries, RateLimit: *f.rate, RateBurst: *f.burst, DocPrefix: *f.docPrefix, QueryPrefix: *f.queryPrefix})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := reg.Register(*f.model, h); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return &reg, nil
+}
