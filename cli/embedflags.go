@@ -13,10 +13,10 @@ import (
 // model is served, and only hashing tenants can be written or queried.
 type embedFlags struct {
 	api, url, model, keyFile, keyEnv, docPrefix, queryPrefix *string
-	dims, batch, concurrency, retries, burst                  *int
-	timeout                                                   *time.Duration
-	rate                                                      *float64
-	requestDims                                               *bool
+	dims, batch, concurrency, retries, burst                 *int
+	timeout                                                  *time.Duration
+	rate                                                     *float64
+	requestDims                                              *bool
 }
 
 func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
