@@ -3,6 +3,8 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cordon-rag/cordon/embed"
@@ -42,21 +44,38 @@ func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
 // registry returns the providers the flags configure: none without
 // --embed-url.
 func (f *embedFlags) registry() (*embed.Registry, error) {
+	reg, _, err := f.cachedRegistry("")
+	return reg, err
+}
+
+// cachedRegistry is registry with the provider's vectors cached in
+// cacheDir/MODEL-DIMS.vec when cacheDir is not empty (see embed.Cache);
+// the caller closes the cache.
+func (f *embedFlags) cachedRegistry(cacheDir string) (*embed.Registry, *embed.Cache, error) {
 	var reg embed.Registry
 	if *f.url == "" {
 		if *f.model != "" {
-			return nil, fmt.Errorf("%w: --embed-model %q needs --embed-url (the server that serves it)", errUsage, *f.model)
+			return nil, nil, fmt.Errorf("%w: --embed-model %q needs --embed-url (the server that serves it)", errUsage, *f.model)
 		}
-		return &reg, nil
+		return &reg, nil, nil
 	}
 	h, err := embed.NewHTTP(embed.HTTPConfig{API: *f.api, URL: *f.url, Model: *f.model, Dims: *f.dims, RequestDims: *f.requestDims,
 		KeyFile: *f.keyFile, KeyEnv: *f.keyEnv, Batch: *f.batch, Concurrency: *f.concurrency, Timeout: *f.timeout,
 		Retries: *f.retries, RateLimit: *f.rate, RateBurst: *f.burst, DocPrefix: *f.docPrefix, QueryPrefix: *f.queryPrefix})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if err := reg.Register(*f.model, h); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	var e embed.Embedder = h
+	var cache *embed.Cache
+	if cacheDir != "" {
+		name := strings.NewReplacer("/", "_", ":", "_").Replace(*f.model)
+		if cache, err = embed.NewCache(h, *f.dims, filepath.Join(cacheDir, fmt.Sprintf("%s-%d.vec", name, *f.dims))); err != nil {
+			return nil, nil, err
+		}
+		e = cache
 	}
-	return &reg, nil
+	if err := reg.Register(*f.model, e); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return &reg, cache, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/lab/corpus"
 	"github.com/cordon-rag/cordon/lab/eval"
@@ -229,6 +230,10 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	overlap := fs.Int("overlap-words", index.DefaultSettings().Chunking.OverlapWords, "chunk window overlap in words for the main run")
 	workers := fs.Int("workers", runtime.NumCPU(), "queries run in parallel (the numbers do not depend on it)")
 	every := fs.Int("progress-every", 500, "report progress on stderr every N queries (0 = never)")
+	model := fs.String("model", embed.Hash, "embedding model of the dense side: hash, or the --embed-model an --embed-url server serves")
+	dims := fs.Int("dims", index.DefaultSettings().Dims, "dense vector dimensions (hash), or the model's vector length")
+	embedCache := fs.String("embed-cache", "", "directory caching the model's vectors across runs (MODEL-DIMS.vec)")
+	embedding := addEmbedFlags(fs)
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -251,9 +256,24 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	opts.Settings.BM25.K1 = *k1
 	opts.Settings.BM25.B = *bParam
 	opts.Settings.Statistics = bm25.Scope(*stats)
+	opts.Settings.Model, opts.Settings.Dims = *model, *dims
 	if err := opts.Settings.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	if *model != embed.Hash && (*model != *embedding.model || *dims != *embedding.dims) {
+		return fmt.Errorf("%w: --model %s --dims %d needs a server for it: --embed-url URL --embed-model %s --embed-dims %d", errUsage, *model, *dims, *model, *dims)
+	}
+	models, cache, err := embedding.cachedRegistry(*embedCache)
+	if err != nil {
+		return err
+	}
+	if cache != nil {
+		defer func() {
+			cache.Close()
+			fmt.Fprintf(env.Stderr, "embedding cache: %d texts from the cache, %d embedded\n", cache.Hits, cache.Misses)
+		}()
+	}
+	opts.Models = models
 	if err := evalPolicies(&opts, *policy, profiles); err != nil {
 		return err
 	}

@@ -73,10 +73,10 @@ func (r *Retriever) WithModels(m *QueryModels) *Retriever {
 	return r
 }
 
-// dense is the dense query for tenant under spec: nil for hashing, else the
-// query text embedded and quantized (a zero vector when the query has no
-// tokens, so it matches nothing on either side).
-func (m *QueryModels) dense(ctx context.Context, spec embed.Spec, text string, tokens []string) (*DenseQuery, error) {
+// Dense is the dense query of text under spec: nil for hashing, else the
+// text embedded and quantized (a zero vector when tokens, the text's
+// tokens, are none, so the query matches nothing on either side).
+func (m *QueryModels) Dense(ctx context.Context, spec embed.Spec, text string, tokens []string) (*DenseQuery, error) {
 	if spec.IsHash() {
 		return nil, nil
 	}
@@ -106,7 +106,7 @@ func (r *Retriever) rankDense(ctx context.Context, req RankRequest, text string)
 	}
 	for attempt := 1; ; attempt++ {
 		var err error
-		if req.Dense, err = r.models.dense(ctx, spec, text, req.Tokens); err != nil {
+		if req.Dense, err = r.models.Dense(ctx, spec, text, req.Tokens); err != nil {
 			return Rankings{}, 0, req, err
 		}
 		rk, version, err := r.rank(ctx, req)

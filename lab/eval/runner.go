@@ -12,6 +12,7 @@ import (
 
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
@@ -101,6 +102,9 @@ type Options struct {
 	PerQuery bool
 	// Progress, when set, is called as queries finish, never concurrently.
 	Progress func(done, total int)
+	// Models serves Settings.Model when it is not hashing: documents are
+	// embedded as they are indexed, each query once.
+	Models *embed.Registry
 }
 
 // DefaultPolicy is the service profile ([retrieval.ServicePolicy]) with
@@ -219,6 +223,8 @@ type Report struct {
 	BM25K1       float64  `json:"bm25_k1"`
 	BM25B        float64  `json:"bm25_b"`
 	Statistics   string   `json:"bm25_statistics"`
+	// Model is the dense side's embedding model and dimensions.
+	Model        string   `json:"model"`
 	DropSections []string `json:"drop_sections"`
 	// Policy is the service profile's main fields.
 	Policy struct {
@@ -364,12 +370,13 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 		firstEr error
 	)
 	next := make(chan int)
+	qm := retrieval.NewQueryModels(opts.Models)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				qr, err := runQuery(ctx, st, queries[i], specs, opts.PerQuery)
+				qr, err := runQuery(ctx, st, qm, opts.Settings.Spec(), queries[i], specs, opts.PerQuery)
 				mu.Lock()
 				if err != nil && firstEr == nil {
 					firstEr = fmt.Errorf("query %d (%q): %w", i+1, queryLabel(queries[i].Query), err)
@@ -430,7 +437,7 @@ func applyRemovals(docs []Document, qs []Query) ([]Document, int, error) {
 
 // build indexes docs under opts; chunk, when set, sees every stored chunk.
 func build(ctx context.Context, docs []Document, opts Options, chunk func(cordontype.Chunk)) (*memory.Store, Report, error) {
-	st, err := memory.New(opts.Settings)
+	st, err := memory.NewWithModels(opts.Settings, opts.Models)
 	if err != nil {
 		return nil, Report{}, err
 	}
@@ -443,6 +450,7 @@ func build(ctx context.Context, docs []Document, opts Options, chunk func(cordon
 		BM25K1:       opts.Settings.BM25.K1,
 		BM25B:        opts.Settings.BM25.B,
 		Statistics:   string(opts.Settings.Statistics),
+		Model:        opts.Settings.Spec().String(),
 		DropSections: append([]string{}, opts.DropSections...),
 	}
 	if rep.Strategy == "" {
@@ -497,15 +505,19 @@ var principal = cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restr
 // runQuery runs one query through every pipeline. The store ranks the query
 // once per distinct top_n; the hybrid pipelines are [retrieval.Tail] over
 // those rankings, so they are exactly what the Retriever returns.
-func runQuery(ctx context.Context, st retrieval.Store, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
+func runQuery(ctx context.Context, st retrieval.Store, qm *retrieval.QueryModels, spec embed.Spec, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
 	tokens := analysis.Tokenize(q.Query)
 	terms := analysis.TokenSet(q.Query)
+	dense, err := qm.Dense(ctx, spec, q.Query, tokens)
+	if err != nil {
+		return QueryResult{}, fmt.Errorf("embed the query: %w", err)
+	}
 	ranked := make(map[int]retrieval.Rankings)
 	rank := func(topN int) (retrieval.Rankings, error) {
 		if rk, ok := ranked[topN]; ok {
 			return rk, nil
 		}
-		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms, TopN: topN})
+		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms, Dense: dense, TopN: topN})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
@@ -545,7 +557,7 @@ func runQuery(ctx context.Context, st retrieval.Store, q Query, specs []Spec, ke
 			if deep.PRFDocs > 0 {
 				// Query expansion ranks again with the expanded query:
 				// the whole Retriever, not the tail over shared rankings.
-				res, err := retrieval.New(st).Retrieve(ctx, retrieval.Query{Principal: principal, Text: q.Query, Policy: deep})
+				res, err := retrieval.New(st).WithModels(qm).Retrieve(ctx, retrieval.Query{Principal: principal, Text: q.Query, Policy: deep})
 				if err != nil {
 					return QueryResult{}, fmt.Errorf("retrieve with expansion: %w", err)
 				}
