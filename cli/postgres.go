@@ -367,10 +367,10 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%-20s %-30s %-16s %6s %5s %5s %9s %7s %-15s %8s %s\n", "TENANT", "SCHEMA", "MODEL", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "REEMBED")
+		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s %-16s %s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "MODEL", "REEMBED")
 		for _, t := range ts {
-			fmt.Fprintf(env.Stdout, "%-20s %-30s %-16s %6d %5g %5g %9d %7d %-15s %8d %s\n", t.Name, t.Schema, t.Settings.Spec().Model, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
-				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Reembed)
+			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d %-16s %s\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
+				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Settings.Spec().Model, t.Reembed)
 		}
 		roles, err := st.ServiceRoles(ctx)
 		if err != nil {
