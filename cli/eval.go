@@ -21,6 +21,7 @@ import (
 	"github.com/cordon-rag/cordon/lab/corpus"
 	"github.com/cordon-rag/cordon/lab/eval"
 	"github.com/cordon-rag/cordon/replay"
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 func evalCommand() *command {
@@ -274,6 +275,11 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 		}()
 	}
 	opts.Models = models
+	if *model != embed.Hash {
+		// The service's profile for a model tenant; --policy and
+		// --profile fields still win.
+		opts.Policy = retrieval.ModelDefaults(nil).Apply(opts.Policy)
+	}
 	if err := evalPolicies(&opts, *policy, profiles); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ type PolicyPatch struct {
 	RRFWeights  *WeightsPatch `json:"rrf_weights,omitempty"`
 	Rerank      *string       `json:"rerank,omitempty"`
 	RerankBlend *float64      `json:"rerank_blend,omitempty"`
+	RerankDense *float64      `json:"rerank_dense,omitempty"`
 	// MaxChunksPerDoc caps the chunks of one document in the result (0: no
 	// cap).
 	MaxChunksPerDoc *int `json:"max_chunks_per_doc,omitempty"`
@@ -54,6 +55,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 		pol.Rerank = RerankKind(*p.Rerank)
 	}
 	setv(&pol.RerankBlend, p.RerankBlend)
+	setv(&pol.RerankDense, p.RerankDense)
 	setv(&pol.MaxChunksPerDoc, p.MaxChunksPerDoc)
 	setv(&pol.PRFDocs, p.PRFDocs)
 	setv(&pol.PRFTerms, p.PRFTerms)

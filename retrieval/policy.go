@@ -62,6 +62,11 @@ type Policy struct {
 	// RerankBlend in [0, 1] mixes the chunk's BM25 score, relative to the
 	// best one, into its rerank score; 0 is the overlap alone.
 	RerankBlend float64
+	// RerankDense in [0, 1] (RerankBlend + RerankDense <= 1) mixes the
+	// chunk's cosine, relative to the best one in the dense ranking, into
+	// its rerank score: the overlap then weighs 1 - RerankBlend -
+	// RerankDense. 0 leaves SPEC's formula.
+	RerankDense float64
 	// MaxChunksPerDoc, when > 0, keeps at most that many chunks of one
 	// document in the result (the best-placed ones), before the limit: ten
 	// results then cover more documents. 0 is no cap.
@@ -122,6 +127,37 @@ func ServicePolicy() Policy {
 	return p
 }
 
+// ModelDefaults is the service profile's overlay for a tenant whose
+// embedding model is not hashing, without the fields request sets (a
+// request's own values always win). A sentence encoder's cosine carries
+// meaning the words do not, so fusion weighs the two rankings alike and
+// the rerank score mixes in the cosine: rrf_weights {"bm25": 1, "cosine":
+// 1}, rerank_blend 0.75, rerank_dense 0.15 (measured in docs/embeddings.md;
+// with hashing the same overlay loses, so it applies to models only). It
+// changes only the tail of the pipeline, never what the store ranks.
+func ModelDefaults(request *PolicyPatch) *PolicyPatch {
+	bm25, cos, blend, dense := 1.0, 1.0, 0.75, 0.15
+	out := &PolicyPatch{RRFWeights: &WeightsPatch{BM25: &bm25, Cosine: &cos}, RerankBlend: &blend, RerankDense: &dense}
+	if request == nil {
+		return out
+	}
+	if w := request.RRFWeights; w != nil {
+		if w.BM25 != nil {
+			out.RRFWeights.BM25 = nil
+		}
+		if w.Cosine != nil {
+			out.RRFWeights.Cosine = nil
+		}
+	}
+	if request.RerankBlend != nil {
+		out.RerankBlend = nil
+	}
+	if request.RerankDense != nil {
+		out.RerankDense = nil
+	}
+	return out
+}
+
 // Validate checks every field's range.
 func (p Policy) Validate() error {
 	switch {
@@ -145,6 +181,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: rerank %q must be %q or %q", ErrInvalidPolicy, p.Rerank, RerankOverlap, RerankIDFOverlap)
 	case !(p.RerankBlend >= 0 && p.RerankBlend <= 1):
 		return fmt.Errorf("%w: rerank_blend %v must be in [0, 1]", ErrInvalidPolicy, p.RerankBlend)
+	case !(p.RerankDense >= 0 && p.RerankDense <= 1 && p.RerankBlend+p.RerankDense <= 1):
+		return fmt.Errorf("%w: rerank_dense %v must be in [0, 1] with rerank_blend + rerank_dense <= 1", ErrInvalidPolicy, p.RerankDense)
 	case p.MaxChunksPerDoc < 0:
 		return fmt.Errorf("%w: max_chunks_per_doc %d must be >= 0 (0: no cap)", ErrInvalidPolicy, p.MaxChunksPerDoc)
 	case p.PRFDocs < 0:

@@ -21,6 +21,9 @@ type Result struct {
 	// Expansion holds the terms query expansion added, best first; nil when
 	// the policy does not expand or nothing was added.
 	Expansion []string
+	// Policy is the policy that ranked: the query's, with its
+	// ModelDefaults applied when the tenant's model is not hashing.
+	Policy Policy
 }
 
 // Scored is a returned chunk with how its place was earned: each side's score
@@ -52,6 +55,11 @@ type Query struct {
 	Text      string
 	NowTick   int64
 	Policy    Policy
+	// ModelDefaults, when set, is applied over Policy for a tenant whose
+	// embedding model is not hashing (see [ModelDefaults]); only its tail
+	// fields (rrf_k, rrf_weights, rerank, rerank_blend, rerank_dense,
+	// min_score, rerank_depth, limit, max_chunks_per_doc) take effect.
+	ModelDefaults *PolicyPatch
 }
 
 // Retrieve runs SPEC section 5 for q. Invalid input returns an error wrapping
@@ -102,11 +110,26 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 			expansion = added
 		}
 	}
+	pol := q.Policy
+	if req.Dense != nil && q.ModelDefaults != nil {
+		pol = tailOf(q.ModelDefaults.Apply(pol), pol)
+		if err := pol.Validate(); err != nil {
+			return Result{}, 0, fmt.Errorf("model defaults: %w", err)
+		}
+	}
 	// The reranker reads the original terms and the first len(terms)
 	// entries of rk.IDF, theirs in either pass.
-	res := Tail(rk, terms, q.Policy)
+	res := Tail(rk, terms, pol)
 	res.Expansion = expansion
 	return res, version, nil
+}
+
+// tailOf is p with the fields that decide what the store ranks (and query
+// expansion) taken from ranked, the policy the rankings were made with.
+func tailOf(p, ranked Policy) Policy {
+	p.MaxStaleTicks, p.TopN = ranked.MaxStaleTicks, ranked.TopN
+	p.PRFDocs, p.PRFTerms, p.PRFWeight = ranked.PRFDocs, ranked.PRFTerms, ranked.PRFWeight
+	return p
 }
 
 // rank asks the store for req's rankings and, from a [VersionedStore], the
@@ -130,6 +153,7 @@ func Tail(rk Rankings, terms []string, p Policy) Result {
 		ExcludedByEntitlement: rk.ExcludedByEntitlement,
 		ExcludedByFreshness:   rk.ExcludedByFreshness,
 		Degraded:              []string{},
+		Policy:                p,
 	}
 	res.Chunks = Fuse(rk, p.RRFK, p.RRFWeights)
 	if p.EnableRerank {
@@ -147,6 +171,8 @@ func Tail(rk Rankings, terms []string, p Policy) Result {
 			MinScore: p.MinScore,
 			Kind:     p.Rerank,
 			Blend:    p.RerankBlend,
+			Dense:    p.RerankDense,
+			CosMax:   cosMax(rk),
 		})
 	} else {
 		res.Degraded = append(res.Degraded, DegradedRerank)
@@ -241,6 +267,10 @@ type RerankInput struct {
 	MinScore float64
 	Kind     RerankKind
 	Blend    float64
+	// Dense weighs the cosine relative to CosMax, the dense ranking's
+	// first score (0 when it is empty); 0 is SPEC's formula.
+	Dense  float64
+	CosMax float64
 }
 
 // Rerank scores the first in.Depth fused chunks by their overlap with the
@@ -264,6 +294,9 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 		}
 		if ov > 0 && ov >= in.MinScore {
 			score := blend(ov, s.BM25, in.BM25Max, in.Blend)
+			if in.Dense > 0 {
+				score = blendDense(ov, s, in)
+			}
 			s.Rerank = &score
 			out = append(out, s)
 		}
@@ -295,6 +328,32 @@ func blend(overlap float64, bm25 *float64, bm25max, g float64) float64 {
 		t2 = float64(g * float64(b/bm25max))
 	}
 	return float64(t1 + t2)
+}
+
+// blendDense is the rerank score with a dense term (policy rerank_dense
+// d > 0): t1 = (1 - g - d) * overlap, t2 = g * (bm25 / bm25max), t3 = d *
+// (cosine / cosmax), then (t1 + t2) + t3, each step rounded. A chunk absent
+// from a ranking scores 0 on its side; a side's term is 0 when its ranking
+// is empty.
+func blendDense(overlap float64, s Scored, in RerankInput) float64 {
+	g, d := in.Blend, in.Dense
+	t1 := float64(float64(float64(1.0-g)-d) * overlap)
+	var t2, t3 float64
+	if in.BM25Max > 0 && s.BM25 != nil {
+		t2 = float64(g * float64(*s.BM25/in.BM25Max))
+	}
+	if in.CosMax > 0 && s.Cosine != nil {
+		t3 = float64(d * float64(*s.Cosine/in.CosMax))
+	}
+	return float64(float64(t1+t2) + t3)
+}
+
+// cosMax is the dense ranking's first score, 0 when it is empty.
+func cosMax(rk Rankings) float64 {
+	if len(rk.Dense) == 0 {
+		return 0
+	}
+	return rk.Dense[0].Score
 }
 
 // IDFOverlap is the share of the query's IDF mass a chunk holds: the sum of

@@ -54,7 +54,8 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	if req.NowTick != nil {
 		now = *req.NowTick
 	}
-	res, version, err := retrieval.New(s.store).WithModels(s.queryModels).RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol})
+	res, version, err := retrieval.New(s.store).WithModels(s.queryModels).RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol,
+		ModelDefaults: retrieval.ModelDefaults(req.Policy)})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -68,11 +69,12 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	// Every field that shapes the ranking, so two records that ranked
 	// differently never read the same.
+	pol = res.Policy // the model defaults applied
 	rerank := string(pol.Rerank)
 	effective := retrieval.PolicyPatch{MaxStaleTicks: pol.MaxStaleTicks, EnableRerank: &pol.EnableRerank, MinScore: &pol.MinScore,
 		TopN: &pol.TopN, RerankDepth: &pol.RerankDepth, RRFK: &pol.RRFK, Limit: &pol.Limit,
 		RRFWeights: &retrieval.WeightsPatch{BM25: &pol.RRFWeights.BM25, Cosine: &pol.RRFWeights.Cosine},
-		Rerank:     &rerank, RerankBlend: &pol.RerankBlend, MaxChunksPerDoc: &pol.MaxChunksPerDoc}
+		Rerank:     &rerank, RerankBlend: &pol.RerankBlend, RerankDense: &pol.RerankDense, MaxChunksPerDoc: &pol.MaxChunksPerDoc}
 	if pol.PRFDocs > 0 {
 		// Expansion shapes the results: the audit record says it was on.
 		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = &pol.PRFDocs, &pol.PRFTerms, &pol.PRFWeight
