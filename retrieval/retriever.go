@@ -8,6 +8,7 @@ import (
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/fusion"
+	"github.com/cordon-rag/cordon/rerank"
 )
 
 // Result is one retrieval's answer.
@@ -21,11 +22,14 @@ type Result struct {
 	// Expansion holds the terms query expansion added, best first; nil when
 	// the policy does not expand or nothing was added.
 	Expansion []string
+	// Model says what the model reranker did; nil unless the policy's
+	// rerank kind is "model" with rerank enabled.
+	Model *ModelRun
 }
 
 // Scored is a returned chunk with how its place was earned: each side's score
 // and 1-based rank (nil when the chunk was not in that truncated ranking), the
-// fused RRF score, and the rerank overlap (nil when rerank was shed).
+// fused RRF score, and the rerank score (nil when rerank was shed).
 type Scored struct {
 	Chunk      cordontype.Chunk
 	BM25       *float64
@@ -39,10 +43,18 @@ type Scored struct {
 // Retriever runs the retrieve pipeline over a Store.
 type Retriever struct {
 	store Store
+	// reranker serves rerank "model"; nil: that kind is invalid.
+	reranker rerank.Reranker
 }
 
-// New returns a Retriever over store.
-func New(store Store) *Retriever { return &Retriever{store: store} }
+// New returns a Retriever over store, with opts applied.
+func New(store Store, opts ...Option) *Retriever {
+	r := &Retriever{store: store}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
 
 // Query is one retrieval's input. The principal must come from an
 // authenticated source, never from the request body of an untrusted caller.
@@ -71,7 +83,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 	if err := cordontype.ValidateTick("now_tick", q.NowTick); err != nil {
 		return Result{}, 0, err
 	}
-	if err := q.Policy.Validate(); err != nil {
+	if err := r.Validate(q.Policy); err != nil {
 		return Result{}, 0, err
 	}
 	tokens := analysis.Tokenize(q.Text)
@@ -102,8 +114,9 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		}
 	}
 	// The reranker reads the original terms and the first len(terms)
-	// entries of rk.IDF, theirs in either pass.
-	res := Tail(rk, terms, q.Policy)
+	// entries of rk.IDF, theirs in either pass (the model reranker, the
+	// original query text).
+	res := r.Finish(ctx, rk, terms, q)
 	res.Expansion = expansion
 	return res, version, nil
 }
@@ -122,23 +135,31 @@ func (r *Retriever) rank(ctx context.Context, req RankRequest) (Rankings, int64,
 // store's rankings: fuse, rerank (or shed it), collapse per document when
 // the policy caps chunks per document, take the first limit. terms
 // are the query's distinct tokens in order of first occurrence, as in the
-// [RankRequest] that produced rk. p must be valid.
+// [RankRequest] that produced rk. p must be valid. Tail calls no model: for
+// rerank "model" it is the shed result ([Retriever.Finish] calls the model).
 func Tail(rk Rankings, terms []string, p Policy) Result {
+	return tail(rk, Fuse(rk, p.RRFK, p.RRFWeights), terms, p, nil)
+}
+
+// tail is [Tail] over fused, [Fuse]'s list for rk and p. For rerank "model",
+// scores are the model's for the first min(rerank_depth, len(fused)) fused
+// chunks; nil sheds the stage, exactly as enable_rerank false does.
+func tail(rk Rankings, fused []Scored, terms []string, p Policy, scores []float64) Result {
 	res := Result{
 		Considered:            rk.Considered,
 		ExcludedByEntitlement: rk.ExcludedByEntitlement,
 		ExcludedByFreshness:   rk.ExcludedByFreshness,
 		Degraded:              []string{},
 	}
-	res.Chunks = Fuse(rk, p.RRFK, p.RRFWeights)
-	if p.EnableRerank {
+	res.Chunks = fused
+	if p.EnableRerank && (p.Rerank != RerankModel || scores != nil) {
 		// An expanded query's rankings carry idf for the added terms too,
 		// after the original ones: the reranker reads the original's.
 		idf := rk.IDF
 		if len(idf) > len(terms) {
 			idf = idf[:len(terms)]
 		}
-		res.Chunks = Rerank(res.Chunks, RerankInput{
+		in := RerankInput{
 			Terms:    terms,
 			IDF:      idf,
 			BM25Max:  bm25Max(rk),
@@ -146,7 +167,11 @@ func Tail(rk Rankings, terms []string, p Policy) Result {
 			MinScore: p.MinScore,
 			Kind:     p.Rerank,
 			Blend:    p.RerankBlend,
-		})
+		}
+		if p.Rerank == RerankModel {
+			in.Scores, in.MinScore = scores, p.RerankMinScore
+		}
+		res.Chunks = Rerank(res.Chunks, in)
 	} else {
 		res.Degraded = append(res.Degraded, DegradedRerank)
 	}
@@ -240,6 +265,10 @@ type RerankInput struct {
 	MinScore float64
 	Kind     RerankKind
 	Blend    float64
+	// Scores, for the "model" kind, are the model's scores of the fused
+	// chunks (same index); a chunk without one is dropped, as beyond the
+	// depth. Other kinds do not read it.
+	Scores []float64
 }
 
 // Rerank scores the first in.Depth fused chunks by their overlap with the
@@ -247,21 +276,31 @@ type RerankInput struct {
 // holds), keeps those with overlap > 0 and overlap >= in.MinScore (the
 // relevance floor: "nothing relevant" stays empty), and stable-sorts them by
 // rerank score descending: (1 - blend) * overlap + blend * bm25 / bm25_max.
-// Chunks beyond the depth are dropped.
+// Chunks beyond the depth are dropped. For the "model" kind the model's
+// score takes the overlap's place, and the floor keeps score >= in.MinScore.
 func Rerank(fused []Scored, in RerankInput) []Scored {
 	if len(fused) > in.Depth {
 		fused = fused[:in.Depth]
 	}
+	if in.Kind == RerankModel && len(fused) > len(in.Scores) {
+		fused = fused[:len(in.Scores)]
+	}
 	out := make([]Scored, 0, len(fused))
-	for _, s := range fused {
-		chunkTerms := analysis.TokenSet(s.Chunk.Text)
+	for i, s := range fused {
 		var ov float64
-		if in.Kind == RerankIDFOverlap {
-			ov = IDFOverlap(in.Terms, in.IDF, chunkTerms)
-		} else {
-			ov = Overlap(in.Terms, chunkTerms)
+		var keep bool
+		switch in.Kind {
+		case RerankModel:
+			ov = in.Scores[i]
+			keep = ov >= in.MinScore
+		case RerankIDFOverlap:
+			ov = IDFOverlap(in.Terms, in.IDF, analysis.TokenSet(s.Chunk.Text))
+			keep = ov > 0 && ov >= in.MinScore
+		default:
+			ov = Overlap(in.Terms, analysis.TokenSet(s.Chunk.Text))
+			keep = ov > 0 && ov >= in.MinScore
 		}
-		if ov > 0 && ov >= in.MinScore {
+		if keep {
 			score := blend(ov, s.BM25, in.BM25Max, in.Blend)
 			s.Rerank = &score
 			out = append(out, s)
