@@ -34,6 +34,8 @@ func evalCommand() *command {
               [--bm25-statistics entitled|tenant] [--drop-section NAME] [--bakeoff]
               [--bootstrap N] [--baseline PIPELINE] [--json | --markdown]
               [--save RUN.json] [--per-query FILE.jsonl] [--trec DIR]
+              [--reranker-url URL [--reranker-api tei|cohere] [--reranker-model M] ...]
+              [--rerank-budget DURATION]
   cordon eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
               [--split dev|test] [--bootstrap N] [--markdown | --json]
   cordon eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
@@ -70,6 +72,14 @@ pipeline and --baseline (default bm25), resampling queries with a fixed
 seed: the same inputs give the same intervals. With queries of several
 kinds, each kind gets its own table.
 
+A pipeline whose policy has "rerank": "model" scores with a model reranker,
+which the --reranker-* flags configure as for 'cordon serve' (without
+one such a policy is refused). Its calls are bounded by rerank_budget_ms
+(--rerank-budget sets it for every pipeline; default 300ms); a query whose
+call is shed gets the fused order, and the report counts those queries
+per pipeline (a measurement with sheds mixes two rankers: give the model
+time, e.g. --rerank-budget 10s, and fewer --workers).
+
 --drop-section NAME holds a section out of every document before indexing.
 --bakeoff also re-indexes the corpus under nine chunkings and reports each.
 --per-query FILE writes one JSON line per query: its id, line, kind, split,
@@ -104,6 +114,8 @@ Examples:
   cordon eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --kind name
   cordon eval --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --split dev \
       --profile 'k10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5}' --trec /tmp/runs
+  cordon eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --reranker-url http://127.0.0.1:8081 \
+      --rerank-budget 10s --workers 2 --profile 'model={"rerank":"model","rerank_blend":0}'
   cordon eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
   cordon eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
   go run ./cmd/cordon-plot eval --out docs/quality.png kept.json heldout.json
@@ -153,7 +165,7 @@ func evalPolicies(opts *eval.Options, policy string, profiles []string) error {
 		if err != nil {
 			return err
 		}
-		if opts.Policy, err = replay.ParsePolicy(raw, opts.Policy); err != nil {
+		if opts.Policy, err = replay.ParsePolicyFor(raw, opts.Policy, opts.Validate); err != nil {
 			return fmt.Errorf("%w: --policy: %w", errUsage, err)
 		}
 	}
@@ -166,7 +178,7 @@ func evalPolicies(opts *eval.Options, policy string, profiles []string) error {
 		if err != nil {
 			return err
 		}
-		pol, err := replay.ParsePolicy(raw, opts.Policy)
+		pol, err := replay.ParsePolicyFor(raw, opts.Policy, opts.Validate)
 		if err != nil {
 			return fmt.Errorf("%w: --profile %s: %w", errUsage, name, err)
 		}
@@ -235,8 +247,14 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	dims := fs.Int("dims", index.DefaultSettings().Dims, "dense vector dimensions (hash), or the model's vector length")
 	embedCache := fs.String("embed-cache", "", "directory caching the model's vectors across runs (MODEL-DIMS.vec)")
 	embedding := addEmbedFlags(fs)
+	var errs []error
+	reranker := addRerankerFlags(fs, env, &errs)
+	rerankBudget := fs.String("rerank-budget", "", "model reranker latency budget of every pipeline that sets no rerank_budget_ms (default 300ms)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
+	}
+	if len(errs) > 0 {
+		return errs[0]
 	}
 	switch {
 	case *dir == "":
@@ -280,6 +298,19 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 		// --profile fields still win.
 		opts.Policy = retrieval.ModelDefaults(nil).Apply(opts.Policy)
 	}
+	if *rerankBudget != "" {
+		d, err := parseBudget("--rerank-budget", *rerankBudget)
+		if err != nil {
+			return err
+		}
+		opts.Policy.RerankBudgetMS = budgetMS(d)
+		opts.SeedPolicy.RerankBudgetMS = budgetMS(d)
+	}
+	rr, err := reranker.build(env, logger(env))
+	if err != nil {
+		return err
+	}
+	opts.Reranker = rr
 	if err := evalPolicies(&opts, *policy, profiles); err != nil {
 		return err
 	}

@@ -32,6 +32,7 @@ Examples:
   export CORDON_TOKEN=$(cordon token --sub alice --tenant wholesale --clearance confidential --role reader)
   cordon query --server http://127.0.0.1:8080 "PMT-771 hold release"
   cordon query --json --limit 10 --max-stale-ticks 86400 "settlement window" | jq .results
+  cordon query --rerank model --rerank-budget 500ms "why was PMT-771 held"
 `,
 		run: runQuery,
 	}
@@ -66,6 +67,8 @@ func runQuery(ctx context.Context, env Env, c *command, args []string) error {
 	maxStale := fs.Int64("max-stale-ticks", -1, "freshness contract: drop chunks older than this many ticks")
 	noRerank := fs.Bool("no-rerank", false, "shed the rerank stage (reported as degraded)")
 	prfDocs := fs.Int("prf-docs", 0, "query expansion from your top N BM25 chunks (0: off; see docs/decisions.md)")
+	rerankKind := fs.String("rerank", "", "rerank kind: overlap, idf_overlap, or model (the server's cross-encoder; default: the server's, idf_overlap)")
+	rerankBudget := fs.Duration("rerank-budget", 0, "latency budget of the model reranker, e.g. 500ms (default: the server's for your tenant)")
 	timeout := fs.Duration("timeout", 30*time.Second, "request timeout")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
@@ -99,6 +102,16 @@ func runQuery(ctx context.Context, env Env, c *command, args []string) error {
 	}
 	if *prfDocs != 0 {
 		policy["prf_docs"] = *prfDocs
+	}
+	if *rerankKind != "" {
+		policy["rerank"] = *rerankKind
+	}
+	if *rerankBudget != 0 {
+		d, err := parseBudget("--rerank-budget", rerankBudget.String())
+		if err != nil {
+			return err
+		}
+		policy["rerank_budget_ms"] = budgetMS(d)
 	}
 	if len(policy) > 0 {
 		body["policy"] = policy

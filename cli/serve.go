@@ -45,12 +45,18 @@ provider's names, dotted paths into nested objects included (Keycloak:
 --claim-roles realm_access.roles); a mapped claim must be in every token.
 --jwt-leeway is the clock skew tolerated on exp, nbf and iat.
 
+` + rerankerUsage + `--rerank-budget is the model call's latency budget for a request that sets
+no rerank_budget_ms (--rerank-budget-tenant NAME=DURATION, repeatable, for
+one tenant); a call that misses it is shed like rerank off, and the
+request still succeeds.
+
 Examples:
   export CORDON_DATABASE_URL=postgres://cordon@127.0.0.1:5432/cordon
   export CORDON_JWT_HS256_SECRET=$(head -c 32 /dev/urandom | base64)
   echo "k1 $(head -c 32 /dev/urandom | base64)" > audit.keys
   cordon serve --listen 127.0.0.1:8080 --metrics-addr 127.0.0.1:9090 --audit-key-file audit.keys --migrate
   cordon serve --oidc-issuer https://login.example.com/realms/bank --jwt-audience cordon --claim-roles realm_access.roles
+  cordon serve --audit-key-file audit.keys --reranker-url http://127.0.0.1:8081 --reranker-model BAAI/bge-reranker-base --rerank-budget 250ms --rerank-budget-tenant wholesale=500ms
 `,
 		run: runServe,
 	}
@@ -165,6 +171,10 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	shutdown := dur("shutdown-timeout", "CORDON_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "time in-flight requests get on SIGTERM")
 	embedding := addEmbedFlags(fs)
 	leeway := dur("jwt-leeway", "CORDON_JWT_LEEWAY", server.DefaultLeeway, "clock skew tolerated on a token's exp, nbf and iat (at most "+server.MaxLeeway.String()+")")
+	reranker := addRerankerFlags(fs, env, &errs)
+	rerankBudget := envString(fs, env, "rerank-budget", "CORDON_RERANK_BUDGET", d.RerankBudget.String(), "model reranker latency budget of a request that sets no rerank_budget_ms")
+	var tenantBudgets repeatFlag
+	fs.Var(&tenantBudgets, "rerank-budget-tenant", "NAME=DURATION: one tenant's rerank budget (repeatable; default: the comma-separated $CORDON_RERANK_BUDGET_TENANTS)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -189,14 +199,29 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
+	budget, err := parseBudget("--rerank-budget", *rerankBudget)
+	if err != nil {
+		return err
+	}
+	if len(tenantBudgets) == 0 {
+		tenantBudgets = splitList(env.Getenv("CORDON_RERANK_BUDGET_TENANTS"))
+	}
+	budgets, err := parseTenantBudgets(tenantBudgets)
+	if err != nil {
+		return err
+	}
 	log := logger(env)
+	rr, err := reranker.build(env, log)
+	if err != nil {
+		return err
+	}
 	url := databaseURL(env, *dbURL)
 	secret := env.Getenv("CORDON_JWT_HS256_SECRET")
 	secretState := "unset"
 	if secret != "" {
 		secretState = "set (redacted)"
 	}
-	log.Info("config", "listen", *listen, "database_url", redactURL(url), "jwt_hs256_secret", secretState,
+	attrs := []any{"listen", *listen, "database_url", redactURL(url), "jwt_hs256_secret", secretState,
 		"jwks_file", *jwksFile, "jwks_url", *jwksURL, "oidc_issuer", *oidc, "jwt_issuer", *issuer, "jwt_audience", *audience,
 		"jwt_leeway", leeway.String(), "claim_tenant", *claimTenant, "claim_clearance", *claimClearance,
 		"claim_barriers", *claimBarriers, "claim_roles", *claimRoles,
@@ -205,7 +230,9 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
 		"shutdown_timeout", shutdown.String(), "metrics_addr", *metricsAddr, "metrics_tenant_labels", *metricsTenants,
 		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed,
-		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims)
+		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims}
+	attrs = append(attrs, reranker.logAttrs(env)...)
+	log.Info("config", append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","))...)
 	if *auditUnkeyed {
 		log.Warn("audit records are chained without a key (--audit-unkeyed): anyone who can write the database can rewrite the audit log undetected; development only")
 	}
@@ -257,7 +284,8 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		MaxBodyBytes: *maxBody, MaxDocumentBytes: *maxDoc, MaxBatchBytes: *maxBatch,
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, MetricsTenantLabels: *metricsTenants, Logger: log,
-		Models: models,
+		Models:   models,
+		Reranker: rr, RerankBudget: budget, RerankBudgetTenant: budgets,
 	}, st, verifier)
 	// Both listeners stop together: when one fails, the other shuts down.
 	sctx, cancel := context.WithCancel(ctx)

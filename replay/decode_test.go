@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -83,5 +84,30 @@ func TestPolicyWordingMatchesIntAndFloat(t *testing.T) {
 				t.Errorf("min_score %s: got %v, want %v", v, err, wantFloat)
 			}
 		})
+	}
+}
+
+// TestPolicyModelFields: replay scripts accept the model reranker's fields
+// (strictly: rerank_budget_ms is an integer), and refuse rerank "model",
+// since a replay has no model reranker.
+func TestPolicyModelFields(t *testing.T) {
+	pol, err := ParsePolicy([]byte(`{"rerank_min_score": -0.5, "rerank_budget_ms": 250}`), retrieval.DefaultPolicy())
+	if err != nil || pol.RerankMinScore != -0.5 || pol.RerankBudgetMS != 250 {
+		t.Fatalf("got %+v, %v; want rerank_min_score -0.5 and rerank_budget_ms 250", pol, err)
+	}
+	for _, tt := range []struct{ raw, want string }{
+		{`{"rerank_budget_ms": 2.5}`, "2.5 is not an integer"},
+		{`{"rerank_budget_ms": 0}`, "rerank_budget_ms 0 must be in [1, 60000]"},
+		{`{"rerank": "model"}`, `rerank "model" needs a model reranker`},
+		{`{"rerank_min_score": "high"}`, `"high" is not a number`},
+	} {
+		if _, err := ParsePolicy([]byte(tt.raw), retrieval.DefaultPolicy()); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tt.raw, err, tt.want)
+		}
+	}
+	// The retrieve step reports it like any invalid policy.
+	r := &runner{retriever: retrieval.New(nil)}
+	if _, err := r.retrieve(context.Background(), []byte(`{"op":"retrieve","principal":{"tenant":"w","clearance":"public"},"policy":{"rerank":"model"}}`)); err == nil || !strings.Contains(err.Error(), "needs a model reranker") {
+		t.Errorf("retrieve step with rerank model: got %v", err)
 	}
 }

@@ -185,12 +185,18 @@ func (r *runner) delete(ctx context.Context, raw []byte) (any, error) {
 // replay step (unknown or case-variant keys, duplicates and non-integer
 // integers are errors) and validates the result.
 func ParsePolicy(raw []byte, base retrieval.Policy) (retrieval.Policy, error) {
+	return ParsePolicyFor(raw, base, retrieval.Policy.Validate)
+}
+
+// ParsePolicyFor is [ParsePolicy] validating with validate instead, e.g.
+// [retrieval.Retriever.Validate] of a retriever with a model reranker.
+func ParsePolicyFor(raw []byte, base retrieval.Policy, validate func(retrieval.Policy) error) (retrieval.Policy, error) {
 	var in retrieval.PolicyPatch
 	if err := decodeStrict(raw, &in); err != nil {
 		return base, err
 	}
 	pol := in.Apply(base)
-	if err := pol.Validate(); err != nil {
+	if err := validate(pol); err != nil {
 		return base, err
 	}
 	return pol, nil

@@ -8,6 +8,7 @@
 //	      -> truncate each to top_n, drop empty rankings
 //	        -> reciprocal rank fusion (package fusion)
 //	          -> rerank the first rerank_depth with a relevance floor
+//	             (query-term overlap, or a model within a latency budget)
 //	            -> limit
 //
 // The first three steps happen inside the store, so that a chunk the principal
@@ -24,6 +25,20 @@
 // with the query at BM25 weights below 1 ([RankRequest.Weights]). See
 // [FeedbackTerms] and [ChooseExpansion]; docs/decisions.md states the
 // arithmetic.
+//
+// # Model reranker
+//
+// With a model reranker ([WithReranker], package rerank), the policy's
+// rerank kind "model" scores the first rerank_depth fused chunks with a
+// cross-encoder instead of the query-term overlap: [Retriever.Finish] sends
+// the query text and the chunks' texts within the policy's rerank_budget_ms,
+// keeps the chunks the model scores >= rerank_min_score, and blends the
+// model's score with BM25 as the overlap kinds do. A timeout, an error or
+// an open circuit breaker sheds the stage: the result is then exactly the
+// one with enable_rerank false, and [Result.Model] says what happened. The
+// model call is the one step whose result depends on something outside the
+// store; everything around it stays pure ([Tail], [Rerank]), so that the
+// same model scores give the same bits.
 //
 // # Enforcement points
 //

@@ -217,6 +217,15 @@ func TestPolicyValidate(t *testing.T) {
 		{"prf_weight above 1", func(p *Policy) { p.PRFWeight = 1.01 }, true},
 		{"prf_weight negative", func(p *Policy) { p.PRFWeight = -0.5 }, true},
 		{"prf_weight NaN", func(p *Policy) { p.PRFWeight = math.NaN() }, true},
+		{"rerank model without a reranker", func(p *Policy) { p.Rerank = RerankModel }, true},
+		{"rerank_min_score negative", func(p *Policy) { p.RerankMinScore = -3.5 }, false},
+		{"rerank_min_score 7", func(p *Policy) { p.RerankMinScore = 7 }, false},
+		{"rerank_min_score NaN", func(p *Policy) { p.RerankMinScore = math.NaN() }, true},
+		{"rerank_min_score infinite", func(p *Policy) { p.RerankMinScore = math.Inf(-1) }, true},
+		{"rerank_budget_ms 1", func(p *Policy) { p.RerankBudgetMS = 1 }, false},
+		{"rerank_budget_ms max", func(p *Policy) { p.RerankBudgetMS = MaxRerankBudgetMS }, false},
+		{"rerank_budget_ms 0", func(p *Policy) { p.RerankBudgetMS = 0 }, true},
+		{"rerank_budget_ms over max", func(p *Policy) { p.RerankBudgetMS = MaxRerankBudgetMS + 1 }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,9 +240,45 @@ func TestPolicyValidate(t *testing.T) {
 		})
 	}
 	want := Policy{EnableRerank: true, MinScore: 0.2, TopN: 50, RerankDepth: 20, RRFK: 60, Limit: 5,
-		RRFWeights: Weights{BM25: 1, Cosine: 1}, Rerank: RerankOverlap, PRFTerms: 10, PRFWeight: 0.5}
+		RRFWeights: Weights{BM25: 1, Cosine: 1}, Rerank: RerankOverlap, PRFTerms: 10, PRFWeight: 0.5,
+		RerankMinScore: 0, RerankBudgetMS: 300}
 	if got := DefaultPolicy(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultPolicy() = %+v, want %+v", got, want)
+	}
+}
+
+// TestValidateRerankKind: the kind's error names what this retriever
+// serves, and "model" without a reranker says how to get one.
+func TestValidateRerankKind(t *testing.T) {
+	tests := []struct {
+		name  string
+		kind  RerankKind
+		model bool
+		want  string // "" is valid
+	}{
+		{"overlap without model", RerankOverlap, false, ""},
+		{"overlap with model", RerankOverlap, true, ""},
+		{"model with model", RerankModel, true, ""},
+		{"model without model", RerankModel, false, `invalid retrieval policy: rerank "model" needs a model reranker, and this retriever has none: start the server with --reranker-url (cordon eval takes it too)`},
+		{"unknown without model", "cross_encoder", false, `invalid retrieval policy: rerank "cross_encoder" must be "overlap" or "idf_overlap"`},
+		{"unknown with model", "cross_encoder", true, `invalid retrieval policy: rerank "cross_encoder" must be "overlap", "idf_overlap" or "model"`},
+		{"case variant with model", "MODEL", true, `invalid retrieval policy: rerank "MODEL" must be "overlap", "idf_overlap" or "model"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := DefaultPolicy()
+			p.Rerank = tt.kind
+			err := p.validate(tt.model)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want valid", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.want || !errors.Is(err, ErrInvalidPolicy) {
+				t.Fatalf("got %v, want %s", err, tt.want)
+			}
+		})
 	}
 }
 

@@ -25,6 +25,10 @@ type PolicyPatch struct {
 	PRFDocs   *int     `json:"prf_docs,omitempty"`
 	PRFTerms  *int     `json:"prf_terms,omitempty"`
 	PRFWeight *float64 `json:"prf_weight,omitempty"`
+	// The model reranker's relevance floor and latency budget (rerank
+	// "model").
+	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
+	RerankBudgetMS *int     `json:"rerank_budget_ms,omitempty"`
 }
 
 // WeightsPatch is a policy patch's rrf_weights.
@@ -60,6 +64,8 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	setv(&pol.PRFDocs, p.PRFDocs)
 	setv(&pol.PRFTerms, p.PRFTerms)
 	setv(&pol.PRFWeight, p.PRFWeight)
+	setv(&pol.RerankMinScore, p.RerankMinScore)
+	setv(&pol.RerankBudgetMS, p.RerankBudgetMS)
 	return pol
 }
 

@@ -19,6 +19,17 @@ const (
 	// original term.
 	DefaultPRFTerms  = 10
 	DefaultPRFWeight = 0.5
+	// DefaultRerankMinScore is the model reranker's relevance floor: 0
+	// keeps every chunk a model scores >= 0 (the sigmoid and relevance
+	// scores of text-embeddings-inference and Cohere-style servers are in
+	// [0, 1]). Models are calibrated differently, so a floor that empties
+	// the result on nonsense is the operator's to measure and set.
+	DefaultRerankMinScore = 0.0
+	// DefaultRerankBudgetMS is the model reranker's latency budget when
+	// neither the request nor the server sets one.
+	DefaultRerankBudgetMS = 300
+	// MaxRerankBudgetMS bounds rerank_budget_ms: one minute.
+	MaxRerankBudgetMS = 60000
 )
 
 // RerankKind names how the reranker scores a chunk's hold on the query
@@ -33,6 +44,10 @@ const (
 	// with the principal's statistics scope: a rare term counts more than a
 	// common one.
 	RerankIDFOverlap RerankKind = "idf_overlap"
+	// RerankModel is a cross-encoder's relevance score for (query, chunk
+	// text), from the retriever's model reranker ([WithReranker]) within
+	// the policy's latency budget; a failed or late call sheds the stage.
+	RerankModel RerankKind = "model"
 )
 
 // Weights are the per-ranking RRF weights (SPEC section 5, step 5).
@@ -60,13 +75,22 @@ type Policy struct {
 	// Rerank picks the rerank score's overlap measure.
 	Rerank RerankKind
 	// RerankBlend in [0, 1] mixes the chunk's BM25 score, relative to the
-	// best one, into its rerank score; 0 is the overlap alone.
+	// best one, into its rerank score; 0 is the overlap (or the model's
+	// score) alone.
 	RerankBlend float64
 	// RerankDense in [0, 1] (RerankBlend + RerankDense <= 1) mixes the
 	// chunk's cosine, relative to the best one in the dense ranking, into
 	// its rerank score: the overlap then weighs 1 - RerankBlend -
 	// RerankDense. 0 leaves SPEC's formula.
 	RerankDense float64
+	// RerankMinScore is the "model" kind's relevance floor on the model's
+	// score (MinScore is the overlap kinds'): any finite number, since
+	// providers' scales differ.
+	RerankMinScore float64
+	// RerankBudgetMS (1 to MaxRerankBudgetMS) bounds the "model" kind's
+	// call, in milliseconds; the stage is shed when the model has not
+	// answered by then.
+	RerankBudgetMS int
 	// MaxChunksPerDoc, when > 0, keeps at most that many chunks of one
 	// document in the result (the best-placed ones), before the limit: ten
 	// results then cover more documents. 0 is no cap.
@@ -83,19 +107,22 @@ type Policy struct {
 // DefaultPolicy returns SPEC section 5's defaults (the seed profile): rerank
 // on, min_score 0.2, top_n 50, rerank_depth 20, rrf_k 60, limit 5, both RRF
 // weights 1, the overlap reranker with no BM25 blend, no freshness contract,
-// no query expansion (prf_terms 10 and prf_weight 0.5 once it is on).
+// no query expansion (prf_terms 10 and prf_weight 0.5 once it is on), and
+// for the model reranker a floor of 0 and a budget of 300 ms.
 func DefaultPolicy() Policy {
 	return Policy{
-		EnableRerank: true,
-		MinScore:     DefaultMinScore,
-		TopN:         DefaultTopN,
-		RerankDepth:  DefaultRerankDepth,
-		RRFK:         fusion.DefaultK,
-		Limit:        DefaultLimit,
-		RRFWeights:   DefaultWeights(),
-		Rerank:       RerankOverlap,
-		PRFTerms:     DefaultPRFTerms,
-		PRFWeight:    DefaultPRFWeight,
+		EnableRerank:   true,
+		MinScore:       DefaultMinScore,
+		TopN:           DefaultTopN,
+		RerankDepth:    DefaultRerankDepth,
+		RRFK:           fusion.DefaultK,
+		Limit:          DefaultLimit,
+		RRFWeights:     DefaultWeights(),
+		Rerank:         RerankOverlap,
+		PRFTerms:       DefaultPRFTerms,
+		PRFWeight:      DefaultPRFWeight,
+		RerankMinScore: DefaultRerankMinScore,
+		RerankBudgetMS: DefaultRerankBudgetMS,
 	}
 }
 
@@ -158,8 +185,14 @@ func ModelDefaults(request *PolicyPatch) *PolicyPatch {
 	return out
 }
 
-// Validate checks every field's range.
-func (p Policy) Validate() error {
+// Validate checks every field's range for a retriever without a model
+// reranker, where rerank "model" is an error; [Retriever.Validate] checks
+// for the retriever at hand.
+func (p Policy) Validate() error { return p.validate(false) }
+
+// validate checks every field's range; model says whether a model reranker
+// can serve rerank "model".
+func (p Policy) validate(model bool) error {
 	switch {
 	case p.Limit < 1:
 		return fmt.Errorf("%w: limit %d must be >= 1", ErrInvalidPolicy, p.Limit)
@@ -177,8 +210,15 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: rrf_weights.bm25 %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.BM25)
 	case !weightOK(p.RRFWeights.Cosine):
 		return fmt.Errorf("%w: rrf_weights.cosine %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.Cosine)
-	case p.Rerank != RerankOverlap && p.Rerank != RerankIDFOverlap:
-		return fmt.Errorf("%w: rerank %q must be %q or %q", ErrInvalidPolicy, p.Rerank, RerankOverlap, RerankIDFOverlap)
+	case p.Rerank == RerankModel && !model:
+		return fmt.Errorf("%w: rerank %q needs a model reranker, and this retriever has none: start the server with --reranker-url (cordon eval takes it too)", ErrInvalidPolicy, p.Rerank)
+	case p.Rerank != RerankOverlap && p.Rerank != RerankIDFOverlap && p.Rerank != RerankModel:
+		if !model {
+			// The kinds this retriever serves (replay scripts pin the
+			// wording).
+			return fmt.Errorf("%w: rerank %q must be %q or %q", ErrInvalidPolicy, p.Rerank, RerankOverlap, RerankIDFOverlap)
+		}
+		return fmt.Errorf("%w: rerank %q must be %q, %q or %q", ErrInvalidPolicy, p.Rerank, RerankOverlap, RerankIDFOverlap, RerankModel)
 	case !(p.RerankBlend >= 0 && p.RerankBlend <= 1):
 		return fmt.Errorf("%w: rerank_blend %v must be in [0, 1]", ErrInvalidPolicy, p.RerankBlend)
 	case !(p.RerankDense >= 0 && p.RerankDense <= 1 && p.RerankBlend+p.RerankDense <= 1):
@@ -191,6 +231,10 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("%w: prf_terms %d must be >= 1", ErrInvalidPolicy, p.PRFTerms)
 	case !(p.PRFWeight >= 0 && p.PRFWeight <= 1):
 		return fmt.Errorf("%w: prf_weight %v must be in [0, 1]", ErrInvalidPolicy, p.PRFWeight)
+	case math.IsNaN(p.RerankMinScore) || math.IsInf(p.RerankMinScore, 0):
+		return fmt.Errorf("%w: rerank_min_score %v must be a finite number", ErrInvalidPolicy, p.RerankMinScore)
+	case p.RerankBudgetMS < 1 || p.RerankBudgetMS > MaxRerankBudgetMS:
+		return fmt.Errorf("%w: rerank_budget_ms %d must be in [1, %d]", ErrInvalidPolicy, p.RerankBudgetMS, MaxRerankBudgetMS)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/fusion"
+	"github.com/cordon-rag/cordon/rerank"
 )
 
 // Result is one retrieval's answer.
@@ -24,11 +25,14 @@ type Result struct {
 	// Policy is the policy that ranked: the query's, with its
 	// ModelDefaults applied when the tenant's model is not hashing.
 	Policy Policy
+	// Model says what the model reranker did; nil unless the policy's
+	// rerank kind is "model" with rerank enabled.
+	Model *ModelRun
 }
 
 // Scored is a returned chunk with how its place was earned: each side's score
 // and 1-based rank (nil when the chunk was not in that truncated ranking), the
-// fused RRF score, and the rerank overlap (nil when rerank was shed).
+// fused RRF score, and the rerank score (nil when rerank was shed).
 type Scored struct {
 	Chunk      cordontype.Chunk
 	BM25       *float64
@@ -41,12 +45,21 @@ type Scored struct {
 
 // Retriever runs the retrieve pipeline over a Store.
 type Retriever struct {
-	store  Store
+	store Store
+	// models embeds queries for tenants whose model is not hashing.
 	models *QueryModels
+	// reranker serves rerank "model"; nil: that kind is invalid.
+	reranker rerank.Reranker
 }
 
-// New returns a Retriever over store.
-func New(store Store) *Retriever { return &Retriever{store: store} }
+// New returns a Retriever over store, with opts applied.
+func New(store Store, opts ...Option) *Retriever {
+	r := &Retriever{store: store}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
 
 // Query is one retrieval's input. The principal must come from an
 // authenticated source, never from the request body of an untrusted caller.
@@ -80,7 +93,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 	if err := cordontype.ValidateTick("now_tick", q.NowTick); err != nil {
 		return Result{}, 0, err
 	}
-	if err := q.Policy.Validate(); err != nil {
+	if err := r.Validate(q.Policy); err != nil {
 		return Result{}, 0, err
 	}
 	tokens := analysis.Tokenize(q.Text)
@@ -113,13 +126,15 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 	pol := q.Policy
 	if req.Dense != nil && q.ModelDefaults != nil {
 		pol = tailOf(q.ModelDefaults.Apply(pol), pol)
-		if err := pol.Validate(); err != nil {
+		if err := r.Validate(pol); err != nil {
 			return Result{}, 0, fmt.Errorf("model defaults: %w", err)
 		}
 	}
 	// The reranker reads the original terms and the first len(terms)
-	// entries of rk.IDF, theirs in either pass.
-	res := Tail(rk, terms, pol)
+	// entries of rk.IDF, theirs in either pass (the model reranker, the
+	// original query text).
+	q.Policy = pol
+	res := r.Finish(ctx, rk, terms, q)
 	res.Expansion = expansion
 	return res, version, nil
 }
@@ -146,8 +161,16 @@ func (r *Retriever) rank(ctx context.Context, req RankRequest) (Rankings, int64,
 // store's rankings: fuse, rerank (or shed it), collapse per document when
 // the policy caps chunks per document, take the first limit. terms
 // are the query's distinct tokens in order of first occurrence, as in the
-// [RankRequest] that produced rk. p must be valid.
+// [RankRequest] that produced rk. p must be valid. Tail calls no model: for
+// rerank "model" it is the shed result ([Retriever.Finish] calls the model).
 func Tail(rk Rankings, terms []string, p Policy) Result {
+	return tail(rk, Fuse(rk, p.RRFK, p.RRFWeights), terms, p, nil)
+}
+
+// tail is [Tail] over fused, [Fuse]'s list for rk and p. For rerank "model",
+// scores are the model's for the first min(rerank_depth, len(fused)) fused
+// chunks; nil sheds the stage, exactly as enable_rerank false does.
+func tail(rk Rankings, fused []Scored, terms []string, p Policy, scores []float64) Result {
 	res := Result{
 		Considered:            rk.Considered,
 		ExcludedByEntitlement: rk.ExcludedByEntitlement,
@@ -155,15 +178,15 @@ func Tail(rk Rankings, terms []string, p Policy) Result {
 		Degraded:              []string{},
 		Policy:                p,
 	}
-	res.Chunks = Fuse(rk, p.RRFK, p.RRFWeights)
-	if p.EnableRerank {
+	res.Chunks = fused
+	if p.EnableRerank && (p.Rerank != RerankModel || scores != nil) {
 		// An expanded query's rankings carry idf for the added terms too,
 		// after the original ones: the reranker reads the original's.
 		idf := rk.IDF
 		if len(idf) > len(terms) {
 			idf = idf[:len(terms)]
 		}
-		res.Chunks = Rerank(res.Chunks, RerankInput{
+		in := RerankInput{
 			Terms:    terms,
 			IDF:      idf,
 			BM25Max:  bm25Max(rk),
@@ -173,7 +196,11 @@ func Tail(rk Rankings, terms []string, p Policy) Result {
 			Blend:    p.RerankBlend,
 			Dense:    p.RerankDense,
 			CosMax:   cosMax(rk),
-		})
+		}
+		if p.Rerank == RerankModel {
+			in.Scores, in.MinScore = scores, p.RerankMinScore
+		}
+		res.Chunks = Rerank(res.Chunks, in)
 	} else {
 		res.Degraded = append(res.Degraded, DegradedRerank)
 	}
@@ -271,6 +298,10 @@ type RerankInput struct {
 	// first score (0 when it is empty); 0 is SPEC's formula.
 	Dense  float64
 	CosMax float64
+	// Scores, for the "model" kind, are the model's scores of the fused
+	// chunks (same index); a chunk without one is dropped, as beyond the
+	// depth. Other kinds do not read it.
+	Scores []float64
 }
 
 // Rerank scores the first in.Depth fused chunks by their overlap with the
@@ -278,21 +309,31 @@ type RerankInput struct {
 // holds), keeps those with overlap > 0 and overlap >= in.MinScore (the
 // relevance floor: "nothing relevant" stays empty), and stable-sorts them by
 // rerank score descending: (1 - blend) * overlap + blend * bm25 / bm25_max.
-// Chunks beyond the depth are dropped.
+// Chunks beyond the depth are dropped. For the "model" kind the model's
+// score takes the overlap's place, and the floor keeps score >= in.MinScore.
 func Rerank(fused []Scored, in RerankInput) []Scored {
 	if len(fused) > in.Depth {
 		fused = fused[:in.Depth]
 	}
+	if in.Kind == RerankModel && len(fused) > len(in.Scores) {
+		fused = fused[:len(in.Scores)]
+	}
 	out := make([]Scored, 0, len(fused))
-	for _, s := range fused {
-		chunkTerms := analysis.TokenSet(s.Chunk.Text)
+	for i, s := range fused {
 		var ov float64
-		if in.Kind == RerankIDFOverlap {
-			ov = IDFOverlap(in.Terms, in.IDF, chunkTerms)
-		} else {
-			ov = Overlap(in.Terms, chunkTerms)
+		var keep bool
+		switch in.Kind {
+		case RerankModel:
+			ov = in.Scores[i]
+			keep = ov >= in.MinScore
+		case RerankIDFOverlap:
+			ov = IDFOverlap(in.Terms, in.IDF, analysis.TokenSet(s.Chunk.Text))
+			keep = ov > 0 && ov >= in.MinScore
+		default:
+			ov = Overlap(in.Terms, analysis.TokenSet(s.Chunk.Text))
+			keep = ov > 0 && ov >= in.MinScore
 		}
-		if ov > 0 && ov >= in.MinScore {
+		if keep {
 			score := blend(ov, s.BM25, in.BM25Max, in.Blend)
 			if in.Dense > 0 {
 				score = blendDense(ov, s, in)

@@ -27,6 +27,17 @@
 // whose document was replaced since. Without digests the current version is
 // used.
 //
+// # Model reranker
+//
+// With Config.Reranker set, a retrieve may ask for rerank "model": the
+// retriever sends the first rerank_depth fused chunks to the model within
+// the request's rerank_budget_ms (default Config.RerankBudget, per tenant
+// Config.RerankBudgetTenant). A late, failed or refused call sheds the stage
+// (the answer is the enable_rerank=false one, with "rerank" in degraded);
+// the request still succeeds. Every call is counted by outcome and timed in
+// the metrics, the audit record names the provider, model and outcome, and
+// the access log line says why a stage was shed (rerank_shed).
+//
 // # Audit
 //
 // Every retrieve, ground and assemble appends a record to the tenant's audit

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"time"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/cordon-rag/cordon/internal/version"
+	"github.com/cordon-rag/cordon/rerank"
 )
 
 // metrics are the service's Prometheus collectors, on a registry of their own
@@ -25,6 +28,9 @@ type metrics struct {
 	exclFresh     *prometheus.CounterVec
 	degraded      *prometheus.CounterVec
 	auditFailures prometheus.Counter
+	// The model reranker's calls, by outcome, and their latency.
+	rerankCalls   *prometheus.CounterVec
+	rerankLatency prometheus.Histogram
 }
 
 func newMetrics(pool func() *pgxpool.Pool, tenantLabels bool) *metrics {
@@ -54,7 +60,17 @@ func newMetrics(pool func() *pgxpool.Pool, tenantLabels bool) *metrics {
 		}
 	}
 	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_audit_append_failures_total", Help: "Audit records that could not be written (the request failed)."})
+	m.rerankCalls = counter("cordon_rerank_model_calls_total", "Model reranker calls (rerank \"model\") by outcome: ok, timeout, error, breaker_open; all but ok shed the stage.", "outcome")
+	for _, o := range rerank.Outcomes {
+		m.rerankCalls.WithLabelValues(string(o))
+	}
+	m.rerankLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "cordon_rerank_model_duration_seconds",
+		Help:    "Model reranker call latency, every outcome (a timeout lasts its budget, a refusal by the open breaker about 0).",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .2, .3, .5, 1, 2.5, 5},
+	})
 	m.reg.MustRegister(m.latency, m.retrievals, m.considered, m.exclEnt, m.exclFresh, m.degraded, m.auditFailures,
+		m.rerankCalls, m.rerankLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The build, as 'cordon version' prints it: a constant 1 whose labels
 	// say what is running (the Prometheus build_info convention).
@@ -90,6 +106,12 @@ func newMetrics(pool func() *pgxpool.Pool, tenantLabels bool) *metrics {
 	counterFunc("cordon_db_pool_empty_acquires_total", "Acquisitions that had to wait for a connection.", func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) })
 	counterFunc("cordon_db_pool_acquire_wait_seconds_total", "Time spent waiting for connections.", func(s *pgxpool.Stat) float64 { return s.AcquireDuration().Seconds() })
 	return m
+}
+
+// rerankCall counts one model reranker call.
+func (m *metrics) rerankCall(o rerank.Outcome, d time.Duration) {
+	m.rerankCalls.WithLabelValues(string(o)).Inc()
+	m.rerankLatency.Observe(d.Seconds())
 }
 
 // retrieval counts one served retrieval.

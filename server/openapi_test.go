@@ -1,12 +1,14 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -141,5 +143,63 @@ func TestOpenAPIMatchesBodies(t *testing.T) {
 				t.Errorf("openapi.yaml documents %v, the handler uses %v", got, want)
 			}
 		})
+	}
+}
+
+// TestOpenAPIPolicyDefaults checks that the Policy schema's defaults are
+// the service profile's (the server's default rerank budget included), and
+// that its rerank enum lists exactly the kinds a retriever with a model
+// reranker accepts.
+func TestOpenAPIPolicyDefaults(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Policy struct {
+					Properties map[string]struct {
+						Default    any            `yaml:"default"`
+						Enum       []string       `yaml:"enum"`
+						Properties map[string]any `yaml:"properties"`
+					} `yaml:"properties"`
+				} `yaml:"Policy"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	props := doc.Components.Schemas.Policy.Properties
+	svc := retrieval.ServicePolicy()
+	want := map[string]any{
+		"enable_rerank": svc.EnableRerank, "min_score": svc.MinScore, "top_n": svc.TopN, "rerank_depth": svc.RerankDepth,
+		"rrf_k": svc.RRFK, "limit": svc.Limit, "rerank": string(svc.Rerank), "rerank_blend": svc.RerankBlend,
+		"max_chunks_per_doc": svc.MaxChunksPerDoc, "prf_docs": svc.PRFDocs, "prf_terms": svc.PRFTerms, "prf_weight": svc.PRFWeight,
+		"rerank_min_score": svc.RerankMinScore, "rerank_budget_ms": int(DefaultConfig().RerankBudget / time.Millisecond),
+	}
+	for name, v := range want {
+		got, ok := props[name]
+		if !ok {
+			t.Errorf("Policy.%s is not documented", name)
+			continue
+		}
+		if fmt.Sprint(got.Default) != fmt.Sprint(v) {
+			t.Errorf("Policy.%s default %v, the service profile's %v", name, got.Default, v)
+		}
+	}
+	w := props["rrf_weights"].Properties
+	if b, c := w["bm25"].(map[string]any)["default"], w["cosine"].(map[string]any)["default"]; fmt.Sprint(b) != fmt.Sprint(svc.RRFWeights.BM25) || fmt.Sprint(c) != fmt.Sprint(svc.RRFWeights.Cosine) {
+		t.Errorf("rrf_weights defaults %v, %v; the service profile's %v", b, c, svc.RRFWeights)
+	}
+	// The documented kinds are exactly those a retriever with a model
+	// reranker accepts.
+	rt := retrieval.New(nil, retrieval.WithReranker(stubReranker{}))
+	for _, k := range props["rerank"].Enum {
+		p := svc
+		p.Rerank = retrieval.RerankKind(k)
+		if err := rt.Validate(p); err != nil {
+			t.Errorf("documented rerank %q is refused: %v", k, err)
+		}
+	}
+	if got, want := props["rerank"].Enum, []string{"overlap", "idf_overlap", "model"}; !slices.Equal(got, want) {
+		t.Errorf("rerank enum %v, want %v", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -12,11 +13,34 @@ import (
 // a request cannot ask the database for an unbounded result.
 const maxPolicyInt = 10000
 
+// retriever is the pipeline over the server's store, with the model
+// reranker when one is configured.
+func (s *Server) retriever() *retrieval.Retriever {
+	if s.reranker == nil {
+		return retrieval.New(s.store).WithModels(s.queryModels)
+	}
+	return retrieval.New(s.store, retrieval.WithReranker(s.reranker)).WithModels(s.queryModels)
+}
+
+// rerankBudgetMS is tenant's default rerank_budget_ms: its own budget, else
+// the server's, rounded up to whole milliseconds.
+func (s *Server) rerankBudgetMS(tenant string) int {
+	d, ok := s.cfg.RerankBudgetTenant[tenant]
+	if !ok {
+		d = s.cfg.RerankBudget
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return int(max(1, min(ms, retrieval.MaxRerankBudgetMS)))
+}
+
 // requestPolicy is a request's policy over the service profile
-// ([retrieval.ServicePolicy]), validated and within maxPolicyInt.
-func requestPolicy(p *retrieval.PolicyPatch) (retrieval.Policy, error) {
-	pol := p.Apply(retrieval.ServicePolicy())
-	if err := pol.Validate(); err != nil {
+// ([retrieval.ServicePolicy], with the tenant's rerank budget), validated
+// for rt and within maxPolicyInt.
+func (s *Server) requestPolicy(rt *retrieval.Retriever, tenant string, p *retrieval.PolicyPatch) (retrieval.Policy, error) {
+	base := retrieval.ServicePolicy()
+	base.RerankBudgetMS = s.rerankBudgetMS(tenant)
+	pol := p.Apply(base)
+	if err := rt.Validate(pol); err != nil {
 		return pol, err
 	}
 	// In a fixed order, so the same request always names the same field.
@@ -45,7 +69,8 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
 		return
 	}
-	pol, err := requestPolicy(req.Policy)
+	rt := s.retriever()
+	pol, err := s.requestPolicy(rt, id.Tenant, req.Policy)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -54,13 +79,16 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	if req.NowTick != nil {
 		now = *req.NowTick
 	}
-	res, version, err := retrieval.New(s.store).WithModels(s.queryModels).RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol,
+	res, version, err := rt.RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol,
 		ModelDefaults: retrieval.ModelDefaults(req.Policy)})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	s.metrics.retrieval(id.Tenant, res.Considered, res.ExcludedByEntitlement, res.ExcludedByFreshness, res.Degraded)
+	if m := res.Model; m != nil && m.Shed {
+		logInfo(r.Context()).shed = string(m.Outcome) + ": " + m.Err.Error()
+	}
 	out := RetrieveResponse{Results: make([]ResultJSON, len(res.Chunks)), Degraded: res.Degraded, NowTick: now, Expansion: res.Expansion}
 	ids := make([]string, len(res.Chunks))
 	for i, c := range res.Chunks {
@@ -79,10 +107,14 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		// Expansion shapes the results: the audit record says it was on.
 		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = &pol.PRFDocs, &pol.PRFTerms, &pol.PRFWeight
 	}
+	if pol.Rerank == retrieval.RerankModel {
+		effective.RerankMinScore, effective.RerankBudgetMS = &pol.RerankMinScore, &pol.RerankBudgetMS
+	}
 	policyText, _ := json.Marshal(struct {
 		NowTick int64 `json:"now_tick"`
 		retrieval.PolicyPatch
-	}{now, effective})
+		Reranker *modelAudit `json:"reranker,omitempty"`
+	}{now, effective, auditModel(res.Model)})
 	if err := s.audit(r, id, postgres.AuditRecord{
 		Op: "retrieve", Query: query, Policy: string(policyText), ChunkIDs: ids,
 		Considered: int64(res.Considered), ExcludedByEntitlement: int64(res.ExcludedByEntitlement),
@@ -96,6 +128,24 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		out.IndexVersion = &version
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// modelAudit is what the model reranker did, in a retrieve's audit record:
+// the provider and model that were asked, the call's outcome ("ok",
+// "timeout", "error", "breaker_open"; absent when no chunk needed a score)
+// and whether the stage was shed.
+type modelAudit struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Outcome  string `json:"outcome,omitempty"`
+	Shed     bool   `json:"shed"`
+}
+
+func auditModel(m *retrieval.ModelRun) *modelAudit {
+	if m == nil {
+		return nil
+	}
+	return &modelAudit{Provider: m.Provider, Model: m.Model, Outcome: string(m.Outcome), Shed: m.Shed}
 }
 
 // The server's store reports the index version that answered a ranking,

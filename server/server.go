@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cordon-rag/cordon/embed"
-	"github.com/cordon-rag/cordon/retrieval"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,8 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/cordon-rag/cordon/rerank"
+	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
@@ -47,6 +49,17 @@ type Config struct {
 	// every tenant, and their number grows with the tenants.
 	MetricsTenantLabels bool
 
+	// Reranker, when set, serves the policy's rerank kind "model" (in
+	// cordon serve, a rerank.Breaker over a rerank.Client); every call is
+	// counted in the metrics. Nil: a request asking for "model" is a 400.
+	Reranker rerank.Reranker
+	// RerankBudget is the rerank_budget_ms of a request that does not set
+	// one (default 300ms; rounded up to whole milliseconds, at most
+	// retrieval.MaxRerankBudgetMS); RerankBudgetTenant overrides it per
+	// tenant.
+	RerankBudget       time.Duration
+	RerankBudgetTenant map[string]time.Duration
+
 	Logger *slog.Logger
 	// Models embeds the queries of tenants whose embedding model is not
 	// hashing (the store embeds their documents with the same providers).
@@ -68,6 +81,7 @@ func DefaultConfig() Config {
 		IdleTimeout:       120 * time.Second,
 		ShutdownTimeout:   30 * time.Second,
 		RequestTimeout:    30 * time.Second,
+		RerankBudget:      retrieval.DefaultRerankBudgetMS * time.Millisecond,
 	}
 }
 
@@ -92,6 +106,7 @@ func (c *Config) defaults() {
 	setD(&c.IdleTimeout, d.IdleTimeout)
 	setD(&c.ShutdownTimeout, d.ShutdownTimeout)
 	setD(&c.RequestTimeout, d.RequestTimeout)
+	setD(&c.RerankBudget, d.RerankBudget)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -108,7 +123,9 @@ type Server struct {
 	queryModels *retrieval.QueryModels
 	verifier    *Verifier
 	metrics     *metrics
-	handler     http.Handler
+	// reranker is Config.Reranker with its calls counted; nil without one.
+	reranker rerank.Reranker
+	handler  http.Handler
 	// routes lists "METHOD /pattern" for every API route (the OpenAPI test
 	// compares them with openapi.yaml).
 	routes []string
@@ -121,7 +138,15 @@ var openAPI []byte
 func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models)}
-	s.metrics = newMetrics(st.Pool, cfg.MetricsTenantLabels)
+	s.metrics = newMetrics(func() *pgxpool.Pool {
+		if st == nil { // tests of what is decided before the store
+			return nil
+		}
+		return st.Pool()
+	}, cfg.MetricsTenantLabels)
+	if cfg.Reranker != nil {
+		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
+	}
 	mux := http.NewServeMux()
 	handle := func(method, pattern string, h http.HandlerFunc) {
 		mux.Handle(method+" "+pattern, h)
@@ -267,6 +292,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 type requestLog struct {
 	sub, tenant string
 	err         error
+	// shed says why the model reranker was shed ("" when it was not).
+	shed string
 }
 
 const requestLogKey ctxKey = 1
@@ -321,6 +348,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				"duration_ms", float64(d.Microseconds()) / 1000}
 			if rl.sub != "" {
 				attrs = append(attrs, "sub", rl.sub, "tenant", rl.tenant)
+			}
+			if rl.shed != "" {
+				attrs = append(attrs, "rerank_shed", rl.shed)
 			}
 			level := slog.LevelInfo
 			if rl.err != nil {

@@ -80,8 +80,25 @@ func profileLines(rep Report) []string {
 			continue
 		}
 		q := p.Policy
-		out = append(out, fmt.Sprintf("%s: rerank %v (%s, blend %g, min_score %g, depth %d), rrf_k %d, weights bm25 %g cosine %g, top_n %d",
-			p.Name, q.EnableRerank, q.Rerank, q.RerankBlend, q.MinScore, q.RerankDepth, q.RRFK, q.RRFWeights.BM25, q.RRFWeights.Cosine, q.TopN))
+		floor := fmt.Sprintf("min_score %g", q.MinScore)
+		if q.RerankMinScore != nil {
+			floor = fmt.Sprintf("rerank_min_score %g, budget %d ms", *q.RerankMinScore, q.RerankBudgetMS)
+		}
+		out = append(out, fmt.Sprintf("%s: rerank %v (%s, blend %g, %s, depth %d), rrf_k %d, weights bm25 %g cosine %g, top_n %d",
+			p.Name, q.EnableRerank, q.Rerank, q.RerankBlend, floor, q.RerankDepth, q.RRFK, q.RRFWeights.BM25, q.RRFWeights.Cosine, q.TopN))
+	}
+	return out
+}
+
+// shedLines name the pipelines whose model rerank was shed for some
+// queries: their numbers mix the model's order with the fused one.
+func shedLines(rep Report) []string {
+	var out []string
+	for _, r := range rep.Results {
+		if r.ModelShed > 0 {
+			out = append(out, fmt.Sprintf("%s: the model reranker was shed for %d of %d queries (a timeout, an error or an open breaker), which got the fused order",
+				r.Pipeline.Label(), r.ModelShed, rep.Queries))
+		}
 	}
 	return out
 }
@@ -120,6 +137,9 @@ func WriteText(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 	}
 	b.WriteString("\n")
 	writeTextResults(&b, rep.Results)
+	for _, l := range shedLines(rep) {
+		fmt.Fprintf(&b, "shed     %s\n", l)
+	}
 	for _, k := range rep.Kinds {
 		fmt.Fprintf(&b, "\nqueries of kind %q (%d)\n", k.Kind, k.Queries)
 		writeTextResults(&b, k.Results)
@@ -179,6 +199,9 @@ func WriteMarkdown(w io.Writer, m Meta, rep Report, bake []VariantReport) error 
 	}
 	b.WriteString("\n")
 	writeMarkdownResults(&b, rep.Results)
+	for _, l := range shedLines(rep) {
+		fmt.Fprintf(&b, "\nShed: %s.\n", l)
+	}
 	for _, k := range rep.Kinds {
 		fmt.Fprintf(&b, "\nQueries of kind `%s` (%d):\n\n", k.Kind, k.Queries)
 		writeMarkdownResults(&b, k.Results)

@@ -14,6 +14,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 )
@@ -105,6 +106,23 @@ type Options struct {
 	// Models serves Settings.Model when it is not hashing: documents are
 	// embedded as they are indexed, each query once.
 	Models *embed.Registry
+	// Reranker, when set, serves the pipelines whose policy reranks with
+	// "model" ([retrieval.WithReranker]); without it they are invalid.
+	Reranker rerank.Reranker
+}
+
+// retriever is the retrieve pipeline over st with opts' model reranker.
+func (opts Options) retriever(st retrieval.Store) *retrieval.Retriever {
+	if opts.Reranker == nil {
+		return retrieval.New(st)
+	}
+	return retrieval.New(st, retrieval.WithReranker(opts.Reranker))
+}
+
+// Validate checks p as opts' pipelines run it: rerank "model" is valid
+// when opts has a reranker.
+func (opts Options) Validate(p retrieval.Policy) error {
+	return opts.retriever(nil).Validate(p)
 }
 
 // DefaultPolicy is the service profile ([retrieval.ServicePolicy]) with
@@ -158,7 +176,7 @@ func (opts Options) validate() error {
 			return fmt.Errorf("%w: pipeline name %q empty or used twice", ErrPipeline, s.Name)
 		}
 		seen[s.Name] = true
-		if err := s.Policy.Validate(); err != nil {
+		if err := opts.Validate(s.Policy); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 		if s.Policy.Limit != K || s.Policy.RerankDepth < K || s.Policy.TopN < K {
@@ -193,12 +211,20 @@ type PolicyInfo struct {
 	} `json:"rrf_weights"`
 	Rerank      retrieval.RerankKind `json:"rerank"`
 	RerankBlend float64              `json:"rerank_blend"`
+	// The model reranker's floor and budget, given for rerank "model"
+	// only.
+	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
+	RerankBudgetMS int      `json:"rerank_budget_ms,omitempty"`
 }
 
 func policyInfo(p retrieval.Policy) PolicyInfo {
 	in := PolicyInfo{EnableRerank: p.EnableRerank, MinScore: p.MinScore, TopN: p.TopN, RerankDepth: p.RerankDepth,
 		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend}
 	in.RRFWeights.BM25, in.RRFWeights.Cosine = p.RRFWeights.BM25, p.RRFWeights.Cosine
+	if p.Rerank == retrieval.RerankModel {
+		floor := p.RerankMinScore
+		in.RerankMinScore, in.RerankBudgetMS = &floor, p.RerankBudgetMS
+	}
 	return in
 }
 
@@ -256,6 +282,9 @@ type PipelineResult struct {
 	MeanDocs float64 `json:"mean_docs"`
 	// Empty counts queries for which the pipeline returned nothing.
 	Empty int `json:"empty"`
+	// ModelShed counts queries whose model rerank was shed (a timeout, an
+	// error, an open breaker): their rankings are the fused order.
+	ModelShed int `json:"model_shed,omitempty"`
 }
 
 // KindResult is the results over the queries of one kind.
@@ -315,6 +344,9 @@ type QueryResult struct {
 	Metrics  map[Pipeline]Metrics       `json:"metrics"`
 	Doc      map[Pipeline]Metrics       `json:"doc_metrics"`
 	Chunks   map[Pipeline][]Hit         `json:"chunks,omitempty"`
+	// ModelShed lists the pipelines whose model rerank was shed for this
+	// query.
+	ModelShed []Pipeline `json:"model_shed,omitempty"`
 }
 
 // Run indexes docs in an in-memory store under opts (each query's Remove
@@ -376,7 +408,7 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				qr, err := runQuery(ctx, st, qm, opts.Settings.Spec(), queries[i], specs, opts.PerQuery)
+				qr, err := runQuery(ctx, opts.retriever(st).WithModels(qm), st, qm, opts.Settings.Spec(), queries[i], specs, opts.PerQuery)
 				mu.Lock()
 				if err != nil && firstEr == nil {
 					firstEr = fmt.Errorf("query %d (%q): %w", i+1, queryLabel(queries[i].Query), err)
@@ -503,9 +535,10 @@ func PrepareText(text string, s Strategy, drop []string) string {
 var principal = cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restricted, Barriers: []string{}}
 
 // runQuery runs one query through every pipeline. The store ranks the query
-// once per distinct top_n; the hybrid pipelines are [retrieval.Tail] over
-// those rankings, so they are exactly what the Retriever returns.
-func runQuery(ctx context.Context, st retrieval.Store, qm *retrieval.QueryModels, spec embed.Spec, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
+// once per distinct top_n; the hybrid pipelines are the end of rt's
+// pipeline ([retrieval.Retriever.Finish]) over those rankings, so they are
+// exactly what the Retriever returns.
+func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, qm *retrieval.QueryModels, spec embed.Spec, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
 	tokens := analysis.Tokenize(q.Query)
 	terms := analysis.TokenSet(q.Query)
 	dense, err := qm.Dense(ctx, spec, q.Query, tokens)
@@ -554,16 +587,20 @@ func runQuery(ctx context.Context, st retrieval.Store, qm *retrieval.QueryModels
 		default:
 			deep := s.Policy
 			deep.Limit = math.MaxInt // Tail truncates last: its first K are the pipeline's
+			var res retrieval.Result
 			if deep.PRFDocs > 0 {
 				// Query expansion ranks again with the expanded query:
 				// the whole Retriever, not the tail over shared rankings.
-				res, err := retrieval.New(st).WithModels(qm).Retrieve(ctx, retrieval.Query{Principal: principal, Text: q.Query, Policy: deep})
+				res, err = rt.Retrieve(ctx, retrieval.Query{Principal: principal, Text: q.Query, Policy: deep})
 				if err != nil {
 					return QueryResult{}, fmt.Errorf("retrieve with expansion: %w", err)
 				}
-				all = res.Chunks
 			} else {
-				all = retrieval.Tail(rk, terms, deep).Chunks
+				res = rt.Finish(ctx, rk, terms, retrieval.Query{Principal: principal, Text: q.Query, Policy: deep})
+			}
+			all = res.Chunks
+			if res.Model != nil && res.Model.Shed {
+				qr.ModelShed = append(qr.ModelShed, s.Name)
 			}
 		}
 		docs := make([]string, len(all))
@@ -636,6 +673,9 @@ func results(names []Pipeline, per []QueryResult) []PipelineResult {
 			docs += len(q.Rankings[p])
 			if len(q.Rankings[p]) == 0 {
 				res.Empty++
+			}
+			if slices.Contains(q.ModelShed, p) {
+				res.ModelShed++
 			}
 		}
 		res.Metrics = Mean(ms)
