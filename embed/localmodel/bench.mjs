@@ -99,7 +99,7 @@ for (const [label, texts] of Object.entries(sets)) {
   for (const x of ids) again.push(bits((await encoder.embedTokens([x]))[0]));
   const reversed = ids.map((_, i) => ids.length - 1 - i);
   for (const grouped of [true, false]) {
-    for (const bs of [32, 200]) {
+    for (const bs of [2, 7, 32, 200]) {
       let differ = 0;
       for (let i = 0; i < reversed.length; i += bs) {
         const part = reversed.slice(i, i + bs);

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -313,14 +312,14 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	timer := time.NewTimer(opts.StartTimeout)
 	defer timer.Stop()
 	select {
-	case u := <-found:
-		if _, err := url.Parse(u); err != nil {
-			s.kill()
-			return nil, fmt.Errorf("%w: bad URL %q: %w", ErrNotReady, u, err)
-		}
-		s.url = u
+	case s.url = <-found:
 		return s, nil
 	case <-s.done:
+		select {
+		case s.url = <-found: // it listened, then exited: Close reports why
+			return s, nil
+		default:
+		}
 		return nil, fmt.Errorf("%w: server.mjs ended (%s) before listening; its stderr ends:\n%s",
 			ErrNotReady, s.cmd.ProcessState, s.tail.String())
 	case <-timer.C:

@@ -507,6 +507,7 @@ func TestBadRequests(t *testing.T) {
 		want   string // a substring of the message
 	}{
 		{"openai not json", "/v1/embeddings", []byte(`{"model":`), 400, "openai", "not valid JSON"},
+		{"openai bad utf-8", "/v1/embeddings", []byte("{\"model\":\"use-lite\",\"input\":\"\xff\"}"), 400, "openai", "UTF-8"},
 		{"openai array body", "/v1/embeddings", []byte(`[1]`), 400, "openai", "JSON object"},
 		{"openai missing input", "/v1/embeddings", map[string]any{"model": model}, 400, "openai", `"input"`},
 		{"openai number input", "/v1/embeddings", map[string]any{"model": model, "input": 3}, 400, "openai", "string"},

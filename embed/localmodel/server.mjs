@@ -26,7 +26,7 @@ const USAGE = `usage: node server.mjs [flags]
   --max-batch N        most texts (or rerank documents) in one request (default 256)
   --max-tokens N       most tokens per text (default 512)
   --max-body-bytes N   largest request body (default 8388608)
-  --delay-ms N         sleep N ms before answering each POST (fault injection; default 0)
+  --delay-ms N         sleep N ms after reading each POST body, before answering (fault injection; default 0)
   --exit-with-stdin    exit when standard input closes (so a parent that dies takes the server with it)
 `;
 
@@ -363,6 +363,7 @@ function readBody(req) {
   });
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function handle(req, res) {
@@ -395,13 +396,19 @@ async function handle(req, res) {
       throw new HTTPError(415, `Content-Type must be application/json, got ${JSON.stringify(req.headers['content-type'] ?? '')}`);
     }
     const raw = await readBody(req);
+    if (config.delayMs > 0) await sleep(config.delayMs);
+    let text;
+    try {
+      text = utf8.decode(raw);
+    } catch {
+      throw bad('the request body is not valid UTF-8');
+    }
     let body;
     try {
-      body = JSON.parse(raw.toString('utf8'));
+      body = JSON.parse(text);
     } catch (err) {
       throw bad(`the request body is not valid JSON: ${err.message}`);
     }
-    if (config.delayMs > 0) await sleep(config.delayMs);
     send(res, 200, await route.handler(body));
   } catch (err) {
     if (err instanceof HTTPError) {
