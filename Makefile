@@ -3,7 +3,10 @@
 # Tests that need PostgreSQL read CORDON_TEST_DATABASE_URL. When it is empty,
 # 'make test' starts a throwaway local cluster (scripts/db.sh, which installs
 # PostgreSQL 15 and pgvector when missing), runs the tests against it, and
-# stops it again.
+# stops it again. It also installs the local embedding model first
+# (scripts/model-install.sh, embed/localmodel) and runs the tests with
+# CORDON_REQUIRE_MODEL=1, so tests that need the model fail instead of
+# skipping.
 
 SHELL := /bin/bash
 GO ?= go
@@ -37,15 +40,16 @@ build: ## build the cordon binary into ./cordon, stamped with version, commit an
 	$(GO) build -ldflags "$(LDFLAGS)" -o cordon ./cmd/cordon
 
 .PHONY: test
-test: ## run every test, against a throwaway PostgreSQL unless CORDON_TEST_DATABASE_URL is set
+test: ## run every test (installs the local embedding model first), against a throwaway PostgreSQL unless CORDON_TEST_DATABASE_URL is set
 	@set -euo pipefail; \
+	bash scripts/model-install.sh; \
 	if [ -n "$${CORDON_TEST_DATABASE_URL:-}" ]; then \
-		$(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
+		CORDON_REQUIRE_MODEL=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
 	else \
 		url=$$(bash scripts/db.sh start); \
 		trap 'bash scripts/db.sh stop >/dev/null 2>&1 || true' EXIT; \
 		echo "using throwaway PostgreSQL at $$url"; \
-		CORDON_TEST_DATABASE_URL=$$url CORDON_REQUIRE_DB=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
+		CORDON_TEST_DATABASE_URL=$$url CORDON_REQUIRE_DB=1 CORDON_REQUIRE_MODEL=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
 	fi; \
 	if command -v qemu-aarch64-static >/dev/null; then \
 		echo "running the portable packages as GOARCH=arm64 under qemu-user-static"; \
@@ -53,6 +57,10 @@ test: ## run every test, against a throwaway PostgreSQL unless CORDON_TEST_DATAB
 	else \
 		echo "qemu-user-static not installed: skipping the arm64 run (apt-get install qemu-user-static)"; \
 	fi
+
+.PHONY: model
+model: ## install the local embedding model (embed/localmodel: Universal Sentence Encoder lite, Node.js, no network at run time)
+	bash scripts/model-install.sh
 
 .PHONY: test/race
 test/race: ## run every test with the race detector
