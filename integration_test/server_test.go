@@ -98,7 +98,7 @@ func startAPIServerScoped(t testing.TB, o serverOpts) *apiServer {
 	if keys == nil && !o.unkeyed {
 		keys = testKeyring("k1")
 	}
-	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache, AuditKeys: keys, Replicas: o.replicas})
+	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache, AuditKeys: keys, Replicas: o.replicas, Models: o.cfg.Models})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -90,3 +90,51 @@ func TestRetrieverEmbedsQueriesWithTheTenantModel(t *testing.T) {
 		t.Fatalf("failing provider: %v, want ErrProvider", err)
 	}
 }
+
+// rerank_dense mixes the cosine into the rerank score: with weight 0 the
+// scores are SPEC's formula bit for bit; with weight > 0 a chunk the dense
+// side ranks first can overtake one with more BM25, and the score is the
+// documented ((1-g)-d)*overlap + g*bm25/max + d*cos/max.
+func TestRerankDense(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	chunks := []retrieval.Scored{
+		{Chunk: cordontype.Chunk{ChunkID: "a", Text: "alpha beta"}, BM25: f(4), Cosine: f(0.1)},
+		{Chunk: cordontype.Chunk{ChunkID: "b", Text: "alpha gamma"}, BM25: f(2), Cosine: f(0.8)},
+	}
+	in := retrieval.RerankInput{Terms: []string{"alpha", "beta"}, BM25Max: 4, Depth: 10, Kind: retrieval.RerankOverlap, Blend: 0.5, CosMax: 0.8}
+	plain := retrieval.Rerank(chunks, in)
+	if plain[0].Chunk.ChunkID != "a" || *plain[0].Rerank != 0.5*1+0.5*1 || *plain[1].Rerank != 0.5*0.5+0.5*0.5 {
+		t.Fatalf("without rerank_dense: %v %v", *plain[0].Rerank, *plain[1].Rerank)
+	}
+	in.Dense = 0
+	same := retrieval.Rerank(chunks, in)
+	for i := range same {
+		if *same[i].Rerank != *plain[i].Rerank {
+			t.Fatal("rerank_dense 0 changed a score")
+		}
+	}
+	in.Blend, in.Dense = 0.2, 0.8
+	mixed := retrieval.Rerank(chunks, in)
+	wantB := float64(float64(float64(float64(1.0-0.2)-0.8)*0.5)+float64(0.2*float64(2.0/4.0))) + float64(0.8*float64(0.8/0.8))
+	if mixed[0].Chunk.ChunkID != "b" || *mixed[0].Rerank != wantB {
+		t.Fatalf("with rerank_dense 0.8: first %s score %v, want b %v", mixed[0].Chunk.ChunkID, *mixed[0].Rerank, wantB)
+	}
+	p := retrieval.DefaultPolicy()
+	p.RerankBlend, p.RerankDense = 0.5, 0.6
+	if err := p.Validate(); !errors.Is(err, retrieval.ErrInvalidPolicy) {
+		t.Fatalf("rerank_blend + rerank_dense > 1: %v", err)
+	}
+}
+
+// The model overlay leaves out what the request set.
+func TestModelDefaults(t *testing.T) {
+	one := 0.3
+	got := retrieval.ModelDefaults(&retrieval.PolicyPatch{RerankBlend: &one, RRFWeights: &retrieval.WeightsPatch{Cosine: &one}})
+	if got.RerankBlend != nil || got.RRFWeights.Cosine != nil || got.RRFWeights.BM25 == nil || *got.RerankDense != 0.15 {
+		t.Fatalf("overlay %+v", got)
+	}
+	pol := got.Apply(retrieval.ServicePolicy())
+	if pol.RRFWeights.BM25 != 1 || pol.RerankDense != 0.15 || pol.RerankBlend != retrieval.ServicePolicy().RerankBlend {
+		t.Fatalf("applied: %+v", pol)
+	}
+}

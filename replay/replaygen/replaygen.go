@@ -178,7 +178,11 @@ func (g gen) retrieve() map[string]any {
 		pol["rerank"] = []string{"overlap", "idf_overlap"}[g.r.IntN(2)]
 	}
 	if g.r.IntN(3) == 0 {
-		pol["rerank_blend"] = []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
+		blend := []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
+		pol["rerank_blend"] = blend
+		if blend <= 0.5 && g.r.IntN(2) == 0 {
+			pol["rerank_dense"] = []float64{0.15, 0.5}[g.r.IntN(2)]
+		}
 	}
 	if g.r.IntN(3) == 0 {
 		pol["max_chunks_per_doc"] = g.r.IntN(3)

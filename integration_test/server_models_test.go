@@ -1,0 +1,93 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/cordon-rag/cordon/embed/embedtest"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/server"
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+// A tenant on an embedding model, through the HTTP API: writes embed its
+// chunks, retrieves embed the query once and rank with the model's cosine
+// under the model profile (audited as the policy that ranked); a server
+// without the model's provider answers 503 embedding_unavailable and writes
+// nothing.
+func TestServerModelTenant(t *testing.T) {
+	for _, path := range []struct {
+		name  string
+		cache int64
+	}{{"sql", 0}, {"in-memory", 1 << 28}} {
+		t.Run(path.name, func(t *testing.T) {
+			ctx := context.Background()
+			dbURL := migrated(t)
+			s := index.DefaultSettings()
+			s.Model, s.Dims = "toy-32", 32
+			func() {
+				st := openStore(t, dbURL, postgres.Options{})
+				defer st.Close()
+				if _, err := st.CreateTenant(ctx, "research", s); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			toy := &embedtest.Toy{Dims: 32}
+			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, cfg: server.Config{Models: embedtest.Registry("toy-32", toy)}})
+			w := tok(t, "w", "tenant=research", "writer")
+			reader := tok(t, "r", "tenant=research", "clearance=public", "reader")
+			for id, text := range map[string]string{
+				"df":   "report file system disk space usage",
+				"gzip": "compress or expand files",
+				"kill": "send a signal to a process",
+			} {
+				a.want(t, a.call(t, "PUT", "/v1/tenants/research/documents/"+id, w, map[string]any{"text": text, "classification": "public"}), http.StatusOK)
+			}
+			before := toy.Texts.Load()
+			r := a.want(t, a.call(t, "POST", "/v1/tenants/research/retrieve", reader, map[string]any{"query": "disk space"}), http.StatusOK)
+			if n := toy.Texts.Load() - before; n != 1 {
+				t.Fatalf("the query was embedded %d times, want once", n)
+			}
+			var out struct {
+				Results []struct {
+					DocID  string   `json:"doc_id"`
+					Cosine *float64 `json:"cosine"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal(r.body, &out); err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Results) == 0 || out.Results[0].DocID != "df" || out.Results[0].Cosine == nil {
+				t.Fatalf("results %s, want df first with a cosine", r.body)
+			}
+			lastPolicy := func() string {
+				return queryStrings(t, dbURL, `SELECT policy FROM cordon_t_research.audit WHERE op = 'retrieve' ORDER BY seq DESC LIMIT 1`)[0]
+			}
+			policy := lastPolicy()
+			for _, want := range []string{`"rerank_dense":0.15`, `"rerank_blend":0.75`, `"rrf_weights":{"bm25":1,"cosine":1}`} {
+				if !strings.Contains(policy, want) {
+					t.Fatalf("audited policy %s lacks %s", policy, want)
+				}
+			}
+			// A request's own values win over the model profile.
+			a.want(t, a.call(t, "POST", "/v1/tenants/research/retrieve", reader, map[string]any{"query": "disk space", "policy": map[string]any{"rerank_dense": 0, "rerank_blend": 0.9}}), http.StatusOK)
+			policy = lastPolicy()
+			if !strings.Contains(policy, `"rerank_dense":0`) || !strings.Contains(policy, `"rerank_blend":0.9`) {
+				t.Fatalf("audited policy %s: the request's values did not win", policy)
+			}
+
+			// A server that does not serve the model.
+			b := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache})
+			if got := b.want(t, b.call(t, "POST", "/v1/tenants/research/retrieve", reader, map[string]any{"query": "disk space"}), http.StatusServiceUnavailable); got.errCode(t) != "embedding_unavailable" {
+				t.Fatalf("retrieve without the model: %s", got.body)
+			}
+			b.want(t, b.call(t, "PUT", "/v1/tenants/research/documents/late", w, map[string]any{"text": "late text", "classification": "public"}), http.StatusServiceUnavailable)
+			if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_research.documents WHERE doc_id = 'late'`); n != 0 {
+				t.Fatal("a refused write stored its document")
+			}
+		})
+	}
+}
