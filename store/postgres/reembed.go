@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pgvector/pgvector-go"
 
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
@@ -372,12 +373,16 @@ func (s *Store) Shadow(ctx context.Context, tenant string, queries []string, k i
 	}
 	var sum float64
 	err = s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var maxCur, maxNext int32
+		if err := tx.QueryRow(ctx, `SELECT max_abs, max_abs_next FROM `+t.tables.stats).Scan(&maxCur, &maxNext); err != nil {
+			return classify(err)
+		}
 		for i := range kept {
-			a, err := shadowTop(ctx, tx, t, "embedding", "norm_sq", cur[i], k)
+			a, err := shadowTop(ctx, tx, t, "embedding", "norm_sq", cur[i], maxCur, k)
 			if err != nil {
 				return err
 			}
-			b, err := shadowTop(ctx, tx, t, "embedding_next", "norm_sq_next", nxt[i], k)
+			b, err := shadowTop(ctx, tx, t, "embedding_next", "norm_sq_next", nxt[i], maxNext, k)
 			if err != nil {
 				return err
 			}
@@ -412,20 +417,31 @@ func (s *Store) queryVectors(ctx context.Context, spec embed.Spec, queries []str
 	return out, nil
 }
 
-// shadowTop is the top-k chunk ids by cosine of q against one slot
-// (exact bigint dot products; order as the dense ranking's).
-func shadowTop(ctx context.Context, tx pgx.Tx, t tenantInfo, col, normCol string, q []int32, k int) ([]int64, error) {
-	q64 := make([]int64, len(q))
-	for i, x := range q {
-		q64[i] = int64(x)
+// shadowTop is the top-k chunk ids by cosine of q against one slot, whose
+// largest |component| is maxAbs: exact dot products (in float32 where every
+// partial sum provably stays below 2^24, as the query path, else in
+// bigint), ordered as the dense ranking.
+func shadowTop(ctx context.Context, tx pgx.Tx, t tenantInfo, col, normCol string, q []int32, maxAbs int32, k int) ([]int64, error) {
+	var l1 int64
+	for _, x := range q {
+		l1 += int64(max(x, -x))
+	}
+	dot := `(-(c.` + col + ` <#> $1::vector))::bigint`
+	var qarg any = pgvector.NewVector(index.Float32s(q))
+	if l1*int64(maxAbs) >= float32Exact {
+		q64 := make([]int64, len(q))
+		for i, x := range q {
+			q64[i] = int64(x)
+		}
+		dot = `(SELECT sum(u.a::bigint * u.b) FROM unnest(c.` + col + `::real[], $1::bigint[]) AS u(a, b))`
+		qarg = q64
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT id FROM (
-			SELECT c.id, c.chunk_id, c.`+normCol+` AS n,
-			       (SELECT sum(u.a::bigint * u.b) FROM unnest(c.`+col+`::real[], $1::bigint[]) AS u(a, b)) AS dot
+			SELECT c.id, c.chunk_id, c.`+normCol+` AS n, `+dot+` AS dot
 			FROM `+t.tables.chunks+` c WHERE c.`+col+` IS NOT NULL
 		) d WHERE dot > 0 AND n > 0
-		ORDER BY dot::float8 / sqrt(n::float8) DESC, chunk_id LIMIT $2`, q64, k)
+		ORDER BY dot::float8 / sqrt(n::float8) DESC, chunk_id LIMIT $2`, qarg, k)
 	if err != nil {
 		return nil, classify(err)
 	}
