@@ -115,7 +115,8 @@ func TestRerankDense(t *testing.T) {
 	}
 	in.Blend, in.Dense = 0.2, 0.8
 	mixed := retrieval.Rerank(chunks, in)
-	wantB := float64(float64(float64(float64(1.0-0.2)-0.8)*0.5)+float64(0.2*float64(2.0/4.0))) + float64(0.8*float64(0.8/0.8))
+	cos, cosMax := 0.8, 0.8
+	wantB := float64(float64(float64(float64(1.0-0.2)-0.8)*0.5)+float64(0.2*float64(2.0/4.0))) + float64(0.8*float64(cos/cosMax))
 	if mixed[0].Chunk.ChunkID != "b" || *mixed[0].Rerank != wantB {
 		t.Fatalf("with rerank_dense 0.8: first %s score %v, want b %v", mixed[0].Chunk.ChunkID, *mixed[0].Rerank, wantB)
 	}
