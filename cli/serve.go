@@ -159,6 +159,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	maxConns := i64("max-conns", "CORDON_MAX_CONNS", 0, "database pool size (0: pgxpool's default)")
 	var replicaURLs repeatFlag
 	fs.Var(&replicaURLs, "replica-url", "URL of a streaming replica to serve reads from (repeatable; default: the comma-separated $CORDON_REPLICA_URLS)")
+	replicaMaxLag := dur("replica-max-lag", "CORDON_REPLICA_MAX_LAG", 0, "serve reads without a consistency token from a replica only while it is at most this far behind the primary (0: any healthy replica)")
 	cacheBytes := i64("cache-bytes", "CORDON_CACHE_BYTES", 0, "memory budget of the in-memory query path (0: rank every query in SQL)")
 	maxBody := i64("max-body-bytes", "CORDON_MAX_BODY_BYTES", d.MaxBodyBytes, "limit of a JSON request body")
 	maxDoc := i64("max-document-bytes", "CORDON_MAX_DOCUMENT_BYTES", d.MaxDocumentBytes, "limit of a document PUT body")
@@ -225,7 +226,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"jwks_file", *jwksFile, "jwks_url", *jwksURL, "oidc_issuer", *oidc, "jwt_issuer", *issuer, "jwt_audience", *audience,
 		"jwt_leeway", leeway.String(), "claim_tenant", *claimTenant, "claim_clearance", *claimClearance,
 		"claim_barriers", *claimBarriers, "claim_roles", *claimRoles,
-		"migrate", *migrate, "max_conns", *maxConns, "cache_bytes", *cacheBytes, "max_body_bytes", *maxBody, "max_document_bytes", *maxDoc,
+		"migrate", *migrate, "max_conns", *maxConns, "replica_max_lag", replicaMaxLag.String(), "cache_bytes", *cacheBytes, "max_body_bytes", *maxBody, "max_document_bytes", *maxDoc,
 		"max_batch_bytes", *maxBatch, "read_header_timeout", readHeader.String(), "read_timeout", read.String(),
 		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
 		"shutdown_timeout", shutdown.String(), "metrics_addr", *metricsAddr, "metrics_tenant_labels", *metricsTenants,
@@ -253,6 +254,9 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if *maxConns < 0 || *maxConns > 10000 {
 		return fmt.Errorf("%w: --max-conns %d out of range", errUsage, *maxConns)
 	}
+	if *replicaMaxLag < 0 {
+		return fmt.Errorf("%w: --replica-max-lag %v must be >= 0", errUsage, *replicaMaxLag)
+	}
 	if *cacheBytes < 0 {
 		return fmt.Errorf("%w: --cache-bytes %d must be >= 0", errUsage, *cacheBytes)
 	}
@@ -263,7 +267,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 			}
 		}
 	}
-	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes, AuditKeys: keys, Replicas: replicaURLs, Models: models})
+	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes, AuditKeys: keys, Replicas: replicaURLs, ReplicaMaxLag: *replicaMaxLag, Models: models})
 	if err != nil {
 		return err
 	}

@@ -454,3 +454,64 @@ func BenchmarkReplicaReads(b *testing.B) {
 		})
 	}
 }
+
+// TestReplicaLagBound: with ReplicaMaxLag, a read without a token goes to
+// the standby only while the standby is known to hold every commit older
+// than the bound. A paused standby behind a new write is skipped once the
+// bound passes (the primary answers, with the write); resumed, it serves
+// again.
+func TestReplicaLagBound(t *testing.T) {
+	sb := startStandby(t)
+	ctx := context.Background()
+	dbURL := migrated(t)
+	standbyURL := sb.url(t, dbURL)
+	settings := index.DefaultSettings()
+	writer := openStore(t, dbURL, postgres.Options{AutoCreate: &settings})
+	const bound = 300 * time.Millisecond
+	reader := openStore(t, dbURL, postgres.Options{Replicas: []string{standbyURL}, ReplicaMaxLag: bound})
+	put(t, writer, cordontype.Document{Tenant: "rep", DocID: "a", Text: "wire hold for review", Classification: cordontype.Public})
+	waitReplay(t, standbyURL, position(t, writer))
+	read := func() retrieval.Result {
+		t.Helper()
+		res, err := retrieval.New(reader).Retrieve(ctx, replicaQuery)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		return res
+	}
+	waitFor(t, "the standby to serve a read without a token", func() bool {
+		read()
+		return reader.ReadStats().Replicas[0].Served > 0
+	})
+
+	execSQL(t, standbyURL, `SELECT pg_wal_replay_pause()`)
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(ctx, standbyURL); err == nil {
+			_, _ = c.Exec(ctx, `SELECT pg_wal_replay_resume()`)
+			c.Close(ctx)
+		}
+	})
+	put(t, writer, cordontype.Document{Tenant: "rep", DocID: "b", Text: "release the wire hold today", Classification: cordontype.Public})
+	tok := position(t, writer)
+	time.Sleep(2 * bound)
+	before := reader.ReadStats()
+	res := read()
+	after := reader.ReadStats()
+	if after.Primary != before.Primary+1 || after.Replicas[0].Lagging == before.Replicas[0].Lagging {
+		t.Fatalf("a read past the lag bound: before %+v, after %+v, want it skipped to the primary", before, after)
+	}
+	if len(res.Chunks) != 2 {
+		t.Fatalf("the primary's answer has %d chunks, want 2 (the write included)", len(res.Chunks))
+	}
+
+	execSQL(t, standbyURL, `SELECT pg_wal_replay_resume()`)
+	waitReplay(t, standbyURL, tok)
+	waitFor(t, "the caught-up standby to serve again", func() bool {
+		b := reader.ReadStats().Replicas[0].Served
+		read()
+		return reader.ReadStats().Replicas[0].Served > b
+	})
+	if res := read(); len(res.Chunks) != 2 {
+		t.Fatalf("the caught-up standby answered %d chunks, want 2", len(res.Chunks))
+	}
+}

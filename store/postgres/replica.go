@@ -24,8 +24,9 @@ import (
 // that then serves the read, before the read's snapshot is taken (replay
 // only moves forward on a running standby, and a restart drops the
 // connection); otherwise it runs on the primary. A read without a token may
-// be served by any healthy replica, however far behind: it sees a committed
-// state of the index, perhaps not the latest.
+// be served by any healthy replica within Options.ReplicaMaxLag of the
+// primary (any, however far behind, when it is 0): it sees a committed state
+// of the index, perhaps not the latest.
 
 // DefaultReplicaBackoff is how long a replica that failed a read is left
 // out of the rotation when Options.ReplicaBackoff is 0.
@@ -78,6 +79,10 @@ type replica struct {
 	served    atomic.Int64 // reads answered
 	behind    atomic.Int64 // tokened reads it had not replayed far enough for
 	failed    atomic.Int64 // reads that failed on it and went to the primary
+	lagging   atomic.Int64 // untokened reads skipped under the lag bound
+	// caughtUpAt (unix nanoseconds) is the latest time the lag monitor
+	// knows the replica holds every commit before (see replicalag.go).
+	caughtUpAt atomic.Int64
 }
 
 // ReplicaStats counts one replica's reads.
@@ -91,6 +96,9 @@ type ReplicaStats struct {
 	// answered by the primary; each one took it out of the rotation for
 	// the backoff.
 	Failed int64
+	// Lagging is the number of reads without a token it was skipped for,
+	// further behind than Options.ReplicaMaxLag.
+	Lagging int64
 	// Healthy is false while the replica is out of the rotation.
 	Healthy bool
 }
@@ -109,7 +117,7 @@ func (s *Store) ReadStats() ReadStats {
 	now := time.Now().UnixNano()
 	for _, r := range s.replicas {
 		out.Replicas = append(out.Replicas, ReplicaStats{
-			Served: r.served.Load(), Behind: r.behind.Load(), Failed: r.failed.Load(),
+			Served: r.served.Load(), Behind: r.behind.Load(), Failed: r.failed.Load(), Lagging: r.lagging.Load(),
 			Healthy: r.downUntil.Load() <= now,
 		})
 	}
@@ -172,6 +180,10 @@ func (s *Store) onReader(ctx context.Context, fn func(*pgxpool.Conn) error) erro
 		for i := range s.replicas {
 			r := s.replicas[(start+i)%len(s.replicas)]
 			if r.downUntil.Load() > now {
+				continue
+			}
+			if tok == 0 && !s.fresh(r, now) {
+				r.lagging.Add(1)
 				continue
 			}
 			done, err := s.tryReplica(ctx, r, tok, fn)

@@ -56,6 +56,13 @@ type Options struct {
 	// re-embedding, the target model's). Nil serves none: a write to such a
 	// tenant fails with embed.ErrUnknownModel.
 	Models *embed.Registry
+	// ReplicaMaxLag, when > 0, bounds how far behind the primary a replica
+	// may be to serve a read without a consistency token: a monitor
+	// samples the primary's and the replicas' WAL positions (four times
+	// within the bound), and a replica not known to hold every commit
+	// older than the bound is skipped. 0 lets any healthy replica serve
+	// such reads.
+	ReplicaMaxLag time.Duration
 	// ReplicaBackoff is how long a replica that failed a read is skipped
 	// (0: DefaultReplicaBackoff).
 	ReplicaBackoff time.Duration
@@ -73,6 +80,7 @@ type Store struct {
 	audit auditGroups
 
 	replicas     []*replica
+	lag          *lagMonitor // nil without a lag bound
 	nextReplica  atomic.Uint32
 	primaryReads atomic.Int64
 }
@@ -128,6 +136,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.CacheBytes > 0 {
 		st.cache = newCache(opts.CacheBytes)
 	}
+	st.startLagMonitor()
 	return st, nil
 }
 
@@ -172,6 +181,7 @@ func vectorTypeError(ctx context.Context, c *pgx.Conn, err error) error {
 
 // Close closes the pools.
 func (s *Store) Close() {
+	s.lag.close()
 	s.pool.Close()
 	closeReplicas(s.replicas)
 }
