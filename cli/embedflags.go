@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -78,4 +80,25 @@ func (f *embedFlags) cachedRegistry(cacheDir string) (*embed.Registry, *embed.Ca
 		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return &reg, cache, nil
+}
+
+// probe embeds one short text with the configured model, so that a server
+// that is down, serves another model or answers other dimensions is named
+// at start rather than at the first request. A dimension mismatch is a
+// configuration error; anything else may be transient and is only
+// reported.
+func (f *embedFlags) probe(ctx context.Context, reg *embed.Registry) (warning string, err error) {
+	if *f.url == "" {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = reg.Vectors(ctx, embed.Spec{Model: *f.model, Dims: *f.dims}, []string{"cordon embedding probe"}, embed.Query)
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.Is(err, embed.ErrDims):
+		return "", fmt.Errorf("%w: --embed-dims %d: %w", errUsage, *f.dims, err)
+	}
+	return err.Error(), nil
 }

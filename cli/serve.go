@@ -196,6 +196,10 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
+	embedWarning, err := embedding.probe(ctx, models)
+	if err != nil {
+		return err
+	}
 	keys, err := serveAuditKeys(*auditKeyFile, *auditKeyID, *auditUnkeyed)
 	if err != nil {
 		return err
@@ -234,6 +238,9 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims}
 	attrs = append(attrs, reranker.logAttrs(env)...)
 	log.Info("config", append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","))...)
+	if embedWarning != "" {
+		log.Warn("the embedding server did not answer a probe; tenants on its model fail with 503 until it does", "error", embedWarning)
+	}
 	if *auditUnkeyed {
 		log.Warn("audit records are chained without a key (--audit-unkeyed): anyone who can write the database can rewrite the audit log undetected; development only")
 	}

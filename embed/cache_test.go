@@ -2,9 +2,12 @@ package embed_test
 
 import (
 	"context"
+	"errors"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cordon-rag/cordon/embed"
@@ -61,5 +64,20 @@ func TestCacheRemembersAndPersists(t *testing.T) {
 	// A file of other dimensions is refused.
 	if _, err := embed.NewCache(toy2, 7, path); err == nil {
 		t.Fatal("a 7-dimension cache opened an 8-dimension file")
+	}
+}
+
+// A server answering other dimensions than configured is ErrDims (and
+// ErrProvider): a configuration error, not a transient one.
+func TestHTTPWrongDimsIsErrDims(t *testing.T) {
+	srv := httptest.NewServer(embedtest.Handler("toy", &embedtest.Toy{Dims: 8}, 0))
+	defer srv.Close()
+	h, err := embed.NewHTTP(embed.HTTPConfig{API: embed.APIOpenAI, URL: srv.URL, Model: "toy", Dims: 4, Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Embed(context.Background(), []string{"a b"}, embed.Query)
+	if !errors.Is(err, embed.ErrDims) || !errors.Is(err, embed.ErrProvider) || strings.Contains(err.Error(), "attempts") {
+		t.Fatalf("wrong dims: %v, want ErrDims without retries", err)
 	}
 }

@@ -24,6 +24,10 @@ var ErrInvalidSpec = errors.New("invalid embedding model")
 // provider.
 var ErrUnknownModel = errors.New("embedding model not configured")
 
+// ErrDims is returned (wrapped, with ErrProvider) when a provider's vectors
+// have other dimensions than the model spec says.
+var ErrDims = errors.New("vector dimensions differ from the model's")
+
 // ErrProvider is returned (wrapped) for a provider that failed or answered
 // something unusable.
 var ErrProvider = errors.New("embedding provider failed")
@@ -171,7 +175,7 @@ func (r *Registry) Vectors(ctx context.Context, spec Spec, texts []string, kind 
 	out := make([][]int32, len(fs))
 	for i, f := range fs {
 		if len(f) != spec.Dims {
-			return nil, fmt.Errorf("%w: %s returned a vector of %d dimensions; the tenant records %d", ErrProvider, spec, len(f), spec.Dims)
+			return nil, fmt.Errorf("%w: %w: %s returned a vector of %d dimensions; the tenant records %d", ErrProvider, ErrDims, spec, len(f), spec.Dims)
 		}
 		if out[i], err = Quantize(f); err != nil {
 			return nil, fmt.Errorf("%w: %s vector %d: %v", ErrProvider, spec, i, err)

@@ -393,6 +393,7 @@ type failure struct {
 	retry      bool          // transient: a retry may succeed
 	retryAfter time.Duration // the server's Retry-After, 0 without one
 	err        error         // the underlying error, if any
+	kind       error         // a sentinel the returned error also wraps (ErrDims), if any
 }
 
 // embedBatch sends one request, retrying transient failures.
@@ -502,7 +503,7 @@ func (h *HTTP) attempt(ctx context.Context, body []byte, n int) ([][]float32, *f
 	}
 	for i, v := range vs {
 		if len(v) != h.dims {
-			return nil, &failure{msg: fmt.Sprintf("text %d's vector has %d dimensions, --embed-dims says %d; set --embed-dims to the model's vector length", i, len(v), h.dims), status: resp.StatusCode}
+			return nil, &failure{msg: fmt.Sprintf("text %d's vector has %d dimensions, --embed-dims says %d; set --embed-dims to the model's vector length", i, len(v), h.dims), status: resp.StatusCode, kind: ErrDims}
 		}
 	}
 	return vs, nil
@@ -580,6 +581,9 @@ func (h *HTTP) fail(f *failure, attempts int, note string) error {
 	}
 	if note != "" {
 		msg += "; " + note
+	}
+	if f.kind != nil {
+		return fmt.Errorf("%w: %w: %s POST %s: %s", ErrProvider, f.kind, h.api.name, h.endpoint, msg)
 	}
 	return fmt.Errorf("%w: %s POST %s: %s", ErrProvider, h.api.name, h.endpoint, msg)
 }

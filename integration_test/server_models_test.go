@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/cordon-rag/cordon/cli"
 	"github.com/cordon-rag/cordon/embed/embedtest"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/server"
@@ -89,5 +91,24 @@ func TestServerModelTenant(t *testing.T) {
 				t.Fatal("a refused write stored its document")
 			}
 		})
+	}
+}
+
+// cordon serve probes its embedding server at start: other dimensions than
+// --embed-dims are a usage error, an unreachable server only a warning.
+func TestServeEmbeddingProbe(t *testing.T) {
+	toy := &embedtest.Toy{Dims: 32}
+	srv := httptest.NewServer(embedtest.Handler("toy-32", toy, 0))
+	defer srv.Close()
+	code, _, stderr := runCLI(t, map[string]string{"CORDON_JWT_HS256_SECRET": testSecret}, "serve", "--audit-unkeyed", "--listen", "127.0.0.1:0",
+		"--embed-url", srv.URL, "--embed-model", "toy-32", "--embed-dims", "16")
+	if code != cli.ExitUsage || !strings.Contains(stderr, "--embed-dims 16") || !strings.Contains(stderr, "32 dimensions") {
+		t.Fatalf("serve with the wrong --embed-dims: exit %d: %s", code, stderr)
+	}
+	dbURL := migrated(t)
+	_, _, logs := startServe(t, map[string]string{"CORDON_JWT_HS256_SECRET": testSecret}, "--database-url", dbURL, "--audit-unkeyed", "--listen", "127.0.0.1:0",
+		"--embed-url", "http://127.0.0.1:1", "--embed-model", "toy-32", "--embed-dims", "32", "--embed-retries", "0")
+	if !strings.Contains(logs.String(), "the embedding server did not answer a probe") {
+		t.Fatalf("no probe warning in the log:\n%s", logs.String())
 	}
 }
