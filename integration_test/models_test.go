@@ -9,6 +9,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/embed/embedtest"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/replay/replaygen"
 	"github.com/cordon-rag/cordon/store/memory"
@@ -36,9 +37,9 @@ func withModel(t *testing.T, script []byte, model string, dims int) []byte {
 }
 
 // runModelScripts replays randomized scripts whose tenants embed with the
-// model reg serves as name, on the reference store and on Postgres (SQL
-// path, and every other script the in-memory query path), and requires
-// byte-identical output.
+// model reg serves as name, on the reference store, the memindex store and
+// Postgres (SQL path, and every other script the in-memory query path), and
+// requires byte-identical output.
 func runModelScripts(t *testing.T, reg *embed.Registry, name string, dims, n int) {
 	dbURL := migrated(t)
 	ctx := context.Background()
@@ -52,6 +53,15 @@ func runModelScripts(t *testing.T, reg *embed.Registry, name string, dims, n int
 		}
 		if bytes.Contains(want.Bytes(), []byte(`"error"`)) && bytes.Contains(want.Bytes(), []byte("model")) {
 			t.Fatalf("seed %d: the reference refused the model:\n%s", seed, want.Bytes())
+		}
+		var fast bytes.Buffer
+		if err := replay.RunWithModels(ctx, script, func(_ context.Context, s index.Settings) (replay.Store, error) {
+			return memindex.NewStoreWithModels(s, reg)
+		}, reg, &fast); err != nil {
+			t.Fatalf("seed %d: memindex replay: %v", seed, err)
+		}
+		if !bytes.Equal(fast.Bytes(), want.Bytes()) {
+			t.Fatalf("seed %d: the memindex store differs from the reference\n%s", seed, firstDiff(want.Bytes(), fast.Bytes()))
 		}
 		for _, cache := range []int64{0, 1 << 30} {
 			if cache > 0 && seed%2 == 1 {
