@@ -265,7 +265,7 @@ const gcMinDead = 4096
 // maybeCollect rewrites the tenant's postings without those of removed
 // chunks once dead (stats.dead_postings) exceeds a quarter of live (the live
 // tokens, stats.sum_len), both as the writer just updated them.
-// It runs in the writer's transaction, under the tenant's write lock.
+// It runs in the writer's transaction, under the tenant's stats row lock.
 func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables, dead, live int64) error {
 	if dead < gcMinDead || dead*4 <= live {
 		return nil
