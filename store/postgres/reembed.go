@@ -22,7 +22,7 @@ import (
 // with no downtime; migrations/00010_embedding_models.sql describes the
 // states. Every step that changes the tenant's models takes the tenant's
 // write lock, which every write takes too, so a write stores vectors of
-// exactly the models current when it commits (checkModels), and a reader's
+// exactly the models current when it commits (scanModels), and a reader's
 // snapshot sees one model in the registry and the same model's vectors in
 // the embedding column.
 

@@ -186,15 +186,16 @@ func lastOfEach(batch []preparedDoc) []preparedDoc {
 
 // Writes to one tenant run in parallel. A write takes, in this order:
 //
-//   - the tenant's write lock in shared mode (lockWriteShared): re-embedding steps
-//     take it exclusively, so they never run beside a write;
+//   - the tenant's write lock in shared mode (lockWriteSharedSQL):
+//     re-embedding steps take it exclusively, so they never run beside a
+//     write, and the tenant's models stay those the write checked;
 //   - row locks on its documents, in doc id order: a put upserts the
 //     documents' rows (a put never deletes a document row, it updates it, so
 //     a waiter always finds the row it waited for), a delete locks the row;
 //     two writes of one document are so serialised, and writes of several
 //     documents lock them in one order and cannot deadlock;
 //   - after its chunks and postings are written, the tenant's stats row
-//     (lockStats), for the few statements that update the statistics, the
+//     (applyStats), for the few statements that update the statistics, the
 //     version and the change log.
 //
 // The stats row lock is held to the commit, so versions commit in order,
@@ -207,12 +208,9 @@ func lastOfEach(batch []preparedDoc) []preparedDoc {
 // hashtext(schema)).
 const writeLockClass = 0x57726974 // "Writ"
 
-// lockWriteShared takes the tenant's write lock in shared mode, as every
-// write does.
-func lockWriteShared(ctx context.Context, tx pgx.Tx, tb tables) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1, hashtext($2))`, writeLockClass, tb.schema)
-	return classify(err)
-}
+// lockWriteSharedSQL takes the tenant's write lock in shared mode, as every
+// write does ($1 writeLockClass, $2 the schema).
+const lockWriteSharedSQL = `SELECT pg_advisory_xact_lock_shared($1, hashtext($2))`
 
 // lockWriteExclusive takes the tenant's write lock exclusively: it waits for
 // the writes under way and keeps new ones out until the transaction ends.
@@ -250,23 +248,24 @@ func (m labelDeltas) add(k labelKey, n, length int64) {
 	m[k] = d
 }
 
-// removeChunks deletes the chunks of docIDs, whose rows the caller has
-// locked, counting them into gone by label set; it returns how many there
-// were and their length sum. Their postings stay until their blocks are
-// merged, and readers never see them.
-func removeChunks(ctx context.Context, tx pgx.Tx, tb tables, docIDs []string, gone labelDeltas) (n, sumLen int64, err error) {
-	rows, err := tx.Query(ctx, `
-		WITH gone AS (DELETE FROM `+tb.chunks+` WHERE doc_id = ANY($1) RETURNING classification, barriers, length)
+// removeChunksSQL deletes the chunks of the documents $1, whose rows the
+// caller has locked, and counts them by label set (scanGone reads the
+// result). Their postings stay until their blocks are merged, and readers
+// never see them.
+func removeChunksSQL(tb tables) string {
+	return `WITH gone AS (DELETE FROM ` + tb.chunks + ` WHERE doc_id = ANY($1) RETURNING classification, barriers, length)
 		SELECT classification, array_to_string(barriers, ','), count(*), sum(length)::bigint
-		FROM gone GROUP BY classification, barriers`, docIDs)
-	if err != nil {
-		return 0, 0, classify(err)
-	}
+		FROM gone GROUP BY classification, barriers`
+}
+
+// scanGone reads removeChunksSQL's result into gone and returns how many
+// chunks were removed and their length sum.
+func scanGone(rows pgx.Rows, gone labelDeltas) (n, sumLen int64, err error) {
+	defer rows.Close()
 	for rows.Next() {
 		var k labelKey
 		var cn, cl int64
 		if err := rows.Scan(&k.class, &k.barriers, &cn, &cl); err != nil {
-			rows.Close()
 			return 0, 0, classify(err)
 		}
 		gone.add(k, -cn, -cl)
@@ -286,32 +285,58 @@ type statsUpdate struct {
 }
 
 // applyStats locks the stats row and applies u: the label sets' counters,
-// N, the length sum, the vector bounds, the version and the change log, and
-// a postings collection when dead postings are due one.
+// N, the length sum, the vector bounds, the version and the change log, in
+// one round trip (the lock is held from the first of these statements to
+// the commit), then a postings collection when dead postings are due one.
 func applyStats(ctx context.Context, tx pgx.Tx, tb tables, u statsUpdate) error {
-	if err := updateLabels(ctx, tx, tb, u.labels); err != nil {
-		return err
-	}
-	var version, dead, live int64
-	if err := tx.QueryRow(ctx, `UPDATE `+tb.stats+` SET
+	b := &pgx.Batch{}
+	b.Queue(`SELECT 1 FROM ` + tb.stats + ` FOR UPDATE`)
+	labels := queueLabels(b, tb, u.labels)
+	b.Queue(`UPDATE `+tb.stats+` SET
 		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
 		max_abs = greatest(max_abs, $5), max_abs_next = greatest(max_abs_next, $6), version = version + 1,
 		dead_postings = dead_postings + $3
 		RETURNING version, dead_postings, sum_len`,
-		u.oldN, u.newN, u.oldLen, u.newLen, u.maxAbs, u.maxAbsNext).Scan(&version, &dead, &live); err != nil {
+		u.oldN, u.newN, u.oldLen, u.newLen, u.maxAbs, u.maxAbsNext)
+	b.Queue(`INSERT INTO `+tb.changes+` (version, doc_id) SELECT s.version, u.doc_id FROM `+tb.stats+` s, unnest($1::text[]) AS u(doc_id)`, u.docIDs)
+	br := tx.SendBatch(ctx, b)
+	var version, dead, live int64
+	err := execBatch(br, 1+labels)
+	if err == nil {
+		err = br.QueryRow().Scan(&version, &dead, &live)
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return classify(err)
 	}
 	if err := maybeCollect(ctx, tx, tb, dead, live); err != nil {
 		return err
 	}
-	return logChanges(ctx, tx, tb, version, u.docIDs)
+	return pruneChanges(ctx, tx, tb, version)
 }
 
-// updateLabels adds d to the label sets' counters (under the stats row
-// lock, so no other write changes them meanwhile): existing sets are
-// updated, new ones inserted. Sets that reach zero stay; they sum to
-// nothing.
-func updateLabels(ctx context.Context, tx pgx.Tx, tb tables, d labelDeltas) error {
+// execBatch reads the results of the next n statements of br, which
+// return no rows the caller needs.
+func execBatch(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queueLabels queues the statement that adds d to the label sets'
+// counters (under the stats row lock, so no other write changes them
+// meanwhile): existing sets are updated, new ones inserted. Sets that reach
+// zero stay; they sum to nothing. It returns how many statements it queued
+// (none when d changes nothing).
+func queueLabels(b *pgx.Batch, tb tables, d labelDeltas) int {
 	var classes []int16
 	var barriers []string
 	var ns, ls []int64
@@ -323,9 +348,9 @@ func updateLabels(ctx context.Context, tx pgx.Tx, tb tables, d labelDeltas) erro
 		ns, ls = append(ns, v.n), append(ls, v.length)
 	}
 	if len(classes) == 0 {
-		return nil
+		return 0
 	}
-	_, err := tx.Exec(ctx, `
+	b.Queue(`
 		WITH u AS (
 			SELECT c, string_to_array(b, ',') AS b, n, l FROM unnest($1::smallint[], $2::text[], $3::bigint[], $4::bigint[]) AS u(c, b, n, l)
 		), upd AS (
@@ -337,7 +362,7 @@ func updateLabels(ctx context.Context, tx pgx.Tx, tb tables, d labelDeltas) erro
 		SELECT u.c, u.b, u.n, u.l FROM u
 		WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.classification = u.c AND upd.barriers = u.b)`,
 		classes, barriers, ns, ls)
-	return classify(err)
+	return 1
 }
 
 // write is a batch ready to store: its rows built, chunk ids and the
@@ -439,17 +464,19 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 	return w, nil
 }
 
-// putTx stores w: it locks the documents by upserting their rows, replaces
-// their chunks, adds the postings segment and, last, updates the
-// statistics under the stats row lock.
+// putTx stores w: in one round trip it takes the tenant's write lock
+// (shared), checks the tenant's models, locks the documents by upserting
+// their rows and deletes their old chunks; then it copies the chunks and the
+// postings segment and, last, updates the statistics under the stats row
+// lock.
 func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 	tb := t.tables
-	if err := lockWriteShared(ctx, tx, tb); err != nil {
-		return err
-	}
+	b := &pgx.Batch{}
+	b.Queue(lockWriteSharedSQL, writeLockClass, tb.schema)
+	b.Queue(modelsSQL, t.name)
 	// ORDER BY: rows are locked in doc id order (the arrays are sorted
 	// too), so concurrent writes of shared documents cannot deadlock.
-	if _, err := tx.Exec(ctx, `
+	b.Queue(`
 		INSERT INTO `+tb.documents+` AS d (doc_id, classification, barriers, as_of_tick, title, metadata, text, content_hash)
 		SELECT u.doc_id, u.classification, string_to_array(u.barriers, ','), u.as_of_tick, u.title, u.metadata::jsonb, u.text, u.content_hash
 		FROM unnest($1::text[], $2::smallint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::bytea[])
@@ -458,13 +485,29 @@ func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 		ON CONFLICT (doc_id) DO UPDATE SET classification = excluded.classification, barriers = excluded.barriers,
 			as_of_tick = excluded.as_of_tick, title = excluded.title, metadata = excluded.metadata, text = excluded.text,
 			content_hash = excluded.content_hash`,
-		w.docs.ids, w.docs.classes, w.docs.barriers, w.docs.ticks, w.docs.titles, w.docs.metas, w.docs.texts, w.docs.hashes); err != nil {
-		return classify(err)
-	}
+		w.docs.ids, w.docs.classes, w.docs.barriers, w.docs.ticks, w.docs.titles, w.docs.metas, w.docs.texts, w.docs.hashes)
+	b.Queue(removeChunksSQL(tb), w.docs.ids)
 	labels := maps.Clone(w.labels)
-	oldN, oldLen, err := removeChunks(ctx, tx, tb, w.docs.ids, labels)
+	br := tx.SendBatch(ctx, b)
+	var oldN, oldLen int64
+	_, err := br.Exec()
+	if err == nil {
+		err = scanModels(br.QueryRow(), t)
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			oldN, oldLen, err = scanGone(rows, labels)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "chunks"},
 		[]string{"id", "chunk_id", "doc_id", "ord", "section", "text", "start_char", "end_char", "length",
@@ -476,27 +519,24 @@ func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 	if err := copySegment(ctx, tx, tb, w.block, w.postings); err != nil {
 		return err
 	}
-	if err := lockStats(ctx, tx, tb); err != nil {
-		return err
-	}
-	if err := checkModels(ctx, tx, t); err != nil {
-		return err
-	}
 	return applyStats(ctx, tx, tb, statsUpdate{labels: labels, oldN: oldN, oldLen: oldLen, newN: w.newN, newLen: w.newLen,
 		maxAbs: w.maxAbs, maxAbsNext: w.maxAbsNext, docIDs: w.docs.ids})
 }
 
-// checkModels fails with errModelsChanged unless the tenant's models are
-// still those of t. The caller holds the tenant's write lock (shared), which
-// every re-embedding step that changes them takes exclusively.
-func checkModels(ctx context.Context, tx pgx.Tx, t tenantInfo) error {
+// modelsSQL reads the tenant's embedding models (scanModels checks them).
+const modelsSQL = `SELECT embed_model, dims, reembed_state, next_model, next_dims FROM cordon.tenants WHERE name = $1`
+
+// scanModels fails with errModelsChanged unless the tenant's models, as
+// modelsSQL read them, are still those of t. The caller holds the tenant's
+// write lock (shared), which every re-embedding step that changes them takes
+// exclusively, so they cannot change before the caller commits.
+func scanModels(row pgx.Row, t tenantInfo) error {
 	var model, state string
 	var dims int
 	var next *string
 	var nextDims *int
-	if err := tx.QueryRow(ctx, `SELECT embed_model, dims, reembed_state, next_model, next_dims FROM cordon.tenants WHERE name = $1`,
-		t.name).Scan(&model, &dims, &state, &next, &nextDims); err != nil {
-		return classify(err)
+	if err := row.Scan(&model, &dims, &state, &next, &nextDims); err != nil {
+		return err
 	}
 	cur := t.settings.Spec()
 	same := model == cur.Model && dims == cur.Dims && state == t.reembed && (next == nil) == (t.next == nil)
@@ -513,17 +553,14 @@ func checkModels(ctx context.Context, tx pgx.Tx, t tenantInfo) error {
 // cache further behind reloads the tenant.
 const changeLogKeep = 100_000
 
-// logChanges records that docIDs changed at version, and prunes the log.
-func logChanges(ctx context.Context, tx pgx.Tx, tb tables, version int64, docIDs []string) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO `+tb.changes+` (version, doc_id) SELECT $1, unnest($2::text[])`, version, docIDs); err != nil {
-		return classify(err)
+// pruneChanges drops change log entries older than changeLogKeep versions,
+// every thousandth version.
+func pruneChanges(ctx context.Context, tx pgx.Tx, tb tables, version int64) error {
+	if version%1000 != 0 {
+		return nil
 	}
-	if version%1000 == 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM `+tb.changes+` WHERE version <= $1`, version-changeLogKeep); err != nil {
-			return classify(err)
-		}
-	}
-	return nil
+	_, err := tx.Exec(ctx, `DELETE FROM `+tb.changes+` WHERE version <= $1`, version-changeLogKeep)
+	return classify(err)
 }
 
 // Delete removes a document in one transaction. It reports whether it existed;
@@ -542,30 +579,37 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 	var existed bool
 	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		tb := t.tables
-		if err := lockWriteShared(ctx, tx, tb); err != nil {
-			return err
-		}
-		// A put updates a document's row in place, so this lock, once
+		// A put updates a document's row in place, so the row lock, once
 		// granted, holds the document's current row (or finds it gone).
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM `+tb.documents+` WHERE doc_id = $1 FOR UPDATE`, docID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return classify(err)
-		}
-		existed = true
+		b := &pgx.Batch{}
+		b.Queue(lockWriteSharedSQL, writeLockClass, tb.schema)
+		b.Queue(`SELECT count(*) FROM (SELECT 1 FROM `+tb.documents+` WHERE doc_id = $1 FOR UPDATE) d`, docID)
+		b.Queue(removeChunksSQL(tb), []string{docID})
+		b.Queue(`DELETE FROM `+tb.documents+` WHERE doc_id = $1`, docID)
+		br := tx.SendBatch(ctx, b)
 		gone := labelDeltas{}
-		n, sumLen, err := removeChunks(ctx, tx, tb, []string{docID}, gone)
-		if err != nil {
-			return err
+		var locked, n, sumLen int64
+		_, err := br.Exec()
+		if err == nil {
+			err = br.QueryRow().Scan(&locked)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+tb.documents+` WHERE doc_id = $1`, docID); err != nil {
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = br.Query(); err == nil {
+				n, sumLen, err = scanGone(rows, gone)
+			}
+		}
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return classify(err)
 		}
-		if err := lockStats(ctx, tx, tb); err != nil {
-			return err
+		if existed = locked > 0; !existed {
+			return nil
 		}
 		return applyStats(ctx, tx, tb, statsUpdate{labels: gone, oldN: n, oldLen: sumLen, docIDs: []string{docID}})
 	})
