@@ -204,7 +204,11 @@ func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64, dea
 			return nil, fmt.Errorf("%w: postings arrays not in binary format", errArrayFormat)
 		}
 		raw := rows.RawValues()
-		p := lists.of(string(raw[0]))
+		p := lists[string(raw[0])] // no allocation for a term seen before
+		if p == nil {
+			p = &postingList{}
+			lists[string(raw[0])] = p
+		}
 		if p.chunks, err = appendInt8Array(p.chunks, raw[1]); err == nil {
 			p.tfs, err = appendInt4Array(p.tfs, raw[2])
 		}
