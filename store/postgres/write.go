@@ -31,8 +31,10 @@ func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.
 
 // PutBatch stores several documents of one tenant in one transaction: all of
 // them or none. It is the bulk-ingest path (one COPY of all chunks and of
-// all postings, one statistics update); batches of one tenant are written in
-// parallel and serialise only their statistics updates. A doc id given twice keeps its last
+// all postings, one statistics update); batches written to one tenant at
+// once are committed together (writegroup.go), and writes of one tenant
+// from several processes run in parallel, serialising only their statistics
+// updates. A doc id given twice keeps its last
 // version. It returns each document's chunks in input order.
 func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]cordontype.Chunk, error) {
 	if len(docs) == 0 {
@@ -49,6 +51,7 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 	}
 	var t tenantInfo
 	var batch []preparedDoc
+	var merge bool
 	var err error
 	// A re-embedding step that commits between reading the tenant's models
 	// and taking its write lock changes the models the batch must carry:
@@ -60,13 +63,7 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 		if batch, err = s.prepareDocs(ctx, t, docs); err != nil {
 			return nil, err
 		}
-		var w *write
-		w, err = s.prepareWrite(ctx, t.tables, lastOfEach(batch))
-		if err == nil {
-			err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-				return putTx(ctx, tx, t, w)
-			})
-		}
+		merge, err = s.writeGrouped(ctx, t, lastOfEach(batch))
 		if !errors.Is(err, errModelsChanged) || attempt == 3 {
 			break
 		}
@@ -77,7 +74,9 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 		}
 		return nil, fmt.Errorf("put %d documents: %w", len(docs), err)
 	}
-	s.merge(ctx, t)
+	if merge {
+		s.merge(ctx, t)
+	}
 	out := make([][]cordontype.Chunk, len(batch))
 	for i, d := range batch {
 		out[i] = make([]cordontype.Chunk, len(d.chunks))
@@ -282,6 +281,8 @@ type statsUpdate struct {
 	newN, newLen       int64
 	maxAbs, maxAbsNext int32
 	docIDs             []string
+	// writes is how many writes u holds; the version grows by as many.
+	writes int64
 }
 
 // applyStats locks the stats row and applies u: the label sets' counters,
@@ -294,10 +295,10 @@ func applyStats(ctx context.Context, tx pgx.Tx, tb tables, u statsUpdate) error 
 	labels := queueLabels(b, tb, u.labels)
 	b.Queue(`UPDATE `+tb.stats+` SET
 		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
-		max_abs = greatest(max_abs, $5), max_abs_next = greatest(max_abs_next, $6), version = version + 1,
+		max_abs = greatest(max_abs, $5), max_abs_next = greatest(max_abs_next, $6), version = version + $7,
 		dead_postings = dead_postings + $3
 		RETURNING version, dead_postings, sum_len`,
-		u.oldN, u.newN, u.oldLen, u.newLen, u.maxAbs, u.maxAbsNext)
+		u.oldN, u.newN, u.oldLen, u.newLen, u.maxAbs, u.maxAbsNext, max(u.writes, 1))
 	b.Queue(`INSERT INTO `+tb.changes+` (version, doc_id) SELECT s.version, u.doc_id FROM `+tb.stats+` s, unnest($1::text[]) AS u(doc_id)`, u.docIDs)
 	br := tx.SendBatch(ctx, b)
 	var version, dead, live int64
@@ -317,7 +318,7 @@ func applyStats(ctx context.Context, tx pgx.Tx, tb tables, u statsUpdate) error 
 	if err := maybeCollect(ctx, tx, tb, dead, live); err != nil {
 		return err
 	}
-	return pruneChanges(ctx, tx, tb, version)
+	return pruneChanges(ctx, tx, tb, version, max(u.writes, 1))
 }
 
 // execBatch reads the results of the next n statements of br, which
@@ -380,6 +381,9 @@ type write struct {
 	newN, newLen int64
 	maxAbs       int32
 	maxAbsNext   int32
+	// writes is how many batches the write holds (a group's): the
+	// tenant's version grows by as many.
+	writes int64
 }
 
 // docColumns are documents as parallel columns for one upsert statement;
@@ -520,7 +524,7 @@ func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 		return err
 	}
 	return applyStats(ctx, tx, tb, statsUpdate{labels: labels, oldN: oldN, oldLen: oldLen, newN: w.newN, newLen: w.newLen,
-		maxAbs: w.maxAbs, maxAbsNext: w.maxAbsNext, docIDs: w.docs.ids})
+		maxAbs: w.maxAbs, maxAbsNext: w.maxAbsNext, docIDs: w.docs.ids, writes: w.writes})
 }
 
 // modelsSQL reads the tenant's embedding models (scanModels checks them).
@@ -554,9 +558,10 @@ func scanModels(row pgx.Row, t tenantInfo) error {
 const changeLogKeep = 100_000
 
 // pruneChanges drops change log entries older than changeLogKeep versions,
-// every thousandth version.
-func pruneChanges(ctx context.Context, tx pgx.Tx, tb tables, version int64) error {
-	if version%1000 != 0 {
+// each time the version (grown by writes to version) passes a multiple of
+// a thousand.
+func pruneChanges(ctx context.Context, tx pgx.Tx, tb tables, version, writes int64) error {
+	if version/1000 == (version-writes)/1000 {
 		return nil
 	}
 	_, err := tx.Exec(ctx, `DELETE FROM `+tb.changes+` WHERE version <= $1`, version-changeLogKeep)
