@@ -49,7 +49,9 @@
 // segment, and only then locks the tenant's stats row to update N, the
 // length sums, the version and the change log, so the statistics stay exact
 // and versions commit in order while the bulk of the work overlaps
-// (write.go). A delete removes documents and chunks; their postings stay in
+// (write.go). Batches that reach a tenant at once are committed together,
+// as one transaction with one postings segment, each batch still all or
+// nothing (writegroup.go). A delete removes documents and chunks; their postings stay in
 // their blocks, unread, until a merge drops them.
 //
 // # In-memory query path
