@@ -17,7 +17,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-const latestVersion = 10
+const latestVersion = 11
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()

@@ -43,11 +43,16 @@
 //
 // # Writes
 //
-// A put or delete is one transaction that locks the tenant's stats row first:
-// writes to one tenant are serialised, so N, df and lengths stay exact under
-// concurrency, and a failure anywhere rolls back to the previous version. A
-// delete removes documents and chunks; their postings stay in their blocks,
-// unread, until a merge drops them.
+// A put or delete is one transaction: a failure anywhere rolls back to the
+// previous version. Writes to one tenant run in parallel: a write locks its
+// documents' rows (in doc id order), writes its chunks and its postings
+// segment, and only then locks the tenant's stats row to update N, the
+// length sums, the version and the change log, so the statistics stay exact
+// and versions commit in order while the bulk of the work overlaps
+// (write.go). Batches that reach a tenant at once are committed together,
+// as one transaction with one postings segment, each batch still all or
+// nothing (writegroup.go). A delete removes documents and chunks; their postings stay in
+// their blocks, unread, until a merge drops them.
 //
 // # In-memory query path
 //

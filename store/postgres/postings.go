@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -99,26 +100,23 @@ func nextBlock(ctx context.Context, db DBTX, tb tables) (int64, error) {
 	return b, classify(err)
 }
 
+// copySegment writes lists as the postings rows of block (one per term with
+// postings) and registers the segment.
 func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists postingLists) error {
 	terms := make([]string, 0, len(lists))
-	for t := range lists {
-		if len(lists[t].chunks) > 0 {
+	var total int64
+	for t, p := range lists {
+		if len(p.chunks) > 0 {
 			terms = append(terms, t)
+			sortPostings(p)
+			total += int64(len(p.chunks))
 		}
 	}
 	if len(terms) == 0 {
 		return nil
 	}
-	slices.Sort(terms)
-	var total int64
-	out := make([][]any, 0, len(terms))
-	for _, t := range terms {
-		p := lists[t]
-		sortPostings(p)
-		total += int64(len(p.chunks))
-		out = append(out, []any{t, block, int32(len(p.chunks)), p.chunks, p.tfs})
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "postings"}, []string{"term", "block", "n", "chunks", "tfs"}, pgx.CopyFromRows(out)); err != nil {
+	if _, err := tx.Conn().PgConn().CopyFrom(ctx, newPostingsRows(terms, lists, block),
+		`COPY `+tb.postings+` (term, block, n, chunks, tfs) FROM STDIN BINARY`); err != nil {
 		return classify(err)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO `+tb.segments+` (block, postings) VALUES ($1, $2)`, block, total)
@@ -166,7 +164,11 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 		for i, j := range pick {
 			blocks[i] = segs[j].Block
 		}
-		lists, err := readSegments(ctx, tx, tb, blocks)
+		var dead int64
+		if err := tx.QueryRow(ctx, `SELECT dead_postings FROM `+tb.stats).Scan(&dead); err != nil {
+			return classify(err)
+		}
+		lists, err := readSegments(ctx, tx, tb, blocks, dead)
 		if err != nil {
 			return err
 		}
@@ -187,28 +189,46 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 }
 
 // readSegments reads the postings of blocks, in block order, keeping only
-// those whose chunk still exists.
-func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64) (postingLists, error) {
-	rows, err := tx.Query(ctx, `SELECT term, block, chunks, tfs FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
+// those whose chunk still exists; with dead zero (the tenant's
+// stats.dead_postings: no chunk was removed since the last collection) every
+// posting is kept without asking.
+func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64, dead int64) (postingLists, error) {
+	rows, err := tx.Query(ctx, `SELECT term, chunks, tfs FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
 	if err != nil {
 		return nil, classify(err)
 	}
 	lists := postingLists{}
-	var ids []int64
 	for rows.Next() {
-		var term string
-		var block int64
-		var chunks []int64
-		var tfs []int32
-		if err := rows.Scan(&term, &block, &chunks, &tfs); err != nil {
+		if fd := rows.FieldDescriptions(); fd[1].Format != pgx.BinaryFormatCode || fd[2].Format != pgx.BinaryFormatCode {
+			rows.Close()
+			return nil, fmt.Errorf("%w: postings arrays not in binary format", errArrayFormat)
+		}
+		raw := rows.RawValues()
+		p := lists[string(raw[0])] // no allocation for a term seen before
+		if p == nil {
+			p = &postingList{}
+			lists[string(raw[0])] = p
+		}
+		if p.chunks, err = appendInt8Array(p.chunks, raw[1]); err == nil {
+			p.tfs, err = appendInt4Array(p.tfs, raw[2])
+		}
+		if err == nil && len(p.chunks) != len(p.tfs) {
+			err = fmt.Errorf("%w: %d chunks and %d tfs", errArrayFormat, len(p.chunks), len(p.tfs))
+		}
+		if err != nil {
 			rows.Close()
 			return nil, err
 		}
-		lists.of(term).extend(chunks, tfs)
-		ids = append(ids, chunks...)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify(err)
+	}
+	if dead == 0 {
+		return lists, nil
+	}
+	var ids []int64
+	for _, p := range lists {
+		ids = append(ids, p.chunks...)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -265,7 +285,7 @@ const gcMinDead = 4096
 // maybeCollect rewrites the tenant's postings without those of removed
 // chunks once dead (stats.dead_postings) exceeds a quarter of live (the live
 // tokens, stats.sum_len), both as the writer just updated them.
-// It runs in the writer's transaction, under the tenant's write lock.
+// It runs in the writer's transaction, under the tenant's stats row lock.
 func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables, dead, live int64) error {
 	if dead < gcMinDead || dead*4 <= live {
 		return nil

@@ -1,8 +1,14 @@
 package postgres
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"testing/iotest"
 )
 
 func TestSizeClass(t *testing.T) {
@@ -92,4 +98,90 @@ func TestMergePickBoundsSegments(t *testing.T) {
 		t.Errorf("write amplification %.1f: each posting rewritten too often", amp)
 	}
 	t.Logf("%d postings, at most %d segments, write amplification %.2f", total, maxSegs, amp)
+}
+
+// TestPostingsArrayCodec checks the binary array coding against a
+// hand-written int8[] and int4[] and the errors on malformed input; the
+// integration tests run it through PostgreSQL.
+func TestPostingsArrayCodec(t *testing.T) {
+	p := &postingList{chunks: []int64{1, 1 << 40, -3}, tfs: []int32{7, 1, 1 << 30}}
+	row := appendPostingsRow(nil, "wire", 9, p)
+	want := []byte{0, 5, // fields
+		0, 0, 0, 4, 'w', 'i', 'r', 'e',
+		0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9,
+		0, 0, 0, 4, 0, 0, 0, 3,
+		0, 0, 0, 56, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 1,
+		0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1,
+		0, 0, 0, 8, 0, 0, 1, 0, 0, 0, 0, 0,
+		0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfd,
+		0, 0, 0, 44, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 3, 0, 0, 0, 1,
+		0, 0, 0, 4, 0, 0, 0, 7,
+		0, 0, 0, 4, 0, 0, 0, 1,
+		0, 0, 0, 4, 0x40, 0, 0, 0,
+	}
+	if !slices.Equal(row, want) {
+		t.Fatalf("row\n got %v\nwant %v", row, want)
+	}
+	chunksField := row[34 : 34+56] // after the field count, term, block, n and the length
+	tfsField := row[34+56+4:]
+	chunks, err := appendInt8Array([]int64{42}, chunksField)
+	if err != nil || !slices.Equal(chunks, []int64{42, 1, 1 << 40, -3}) {
+		t.Fatalf("int8[] decoded to %v (err %v)", chunks, err)
+	}
+	tfs, err := appendInt4Array(nil, tfsField)
+	if err != nil || !slices.Equal(tfs, p.tfs) {
+		t.Fatalf("int4[] decoded to %v (err %v)", tfs, err)
+	}
+	empty := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 20}
+	if got, err := appendInt8Array(nil, empty); err != nil || len(got) != 0 {
+		t.Fatalf("empty int8[] decoded to %v (err %v)", got, err)
+	}
+	for _, tt := range []struct {
+		name string
+		src  []byte
+	}{
+		{"short", chunksField[:10]},
+		{"truncated elements", chunksField[:len(chunksField)-1]},
+		{"int4 as int8", tfsField},
+		{"null element", func() []byte {
+			b := slices.Clone(chunksField)
+			copy(b[20:], []byte{0xff, 0xff, 0xff, 0xff})
+			return b
+		}()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := appendInt8Array(nil, tt.src); !errors.Is(err, errArrayFormat) {
+				t.Fatalf("decoded %v (err %v), want errArrayFormat", got, err)
+			}
+		})
+	}
+}
+
+// TestPostingsRowsStream reads a whole COPY stream in small reads and
+// checks its header, rows and trailer.
+func TestPostingsRowsStream(t *testing.T) {
+	lists := postingLists{}
+	var terms []string
+	for i := range 3000 {
+		term := fmt.Sprintf("term%04d", i)
+		terms = append(terms, term)
+		for j := range 1 + i%5 {
+			lists.of(term).add(int64(i*10+j), int32(j+1))
+		}
+	}
+	got, err := io.ReadAll(iotest.OneByteReader(newPostingsRows(terms, lists, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(copyHeader)
+	for _, term := range terms {
+		want = appendPostingsRow(want, term, 4, lists[term])
+	}
+	want = append(want, 0xff, 0xff)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("stream of %d bytes, want %d", len(got), len(want))
+	}
+	if !bytes.HasPrefix(got, []byte("PGCOPY\n\xff\r\n\x00")) {
+		t.Fatalf("stream starts %q", got[:11])
+	}
 }

@@ -23,7 +23,7 @@ import (
 // with no downtime; migrations/00010_embedding_models.sql describes the
 // states. Every step that changes the tenant's models takes the tenant's
 // write lock, which every write takes too, so a write stores vectors of
-// exactly the models current when it commits (checkModels), and a reader's
+// exactly the models current when it commits (scanModels), and a reader's
 // snapshot sees one model in the registry and the same model's vectors in
 // the embedding column.
 
@@ -61,8 +61,9 @@ func (s *Store) ReembedStatus(ctx context.Context, tenant string) (ReembedStatus
 	return st, nil
 }
 
-// reembedStep runs fn in one transaction holding tenant's write lock, with
-// the registry row read (and locked) in that transaction.
+// reembedStep runs fn in one transaction holding tenant's write lock
+// exclusively (no write runs beside it) and its stats row, with the
+// registry row read (and locked) in that transaction.
 func (s *Store) reembedStep(ctx context.Context, tenant string, fn func(tx pgx.Tx, t tenantInfo) error) error {
 	return s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		t, found, err := lookupTenant(ctx, tx, tenant, nil)
@@ -71,6 +72,9 @@ func (s *Store) reembedStep(ctx context.Context, tenant string, fn func(tx pgx.T
 		}
 		if !found {
 			return fmt.Errorf("%w: %q", ErrTenantNotFound, tenant)
+		}
+		if err := lockWriteExclusive(ctx, tx, t.tables); err != nil {
+			return err
 		}
 		if err := lockStats(ctx, tx, t.tables); err != nil {
 			return err

@@ -78,6 +78,8 @@ type Store struct {
 	opts  Options
 	cache *cache // nil when Options.CacheBytes == 0
 	audit auditGroups
+	// writes groups concurrent batches of a tenant into one transaction.
+	writes writeGroups
 
 	replicas     []*replica
 	lag          *lagMonitor // nil without a lag bound

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -27,8 +30,11 @@ func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.
 }
 
 // PutBatch stores several documents of one tenant in one transaction: all of
-// them or none. It is the bulk-ingest path (one lock, one COPY of all chunks
-// and postings, one statistics update). A doc id given twice keeps its last
+// them or none. It is the bulk-ingest path (one COPY of all chunks and of
+// all postings, one statistics update); batches written to one tenant at
+// once are committed together (writegroup.go), and writes of one tenant
+// from several processes run in parallel, serialising only their statistics
+// updates. A doc id given twice keeps its last
 // version. It returns each document's chunks in input order.
 func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]cordontype.Chunk, error) {
 	if len(docs) == 0 {
@@ -45,6 +51,7 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 	}
 	var t tenantInfo
 	var batch []preparedDoc
+	var merge bool
 	var err error
 	// A re-embedding step that commits between reading the tenant's models
 	// and taking its write lock changes the models the batch must carry:
@@ -56,13 +63,7 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 		if batch, err = s.prepareDocs(ctx, t, docs); err != nil {
 			return nil, err
 		}
-		var w *write
-		w, err = s.prepareWrite(ctx, t.tables, lastOfEach(batch))
-		if err == nil {
-			err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-				return putTx(ctx, tx, t, w)
-			})
-		}
+		merge, err = s.writeGrouped(ctx, t, lastOfEach(batch))
 		if !errors.Is(err, errModelsChanged) || attempt == 3 {
 			break
 		}
@@ -73,7 +74,9 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 		}
 		return nil, fmt.Errorf("put %d documents: %w", len(docs), err)
 	}
-	s.merge(ctx, t)
+	if merge {
+		s.merge(ctx, t)
+	}
 	out := make([][]cordontype.Chunk, len(batch))
 	for i, d := range batch {
 		out[i] = make([]cordontype.Chunk, len(d.chunks))
@@ -180,60 +183,230 @@ func lastOfEach(batch []preparedDoc) []preparedDoc {
 	return out
 }
 
-// lockStats takes the tenant's write lock (its stats row).
+// Writes to one tenant run in parallel. A write takes, in this order:
+//
+//   - the tenant's write lock in shared mode (lockWriteSharedSQL):
+//     re-embedding steps take it exclusively, so they never run beside a
+//     write, and the tenant's models stay those the write checked;
+//   - row locks on its documents, in doc id order: a put upserts the
+//     documents' rows (a put never deletes a document row, it updates it, so
+//     a waiter always finds the row it waited for), a delete locks the row;
+//     two writes of one document are so serialised, and writes of several
+//     documents lock them in one order and cannot deadlock;
+//   - after its chunks and postings are written, the tenant's stats row
+//     (applyStats), for the few statements that update the statistics, the
+//     version and the change log.
+//
+// The stats row lock is held to the commit, so versions commit in order,
+// and a snapshot that sees version v sees every write up to v and none
+// after it; every write's removals and additions are counted under that
+// lock from the rows the write itself deleted and wrote, so the statistics
+// stay exact.
+
+// writeLockClass is the first key of the tenant's write lock (the second is
+// hashtext(schema)).
+const writeLockClass = 0x57726974 // "Writ"
+
+// lockWriteSharedSQL takes the tenant's write lock in shared mode, as every
+// write does ($1 writeLockClass, $2 the schema).
+const lockWriteSharedSQL = `SELECT pg_advisory_xact_lock_shared($1, hashtext($2))`
+
+// lockWriteExclusive takes the tenant's write lock exclusively: it waits for
+// the writes under way and keeps new ones out until the transaction ends.
+func lockWriteExclusive(ctx context.Context, tx pgx.Tx, tb tables) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, writeLockClass, tb.schema)
+	return classify(err)
+}
+
+// lockStats locks the tenant's stats row, which serialises the statistics
+// updates of concurrent writes.
 func lockStats(ctx context.Context, tx pgx.Tx, tb tables) error {
 	_, err := tx.Exec(ctx, `SELECT 1 FROM `+tb.stats+` FOR UPDATE`)
 	return classify(err)
 }
 
-// removeDocs deletes documents (their chunks cascade; their postings stay
-// until their blocks are merged, and readers never see them) and returns how
-// many existed, and how many chunks and tokens they had.
-func removeDocs(ctx context.Context, tx pgx.Tx, tb tables, docIDs []string) (existed, n, sumLen int64, err error) {
-	// The removed chunks leave their label sets' counters in the same
-	// statement (zero rows stay; they sum to nothing).
-	err = tx.QueryRow(ctx, `
-		WITH gone AS (
-			SELECT classification, barriers, count(*) AS n, sum(length)::bigint AS l
-			FROM `+tb.chunks+` WHERE doc_id = ANY($1) GROUP BY classification, barriers
+// labelDelta is a change of one label set's chunk count and length sum.
+type labelDelta struct {
+	n, length int64
+}
+
+// labelKey names a label set: the classification and the sorted barriers
+// joined by commas (a barrier label never holds one).
+type labelKey struct {
+	class    int16
+	barriers string
+}
+
+// labelDeltas are the changes of a write by label set.
+type labelDeltas map[labelKey]labelDelta
+
+func (m labelDeltas) add(k labelKey, n, length int64) {
+	d := m[k]
+	d.n += n
+	d.length += length
+	m[k] = d
+}
+
+// removeChunksSQL deletes the chunks of the documents $1, whose rows the
+// caller has locked, and counts them by label set (scanGone reads the
+// result). Their postings stay until their blocks are merged, and readers
+// never see them.
+func removeChunksSQL(tb tables) string {
+	return `WITH gone AS (DELETE FROM ` + tb.chunks + ` WHERE doc_id = ANY($1) RETURNING classification, barriers, length)
+		SELECT classification, array_to_string(barriers, ','), count(*), sum(length)::bigint
+		FROM gone GROUP BY classification, barriers`
+}
+
+// scanGone reads removeChunksSQL's result into gone and returns how many
+// chunks were removed and their length sum.
+func scanGone(rows pgx.Rows, gone labelDeltas) (n, sumLen int64, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		var k labelKey
+		var cn, cl int64
+		if err := rows.Scan(&k.class, &k.barriers, &cn, &cl); err != nil {
+			return 0, 0, classify(err)
+		}
+		gone.add(k, -cn, -cl)
+		n += cn
+		sumLen += cl
+	}
+	return n, sumLen, classify(rows.Err())
+}
+
+// statsUpdate is what a write changes in the tenant's statistics.
+type statsUpdate struct {
+	labels             labelDeltas
+	oldN, oldLen       int64
+	newN, newLen       int64
+	maxAbs, maxAbsNext int32
+	docIDs             []string
+	// writes is how many writes u holds; the version grows by as many.
+	writes int64
+}
+
+// applyStats locks the stats row and applies u: the label sets' counters,
+// N, the length sum, the vector bounds, the version and the change log, in
+// one round trip (the lock is held from the first of these statements to
+// the commit), then a postings collection when dead postings are due one.
+func applyStats(ctx context.Context, tx pgx.Tx, tb tables, u statsUpdate) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT 1 FROM ` + tb.stats + ` FOR UPDATE`)
+	labels := queueLabels(b, tb, u.labels)
+	b.Queue(`UPDATE `+tb.stats+` SET
+		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
+		max_abs = greatest(max_abs, $5), max_abs_next = greatest(max_abs_next, $6), version = version + $7,
+		dead_postings = dead_postings + $3
+		RETURNING version, dead_postings, sum_len`,
+		u.oldN, u.newN, u.oldLen, u.newLen, u.maxAbs, u.maxAbsNext, max(u.writes, 1))
+	b.Queue(`INSERT INTO `+tb.changes+` (version, doc_id) SELECT s.version, u.doc_id FROM `+tb.stats+` s, unnest($1::text[]) AS u(doc_id)`, u.docIDs)
+	br := tx.SendBatch(ctx, b)
+	var version, dead, live int64
+	err := execBatch(br, 1+labels)
+	if err == nil {
+		err = br.QueryRow().Scan(&version, &dead, &live)
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return classify(err)
+	}
+	if err := maybeCollect(ctx, tx, tb, dead, live); err != nil {
+		return err
+	}
+	return pruneChanges(ctx, tx, tb, version, max(u.writes, 1))
+}
+
+// execBatch reads the results of the next n statements of br, which
+// return no rows the caller needs.
+func execBatch(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queueLabels queues the statement that adds d to the label sets'
+// counters (under the stats row lock, so no other write changes them
+// meanwhile): existing sets are updated, new ones inserted. Sets that reach
+// zero stay; they sum to nothing. It returns how many statements it queued
+// (none when d changes nothing).
+func queueLabels(b *pgx.Batch, tb tables, d labelDeltas) int {
+	var classes []int16
+	var barriers []string
+	var ns, ls []int64
+	for k, v := range d {
+		if v.n == 0 && v.length == 0 {
+			continue
+		}
+		classes, barriers = append(classes, k.class), append(barriers, k.barriers)
+		ns, ls = append(ns, v.n), append(ls, v.length)
+	}
+	if len(classes) == 0 {
+		return 0
+	}
+	b.Queue(`
+		WITH u AS (
+			SELECT c, string_to_array(b, ',') AS b, n, l FROM unnest($1::smallint[], $2::text[], $3::bigint[], $4::bigint[]) AS u(c, b, n, l)
 		), upd AS (
-			UPDATE `+tb.labelStats+` s SET n_chunks = s.n_chunks - g.n, sum_len = s.sum_len - g.l
-			FROM gone g WHERE s.classification = g.classification AND s.barriers = g.barriers
+			UPDATE `+tb.labelStats+` s SET n_chunks = s.n_chunks + u.n, sum_len = s.sum_len + u.l
+			FROM u WHERE s.classification = u.c AND s.barriers = u.b
+			RETURNING s.classification, s.barriers
 		)
-		SELECT coalesce(sum(n), 0)::bigint, coalesce(sum(l), 0)::bigint FROM gone`, docIDs).Scan(&n, &sumLen)
-	if err != nil {
-		return 0, 0, 0, classify(err)
-	}
-	tag, err := tx.Exec(ctx, `DELETE FROM `+tb.documents+` WHERE doc_id = ANY($1)`, docIDs)
-	if err != nil {
-		return 0, 0, 0, classify(err)
-	}
-	return tag.RowsAffected(), n, sumLen, nil
+		INSERT INTO `+tb.labelStats+` (classification, barriers, n_chunks, sum_len)
+		SELECT u.c, u.b, u.n, u.l FROM u
+		WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.classification = u.c AND upd.barriers = u.b)`,
+		classes, barriers, ns, ls)
+	return 1
 }
 
 // write is a batch ready to store: its rows built, chunk ids and the
-// postings block number drawn from the tenant's sequences, all before the
-// tenant's write lock is taken, so the lock covers only the writes.
+// postings block number drawn from the tenant's sequences, all before any
+// lock is taken, so the locks cover only the writes.
 type write struct {
-	docIDs       []string
-	docRows      [][]any
-	chunkRows    [][]any
-	postings     postingLists
-	block        int64
+	// docs holds the documents' columns, in doc id order (the order their
+	// rows are locked in).
+	docs      docColumns
+	chunkRows [][]any
+	postings  postingLists
+	block     int64
+	// labels counts the new chunks by label set.
+	labels       labelDeltas
 	newN, newLen int64
-	// docN and docLen are each document's chunk count and length sum
-	// (same index as docIDs).
-	docN, docLen []int64
 	maxAbs       int32
 	maxAbsNext   int32
+	// writes is how many batches the write holds (a group's): the
+	// tenant's version grows by as many.
+	writes int64
+}
+
+// docColumns are documents as parallel columns for one upsert statement;
+// barriers are joined by commas.
+type docColumns struct {
+	ids      []string
+	classes  []int16
+	barriers []string
+	ticks    []int64
+	titles   []string
+	metas    []string
+	texts    []string
+	hashes   [][]byte
 }
 
 // prepareWrite builds a batch's rows. Chunk ids come from the chunks
 // table's identity sequence (COPY writes given identity values); ids and
 // block numbers drawn for a write that then fails are simply never used.
 func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc) (*write, error) {
-	w := &write{docIDs: make([]string, len(batch)), docRows: make([][]any, len(batch)), postings: postingLists{},
-		docN: make([]int64, len(batch)), docLen: make([]int64, len(batch))}
+	n := len(batch)
+	w := &write{postings: postingLists{}, labels: labelDeltas{}, docs: docColumns{
+		ids: make([]string, n), classes: make([]int16, n), barriers: make([]string, n), ticks: make([]int64, n),
+		titles: make([]string, n), metas: make([]string, n), texts: make([]string, n), hashes: make([][]byte, n)}}
 	total := 0
 	for _, d := range batch {
 		total += len(d.chunks)
@@ -249,11 +422,22 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 	if w.block, err = nextBlock(ctx, s.pool, tb); err != nil {
 		return nil, err
 	}
+	// Documents go in doc id order (the order their rows are locked in);
+	// chunk ids are drawn in input order.
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(batch[a].doc.DocID, batch[b].doc.DocID) })
+	for i, j := range order {
+		doc := batch[j].doc
+		hash := blake2b.Sum256([]byte(doc.Text))
+		w.docs.ids[i], w.docs.classes[i], w.docs.barriers[i], w.docs.ticks[i] = doc.DocID, int16(doc.Classification), strings.Join(doc.Barriers, ","), doc.AsOfTick
+		w.docs.titles[i], w.docs.metas[i], w.docs.texts[i], w.docs.hashes[i] = doc.Title, batch[j].meta, doc.Text, hash[:]
+	}
 	k := 0
-	for i, d := range batch {
-		w.docIDs[i] = d.doc.DocID
-		hash := blake2b.Sum256([]byte(d.doc.Text))
-		w.docRows[i] = []any{d.doc.DocID, int16(d.doc.Classification), d.doc.Barriers, d.doc.AsOfTick, d.doc.Title, d.meta, d.doc.Text, hash[:]}
+	for _, d := range batch {
+		label := labelKey{class: int16(d.doc.Classification), barriers: strings.Join(d.doc.Barriers, ",")}
 		for j := range d.chunks {
 			pc := &d.chunks[j]
 			c := &pc.Chunk
@@ -263,8 +447,7 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 			w.maxAbs = max(w.maxAbs, m)
 			w.newN++
 			w.newLen += int64(c.Length)
-			w.docN[i]++
-			w.docLen[i] += int64(c.Length)
+			w.labels.add(label, 1, int64(c.Length))
 			var nextVec any
 			var nextNorm *int64
 			var nextMax *int32
@@ -285,21 +468,49 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 	return w, nil
 }
 
+// putTx stores w: in one round trip it takes the tenant's write lock
+// (shared), checks the tenant's models, locks the documents by upserting
+// their rows and deletes their old chunks; then it copies the chunks and the
+// postings segment and, last, updates the statistics under the stats row
+// lock.
 func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 	tb := t.tables
-	if err := lockStats(ctx, tx, tb); err != nil {
-		return err
+	b := &pgx.Batch{}
+	b.Queue(lockWriteSharedSQL, writeLockClass, tb.schema)
+	b.Queue(modelsSQL, t.name)
+	// ORDER BY: rows are locked in doc id order (the arrays are sorted
+	// too), so concurrent writes of shared documents cannot deadlock.
+	b.Queue(`
+		INSERT INTO `+tb.documents+` AS d (doc_id, classification, barriers, as_of_tick, title, metadata, text, content_hash)
+		SELECT u.doc_id, u.classification, string_to_array(u.barriers, ','), u.as_of_tick, u.title, u.metadata::jsonb, u.text, u.content_hash
+		FROM unnest($1::text[], $2::smallint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::bytea[])
+			AS u(doc_id, classification, barriers, as_of_tick, title, metadata, text, content_hash)
+		ORDER BY u.doc_id
+		ON CONFLICT (doc_id) DO UPDATE SET classification = excluded.classification, barriers = excluded.barriers,
+			as_of_tick = excluded.as_of_tick, title = excluded.title, metadata = excluded.metadata, text = excluded.text,
+			content_hash = excluded.content_hash`,
+		w.docs.ids, w.docs.classes, w.docs.barriers, w.docs.ticks, w.docs.titles, w.docs.metas, w.docs.texts, w.docs.hashes)
+	b.Queue(removeChunksSQL(tb), w.docs.ids)
+	labels := maps.Clone(w.labels)
+	br := tx.SendBatch(ctx, b)
+	var oldN, oldLen int64
+	_, err := br.Exec()
+	if err == nil {
+		err = scanModels(br.QueryRow(), t)
 	}
-	if err := checkModels(ctx, tx, t); err != nil {
-		return err
+	if err == nil {
+		_, err = br.Exec()
 	}
-	_, oldN, oldLen, err := removeDocs(ctx, tx, tb, w.docIDs)
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			oldN, oldLen, err = scanGone(rows, labels)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return err
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "documents"},
-		[]string{"doc_id", "classification", "barriers", "as_of_tick", "title", "metadata", "text", "content_hash"},
-		pgx.CopyFromRows(w.docRows)); err != nil {
 		return classify(err)
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "chunks"},
@@ -312,46 +523,24 @@ func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 	if err := copySegment(ctx, tx, tb, w.block, w.postings); err != nil {
 		return err
 	}
-	// Every chunk carries its document's labels: count the new chunks into
-	// their label sets by document.
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO `+tb.labelStats+` AS s (classification, barriers, n_chunks, sum_len)
-		SELECT d.classification, d.barriers, sum(u.n)::bigint, sum(u.l)::bigint
-		FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS u(doc_id, n, l)
-		JOIN `+tb.documents+` d ON d.doc_id = u.doc_id
-		WHERE u.n > 0
-		GROUP BY d.classification, d.barriers
-		ON CONFLICT (classification, barriers) DO UPDATE
-		SET n_chunks = s.n_chunks + excluded.n_chunks, sum_len = s.sum_len + excluded.sum_len`,
-		w.docIDs, w.docN, w.docLen); err != nil {
-		return classify(err)
-	}
-	var version, dead, live int64
-	if err := tx.QueryRow(ctx, `UPDATE `+tb.stats+` SET
-		n_chunks = n_chunks - $1 + $2, sum_len = sum_len - $3 + $4,
-		max_abs = greatest(max_abs, $5), max_abs_next = greatest(max_abs_next, $6), version = version + 1,
-		dead_postings = dead_postings + $3
-		RETURNING version, dead_postings, sum_len`,
-		oldN, w.newN, oldLen, w.newLen, w.maxAbs, w.maxAbsNext).Scan(&version, &dead, &live); err != nil {
-		return classify(err)
-	}
-	if err := maybeCollect(ctx, tx, tb, dead, live); err != nil {
-		return err
-	}
-	return logChanges(ctx, tx, tb, version, w.docIDs)
+	return applyStats(ctx, tx, tb, statsUpdate{labels: labels, oldN: oldN, oldLen: oldLen, newN: w.newN, newLen: w.newLen,
+		maxAbs: w.maxAbs, maxAbsNext: w.maxAbsNext, docIDs: w.docs.ids, writes: w.writes})
 }
 
-// checkModels fails with errModelsChanged unless the tenant's models are
-// still those of t. The caller holds the tenant's write lock, which every
-// re-embedding step that changes them takes too.
-func checkModels(ctx context.Context, tx pgx.Tx, t tenantInfo) error {
+// modelsSQL reads the tenant's embedding models (scanModels checks them).
+const modelsSQL = `SELECT embed_model, dims, reembed_state, next_model, next_dims FROM cordon.tenants WHERE name = $1`
+
+// scanModels fails with errModelsChanged unless the tenant's models, as
+// modelsSQL read them, are still those of t. The caller holds the tenant's
+// write lock (shared), which every re-embedding step that changes them takes
+// exclusively, so they cannot change before the caller commits.
+func scanModels(row pgx.Row, t tenantInfo) error {
 	var model, state string
 	var dims int
 	var next *string
 	var nextDims *int
-	if err := tx.QueryRow(ctx, `SELECT embed_model, dims, reembed_state, next_model, next_dims FROM cordon.tenants WHERE name = $1`,
-		t.name).Scan(&model, &dims, &state, &next, &nextDims); err != nil {
-		return classify(err)
+	if err := row.Scan(&model, &dims, &state, &next, &nextDims); err != nil {
+		return err
 	}
 	cur := t.settings.Spec()
 	same := model == cur.Model && dims == cur.Dims && state == t.reembed && (next == nil) == (t.next == nil)
@@ -368,17 +557,15 @@ func checkModels(ctx context.Context, tx pgx.Tx, t tenantInfo) error {
 // cache further behind reloads the tenant.
 const changeLogKeep = 100_000
 
-// logChanges records that docIDs changed at version, and prunes the log.
-func logChanges(ctx context.Context, tx pgx.Tx, tb tables, version int64, docIDs []string) error {
-	if _, err := tx.Exec(ctx, `INSERT INTO `+tb.changes+` (version, doc_id) SELECT $1, unnest($2::text[])`, version, docIDs); err != nil {
-		return classify(err)
+// pruneChanges drops change log entries older than changeLogKeep versions,
+// each time the version (grown by writes to version) passes a multiple of
+// a thousand.
+func pruneChanges(ctx context.Context, tx pgx.Tx, tb tables, version, writes int64) error {
+	if version/1000 == (version-writes)/1000 {
+		return nil
 	}
-	if version%1000 == 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM `+tb.changes+` WHERE version <= $1`, version-changeLogKeep); err != nil {
-			return classify(err)
-		}
-	}
-	return nil
+	_, err := tx.Exec(ctx, `DELETE FROM `+tb.changes+` WHERE version <= $1`, version-changeLogKeep)
+	return classify(err)
 }
 
 // Delete removes a document in one transaction. It reports whether it existed;
@@ -396,24 +583,40 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 	}
 	var existed bool
 	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockStats(ctx, tx, t.tables); err != nil {
-			return err
+		tb := t.tables
+		// A put updates a document's row in place, so the row lock, once
+		// granted, holds the document's current row (or finds it gone).
+		b := &pgx.Batch{}
+		b.Queue(lockWriteSharedSQL, writeLockClass, tb.schema)
+		b.Queue(`SELECT count(*) FROM (SELECT 1 FROM `+tb.documents+` WHERE doc_id = $1 FOR UPDATE) d`, docID)
+		b.Queue(removeChunksSQL(tb), []string{docID})
+		b.Queue(`DELETE FROM `+tb.documents+` WHERE doc_id = $1`, docID)
+		br := tx.SendBatch(ctx, b)
+		gone := labelDeltas{}
+		var locked, n, sumLen int64
+		_, err := br.Exec()
+		if err == nil {
+			err = br.QueryRow().Scan(&locked)
 		}
-		count, n, sumLen, err := removeDocs(ctx, tx, t.tables, []string{docID})
-		existed = count > 0
-		if err != nil || !existed {
-			return err
+		if err == nil {
+			var rows pgx.Rows
+			if rows, err = br.Query(); err == nil {
+				n, sumLen, err = scanGone(rows, gone)
+			}
 		}
-		var version, dead, live int64
-		if err := tx.QueryRow(ctx, `UPDATE `+t.tables.stats+` SET n_chunks = n_chunks - $1, sum_len = sum_len - $2, version = version + 1,
-			dead_postings = dead_postings + $2
-			RETURNING version, dead_postings, sum_len`, n, sumLen).Scan(&version, &dead, &live); err != nil {
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return classify(err)
 		}
-		if err := maybeCollect(ctx, tx, t.tables, dead, live); err != nil {
-			return err
+		if existed = locked > 0; !existed {
+			return nil
 		}
-		return logChanges(ctx, tx, t.tables, version, []string{docID})
+		return applyStats(ctx, tx, tb, statsUpdate{labels: gone, oldN: n, oldLen: sumLen, docIDs: []string{docID}})
 	})
 	if err != nil {
 		return false, fmt.Errorf("delete document %q: %w", docID, err)
