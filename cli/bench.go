@@ -205,6 +205,9 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.QPSRatioToCordon != nil {
 		fmt.Fprintf(w, "\nhttp/cordon qps at %d clients: %.2f\n", rep.Concurrency, *h.QPSRatioToCordon)
 	}
+	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.Connections != nil {
+		fmt.Fprintf(w, "http connections: %d; audit records per commit: %s\n", *h.Connections, opt(h.AuditRecordsPerCommit, "%.2f"))
+	}
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.Mix != nil {
 		m := h.Mix
 		fmt.Fprintf(w, "\nhttp mix %s: %d requests, %d clients, %.0f requests/s\n", m.Mix, m.Requests, rep.Concurrency, m.QPS)
