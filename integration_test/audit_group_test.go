@@ -472,3 +472,45 @@ func TestAuditAppendTableMissing(t *testing.T) {
 		t.Fatalf("append without the audit table: %v, want SQLSTATE 42P01 (not ErrTenantNotFound)", err)
 	}
 }
+
+// TestAuditHeadReadUsesIndex: the chain head is read with the primary key
+// even on a connection whose first append found the table empty after a
+// VACUUM (statistics of an empty table): the appends after it read no
+// rows by a sequential scan, where a plan cached on those statistics
+// would sort the whole table for every batch.
+func TestAuditHeadReadUsesIndex(t *testing.T) {
+	ctx := context.Background()
+	dbURL := migrated(t)
+	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 1, AuditKeys: testKeyring("k1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, dbURL, `VACUUM ANALYZE cordon_t_acme.audit`)
+	const n = 300
+	for range n {
+		if _, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The store's one backend ends, and its statistics with it.
+	st.Close()
+	var read int64
+	waitFor(t, "the closed backend's statistics", func() bool {
+		c, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		var inserted int64
+		if err := c.QueryRow(ctx, `SELECT n_tup_ins, seq_tup_read FROM pg_stat_user_tables WHERE relid = 'cordon_t_acme.audit'::regclass`).Scan(&inserted, &read); err != nil {
+			t.Fatal(err)
+		}
+		return inserted == n
+	})
+	if read != 0 {
+		t.Fatalf("%d audit rows read by sequential scans over %d appends, want 0", read, n)
+	}
+}

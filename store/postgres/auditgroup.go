@@ -229,6 +229,12 @@ func (s *Store) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
 
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
+	// The head is read with the primary key's index, whatever the
+	// table's statistics say. A plan is cached per connection: made while
+	// the table was empty after a VACUUM or ANALYZE (reltuples 0), it
+	// would sort the whole table for every batch as the chain grows, until
+	// the next analyze.
+	b.Queue(`SET LOCAL enable_seqscan = off`)
 	b.Queue(`SELECT schema_name FROM cordon.tenants WHERE name = $1`, tenant)
 	b.Queue(`SELECT pg_advisory_xact_lock(hashtext($1))`, "cordon.audit:"+schema)
 	b.Queue(`SELECT seq, hash, key_id FROM ` + table + ` ORDER BY seq DESC LIMIT 1`)
@@ -238,6 +244,9 @@ func (s *Store) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
 	prev := genesisHash
 	br := c.SendBatch(ctx, b)
 	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		err = br.QueryRow().Scan(&registered)
 	}
