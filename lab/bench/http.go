@@ -165,17 +165,26 @@ func (h *httpSystem) do(ctx context.Context, method, path, role string, q Query,
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))
 	}
-	if out != nil {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return err
-		}
+	// The whole body, to its end: the transport reuses a connection only
+	// once its body was read to EOF, and a kept-alive connection is what a
+	// service client holds. Then all of it is decoded.
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer bodyBuffers.Put(buf)
+	buf.Reset()
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
 	}
-	// Read to the end (the encoder's newline, the last chunk): the
-	// transport reuses a connection only once its body was read to EOF,
-	// and a kept-alive connection is what a service client holds.
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(buf.Bytes(), out)
 }
+
+// bodyBuffers hold response bodies between requests.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func tenantPath(tenant, rest string) string {
 	return "/v1/tenants/" + url.PathEscape(tenant) + rest
