@@ -61,6 +61,9 @@ func BenchmarkAuditAppend(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
+			if a := st.AuditStats(); a.Commits > 0 {
+				b.ReportMetric(float64(a.Records)/float64(a.Commits), "records/commit")
+			}
 			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-us/append")
 			if pg1, ok := backendCPU(ctx, st); ok && pgOK {
 				var d time.Duration
