@@ -60,6 +60,9 @@ VACUUM FULL (without row versions that merges leave for vacuum).
 With http and cordon, qps_ratio_to_cordon is http's qps over cordon's: what
 the service path (JSON, tokens, the audit append, the loopback round trip,
 client included: it shares the machine) keeps of the store's throughput.
+The http client keeps one connection alive per client (connections: those
+the server accepted) and reads and decodes every response whole;
+audit_records_per_commit is the mean batch of the audit group commit.
 --mix OP=W,... (or --mix default: retrieve=80,ground=10,assemble=5,put=5)
 then sends the Q queries again over HTTP as a mix in fixed proportions:
 ground and assemble over the chunks the query retrieved, put a new
@@ -204,6 +207,9 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 	}
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.QPSRatioToCordon != nil {
 		fmt.Fprintf(w, "\nhttp/cordon qps at %d clients: %.2f\n", rep.Concurrency, *h.QPSRatioToCordon)
+	}
+	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.Connections != nil {
+		fmt.Fprintf(w, "http connections: %d; audit records per commit: %s\n", *h.Connections, opt(h.AuditRecordsPerCommit, "%.2f"))
 	}
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.Mix != nil {
 		m := h.Mix

@@ -169,6 +169,13 @@ func TestBenchHTTP(t *testing.T) {
 	if h.QPSRatioToCordon == nil || *h.QPSRatioToCordon != h.QPS/c.QPS {
 		t.Errorf("http: qps_ratio_to_cordon %v, want %v / %v", h.QPSRatioToCordon, h.QPS, c.QPS)
 	}
+	// Keep-alive: each client holds one connection for all its requests.
+	if h.Connections == nil || *h.Connections < 1 || *h.Connections > int64(rep.Concurrency) {
+		t.Errorf("http: %v connections for %d queries with %d clients, want 1 to %d", h.Connections, rep.Queries, rep.Concurrency, rep.Concurrency)
+	}
+	if h.AuditRecordsPerCommit == nil || !(*h.AuditRecordsPerCommit >= 1) {
+		t.Errorf("http: audit records per commit %v, want >= 1", h.AuditRecordsPerCommit)
+	}
 	if h.Mix == nil {
 		t.Fatal("http: no mix in the report")
 	}

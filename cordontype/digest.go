@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"sync"
 
 	"golang.org/x/crypto/blake2b"
 )
@@ -30,25 +31,34 @@ const digestLen = len(DigestPrefix) + 2*blake2b.Size256
 // barriers, as_of_tick or scores): a reclassification is the visibility
 // re-check's business, not the digest's.
 func (c *Chunk) Digest() string {
-	h, _ := blake2b.New256(nil) // cannot fail: there is no key
-	var n [8]byte
-	str := func(s string) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
+	// The encoding is built in a reused buffer and hashed in one call, so
+	// a digest allocates only its string: retrieve computes one per result.
+	bp := digestBuffers.Get().(*[]byte)
+	b := (*bp)[:0]
+	for _, s := range []string{c.ChunkID, c.DocID, c.Section} {
+		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	num := func(v int) {
-		binary.BigEndian.PutUint64(n[:], uint64(v))
-		h.Write(n[:])
+	b = binary.BigEndian.AppendUint64(b, uint64(c.StartChar))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.EndChar))
+	b = binary.BigEndian.AppendUint64(b, uint64(len(c.Text)))
+	b = append(b, c.Text...)
+	sum := blake2b.Sum256(b)
+	if cap(b) <= maxDigestBuffer {
+		*bp = b
+		digestBuffers.Put(bp)
 	}
-	str(c.ChunkID)
-	str(c.DocID)
-	str(c.Section)
-	num(c.StartChar)
-	num(c.EndChar)
-	str(c.Text)
-	return DigestPrefix + hex.EncodeToString(h.Sum(nil))
+	var out [digestLen]byte
+	copy(out[:], DigestPrefix)
+	hex.Encode(out[len(DigestPrefix):], sum[:])
+	return string(out[:])
 }
+
+// digestBuffers hold the encodings Digest hashes; one grown past
+// maxDigestBuffer (a chunk of unusual size) is not kept.
+var digestBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxDigestBuffer = 64 << 10
 
 // ValidateDigest checks that s has the form of a [Chunk.Digest]:
 // "blake2b-256:" and 64 lower-case hex digits.

@@ -1,12 +1,19 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -14,8 +21,10 @@ import (
 
 // BenchmarkAuditAppend measures audit appends per second to one tenant
 // with 1, 8 and 32 concurrent appenders (keyed chain, one store with 16
-// connections). It uses only AppendAudit, so it runs unchanged on any
-// version of the store.
+// connections), and the CPU each append costs: in this process
+// (cpu-us/append) and, when the database runs on this machine, in its
+// backends (pg-cpu-us/append). It uses only AppendAudit, so it runs
+// unchanged on any version of the store.
 func BenchmarkAuditAppend(b *testing.B) {
 	for _, clients := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
@@ -34,6 +43,8 @@ func BenchmarkAuditAppend(b *testing.B) {
 			}
 			var next atomic.Int64
 			var wg sync.WaitGroup
+			pg0, pgOK := backendCPU(ctx, st)
+			cpu0 := processCPU()
 			b.ResetTimer()
 			start := time.Now()
 			for range clients {
@@ -50,6 +61,59 @@ func BenchmarkAuditAppend(b *testing.B) {
 			}
 			wg.Wait()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
+			if a := st.AuditStats(); a.Commits > 0 {
+				b.ReportMetric(float64(a.Records)/float64(a.Commits), "records/commit")
+			}
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-us/append")
+			if pg1, ok := backendCPU(ctx, st); ok && pgOK {
+				var d time.Duration
+				for pid, t := range pg1 {
+					d += t - pg0[pid] // a backend started during the run counts from 0
+				}
+				b.ReportMetric(float64(d.Microseconds())/float64(b.N), "pg-cpu-us/append")
+			}
 		})
 	}
+}
+
+// processCPU is this process's user and system CPU time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// backendCPU is the CPU time of each backend of st's database, read from
+// /proc; ok is false when a backend is not a process of this machine.
+func backendCPU(ctx context.Context, st *postgres.Store) (map[int32]time.Duration, bool) {
+	rows, err := st.Pool().Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		return nil, false
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil, false
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	out := map[int32]time.Duration{}
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil, false
+		}
+		// Fields after the command name: state is 3, utime 14, stime 15.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			return nil, false
+		}
+		u, err1 := strconv.ParseInt(f[11], 10, 64)
+		s, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, false
+		}
+		out[pid] = time.Duration(u+s) * time.Second / ticksPerSecond
+	}
+	return out, true
 }

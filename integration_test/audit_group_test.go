@@ -423,3 +423,94 @@ func TestAuditKillMidBatch(t *testing.T) {
 	}
 	t.Logf("%d answered, %d in flight at the kill, %d rows stored; child stderr: %q", len(answered), inFlight, len(bySeq), stderr.String())
 }
+
+// TestAuditAppendTenantGone: an append for a tenant that is not registered
+// (never created, or dropped) fails with ErrTenantNotFound and writes
+// nothing; a tenant created again under the same name starts a new chain
+// at seq 1.
+func TestAuditAppendTenantGone(t *testing.T) {
+	ctx := context.Background()
+	dbURL, st := auditTenant(t, testKeyring("k1"))
+	rec := postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}
+	if _, err := st.AppendAudit(ctx, "nobody", rec); !errors.Is(err, postgres.ErrTenantNotFound) {
+		t.Fatalf("append for a tenant never created: %v, want ErrTenantNotFound", err)
+	}
+	for range 3 {
+		if _, err := st.AppendAudit(ctx, "acme", rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkLinear(t, st, dbURL, 3)
+	if _, err := st.DropTenant(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AppendAudit(ctx, "acme", rec); !errors.Is(err, postgres.ErrTenantNotFound) {
+		t.Fatalf("append for a dropped tenant: %v, want ErrTenantNotFound", err)
+	}
+	if _, err := st.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.AppendAudit(ctx, "acme", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Seq != 1 {
+		t.Fatalf("the first record of the new tenant has seq %d, want 1", r.Seq)
+	}
+	checkLinear(t, st, dbURL, 1)
+}
+
+// TestAuditAppendTableMissing: a registered tenant whose audit table is
+// gone fails the append (a request would get a 503), never as a tenant
+// that does not exist (for which a request is answered unaudited).
+func TestAuditAppendTableMissing(t *testing.T) {
+	dbURL, st := auditTenant(t, testKeyring("k1"))
+	execSQL(t, dbURL, `DROP TABLE cordon_t_acme.audit`)
+	_, err := st.AppendAudit(context.Background(), "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"})
+	var pe *pgconn.PgError
+	if errors.Is(err, postgres.ErrTenantNotFound) || !errors.As(err, &pe) || pe.Code != "42P01" {
+		t.Fatalf("append without the audit table: %v, want SQLSTATE 42P01 (not ErrTenantNotFound)", err)
+	}
+}
+
+// TestAuditHeadReadUsesIndex: the chain head is read with the primary key
+// even on a connection whose first append found the table empty after a
+// VACUUM (statistics of an empty table): the appends after it read no
+// rows by a sequential scan, where a plan cached on those statistics
+// would sort the whole table for every batch.
+func TestAuditHeadReadUsesIndex(t *testing.T) {
+	ctx := context.Background()
+	dbURL := migrated(t)
+	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 1, AuditKeys: testKeyring("k1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, dbURL, `VACUUM ANALYZE cordon_t_acme.audit`)
+	const n = 300
+	for range n {
+		if _, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The store's one backend ends, and its statistics with it.
+	st.Close()
+	var read int64
+	waitFor(t, "the closed backend's statistics", func() bool {
+		c, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		var inserted int64
+		if err := c.QueryRow(ctx, `SELECT n_tup_ins, seq_tup_read FROM pg_stat_user_tables WHERE relid = 'cordon_t_acme.audit'::regclass`).Scan(&inserted, &read); err != nil {
+			t.Fatal(err)
+		}
+		return inserted == n
+	})
+	if read != 0 {
+		t.Fatalf("%d audit rows read by sequential scans over %d appends, want 0", read, n)
+	}
+}

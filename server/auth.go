@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,6 +171,11 @@ type Verifier struct {
 	keyfunc jwt.Keyfunc
 	opts    []jwt.ParserOption
 	paths   []claimPath
+	// cache remembers verified tokens until they expire (tokencache.go).
+	cache *tokenCache
+	// now is the clock of the expiry checks, the cache's included.
+	now    func() time.Time
+	leeway time.Duration
 }
 
 // NewVerifier builds a verifier from cfg. A JWKS URL or OIDC issuer is
@@ -191,7 +197,9 @@ func NewVerifier(ctx context.Context, cfg AuthConfig) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Verifier{opts: []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Leeway)}, paths: paths}
+	v := &Verifier{paths: paths, cache: newTokenCache(maxTokenCache), now: time.Now}
+	v.opts = []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Leeway), jwt.WithTimeFunc(func() time.Time { return v.now() })}
+	v.leeway = cfg.Leeway
 	if cfg.Issuer != "" {
 		v.opts = append(v.opts, jwt.WithIssuer(cfg.Issuer))
 	}
@@ -269,11 +277,40 @@ func discoverJWKS(ctx context.Context, issuer string) (string, error) {
 // Cordon's claims, and returns the identity it proves. The claims must be as
 // strict as a request body ([checkClaims]); Cordon's claims are read where
 // [AuthConfig].Claims says.
+//
+// A token that verified is remembered until it expires, and answered from
+// memory while its key is unchanged (see tokencache.go).
 func (v *Verifier) Verify(token string) (Identity, error) {
+	if v.cache == nil {
+		id, _, err := v.verify(token)
+		return id, err
+	}
+	d := sha256.Sum256([]byte(token))
+	now := v.now()
+	if id, ok := v.cache.get(d, now, v.keyfunc); ok {
+		return id, nil
+	}
+	id, e, err := v.verify(token)
+	if err != nil {
+		return Identity{}, err
+	}
+	v.cache.put(d, e, now)
+	return id, nil
+}
+
+// verify checks token as [Verifier.Verify] describes, and returns what
+// the cache needs to answer for it again.
+func (v *Verifier) verify(token string) (Identity, *tokenEntry, error) {
 	var rc jwt.RegisteredClaims
 	p := jwt.NewParser(v.opts...)
-	if _, err := p.ParseWithClaims(token, &rc, v.keyfunc); err != nil {
-		return Identity{}, fmt.Errorf("%w: %w", errBadToken, err)
+	e := &tokenEntry{}
+	keyfunc := func(t *jwt.Token) (any, error) {
+		keys, err := v.keyfunc(t)
+		e.header, e.keys = t.Header, keys
+		return keys, err
+	}
+	if _, err := p.ParseWithClaims(token, &rc, keyfunc); err != nil {
+		return Identity{}, nil, fmt.Errorf("%w: %w", errBadToken, err)
 	}
 	// The signature holds, so the token has exactly three segments. The
 	// library decoded the registered claims leniently; accept them only if
@@ -282,22 +319,32 @@ func (v *Verifier) Verify(token string) (Identity, error) {
 	seg, _, _ := strings.Cut(rest, ".")
 	payload, err := p.DecodeSegment(seg)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: claims: %w", errBadToken, err)
+		return Identity{}, nil, fmt.Errorf("%w: claims: %w", errBadToken, err)
 	}
 	if err := checkClaims(payload); err != nil {
-		return Identity{}, fmt.Errorf("%w: claims: %w", errBadToken, err)
+		return Identity{}, nil, fmt.Errorf("%w: claims: %w", errBadToken, err)
 	}
 	// Checked strictly above: one object, no key repeated.
 	var all map[string]any
 	if err := json.Unmarshal(payload, &all); err != nil {
-		return Identity{}, fmt.Errorf("%w: claims: %w", errBadToken, err)
+		return Identity{}, nil, fmt.Errorf("%w: claims: %w", errBadToken, err)
 	}
 	c, err := v.claims(all)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %w", errBadToken, err)
+		return Identity{}, nil, fmt.Errorf("%w: %w", errBadToken, err)
 	}
 	c.RegisteredClaims = rc
-	return IdentityFromClaims(c)
+	id, err := IdentityFromClaims(c)
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	e.id = id
+	// exp is required: the parser refused a token without one.
+	e.until = rc.ExpiresAt.Add(v.leeway)
+	if rc.NotBefore != nil {
+		e.notBefore = rc.NotBefore.Add(-v.leeway)
+	}
+	return id, e, nil
 }
 
 // claims reads Cordon's claims (all but the registered ones) out of a

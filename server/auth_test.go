@@ -83,10 +83,16 @@ func checkVerifier(t *testing.T, v *Verifier, k testKeys) {
 		{"ES256", sign(t, jwt.SigningMethodES256, "ec", k.ec, claims("ec-user"))},
 		{"RS256", sign(t, jwt.SigningMethodRS256, "rsa", k.rsa, claims("rsa-user"))},
 	} {
-		id, err := v.Verify(tc.tok)
-		if err != nil || id.Tenant != "wholesale" || !id.Has(RoleReader) {
-			t.Errorf("%s: %+v, %v", tc.name, id, err)
+		// The second time from the cache, which checks the key again.
+		for range 2 {
+			id, err := v.Verify(tc.tok)
+			if err != nil || id.Tenant != "wholesale" || !id.Has(RoleReader) {
+				t.Errorf("%s: %+v, %v", tc.name, id, err)
+			}
 		}
+	}
+	if hits := v.cache.hits.Load(); hits != 3 {
+		t.Errorf("%d tokens answered from the cache, want 3 (one per key type)", hits)
 	}
 	// HS256 signed with the RSA modulus as secret (algorithm confusion),
 	// a key not in the set, and a token without exp are refused.

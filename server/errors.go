@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -75,12 +78,42 @@ func errChunkChanged(ids []string) *apiError {
 	return e
 }
 
+// responseBuffers hold encoded response bodies between requests.
+var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledResponse bounds the buffers kept for reuse, so that a rare
+// large answer does not stay in memory.
+const maxPooledResponse = 1 << 20
+
+// writeJSON encodes v as the whole body, then sends it with its
+// Content-Length in one write: nothing is sent before the encoding
+// succeeded, so a value that cannot be encoded answers 500, not half a
+// body, and a client reads the body to its end without chunked framing.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "no-store")
+	buf := responseBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= maxPooledResponse {
+			responseBuffers.Put(buf)
+		}
+	}()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		buf.Reset()
+		status = errInternal.Status
+		_ = json.NewEncoder(buf).Encode(errorBody{errInternal})
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errorBody is the body of an error response.
+type errorBody struct {
+	Error *apiError `json:"error"`
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
@@ -90,9 +123,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, e.Status, struct {
-		Error *apiError `json:"error"`
-	}{e})
+	writeJSON(w, e.Status, errorBody{e})
 }
 
 // toAPIError maps an error from the store or the pure cores to a response.

@@ -2,9 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -120,6 +122,44 @@ func TestBatchEmptyBody(t *testing.T) {
 			srv.Handler().ServeHTTP(rec, req)
 			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"code":"bad_request"`) {
 				t.Fatalf("got %d %s, want 400 bad_request", rec.Code, rec.Body.String())
+			}
+		})
+	}
+}
+
+// writeJSON sends the whole encoded body with its Content-Length (no
+// chunked framing), the same bytes encoding/json's Encoder writes; a value
+// that cannot be encoded answers 500 with an error body, never a 200 with
+// half a body. Buffers reused between responses leave nothing behind.
+func TestWriteJSON(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     int
+		v          any
+		wantStatus int
+		wantBody   string
+	}{
+		{"object", http.StatusOK, map[string]any{"a": "<b>", "n": 1.5}, http.StatusOK, `{"a":"\u003cb\u003e","n":1.5}` + "\n"},
+		{"large", http.StatusCreated, map[string]string{"text": strings.Repeat("x", 70000)}, http.StatusCreated, `{"text":"` + strings.Repeat("x", 70000) + `"}` + "\n"},
+		{"small after large", http.StatusOK, []int{1}, http.StatusOK, "[1]\n"},
+		{"cannot encode", http.StatusOK, map[string]float64{"score": math.NaN()}, http.StatusInternalServerError,
+			`{"error":{"code":"internal","message":"internal error"}}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			writeJSON(rec, tt.status, tt.v)
+			if rec.Code != tt.wantStatus {
+				t.Fatalf("status %d, want %d", rec.Code, tt.wantStatus)
+			}
+			if got := rec.Body.String(); got != tt.wantBody {
+				t.Fatalf("body %.200q, want %.200q", got, tt.wantBody)
+			}
+			if got, want := rec.Header().Get("Content-Length"), strconv.Itoa(len(tt.wantBody)); got != want {
+				t.Errorf("Content-Length %q, want %q", got, want)
+			}
+			if got := rec.Header().Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", got)
 			}
 		})
 	}

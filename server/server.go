@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -343,7 +344,14 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				route = "unmatched"
 			}
 			d := time.Since(start)
-			s.metrics.latency.WithLabelValues(route, r.Method, fmt.Sprint(status)).Observe(d.Seconds())
+			s.metrics.latency.WithLabelValues(route, r.Method, strconv.Itoa(status)).Observe(d.Seconds())
+			level := slog.LevelInfo
+			if rl.err != nil && status >= 500 {
+				level = slog.LevelError
+			}
+			if !s.cfg.Logger.Enabled(ctx, level) {
+				return
+			}
 			attrs := []any{"request_id", id, "method", r.Method, "route", route, "status", status,
 				"duration_ms", float64(d.Microseconds()) / 1000}
 			if rl.sub != "" {
@@ -352,12 +360,8 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			if rl.shed != "" {
 				attrs = append(attrs, "rerank_shed", rl.shed)
 			}
-			level := slog.LevelInfo
 			if rl.err != nil {
 				attrs = append(attrs, "error", rl.err.Error())
-				if status >= 500 {
-					level = slog.LevelError
-				}
 			}
 			s.cfg.Logger.Log(ctx, level, "request", attrs...)
 		}()

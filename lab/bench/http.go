@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -36,6 +37,10 @@ type httpSystem struct {
 	secret string
 	stop   context.CancelFunc
 	served chan error
+
+	// conns counts the connections the server accepted: with keep-alive,
+	// about one per client for the whole run.
+	conns *countingListener
 
 	g      *Generator
 	mu     sync.Mutex
@@ -67,18 +72,36 @@ func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheB
 		st.Close()
 		return nil, fmt.Errorf("listen: %w", err)
 	}
+	cl := &countingListener{Listener: ln}
 	srv := server.New(server.Config{}, st, v)
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, ln) }()
+	go func() { served <- srv.Serve(sctx, cl) }()
 	// One kept-alive connection per client, as a pooled service client
 	// holds; the default keeps only 2 per host.
 	tr := &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients, DisableCompression: true}
 	return &httpSystem{
 		st: st, base: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr},
-		secret: secret, stop: stop, served: served, tokens: map[string]string{},
+		secret: secret, stop: stop, served: served, tokens: map[string]string{}, conns: cl,
 	}, nil
 }
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// Connections is how many connections the server accepted so far.
+func (h *httpSystem) Connections() int64 { return h.conns.n.Load() }
 
 func randomText(n int) (string, error) {
 	b := make([]byte, n)
@@ -142,12 +165,26 @@ func (h *httpSystem) do(ctx context.Context, method, path, role string, q Query,
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))
 	}
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
+	// The whole body, to its end: the transport reuses a connection only
+	// once its body was read to EOF, and a kept-alive connection is what a
+	// service client holds. Then all of it is decoded.
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer bodyBuffers.Put(buf)
+	buf.Reset()
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return err
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(buf.Bytes(), out)
 }
+
+// bodyBuffers hold response bodies between requests.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func tenantPath(tenant, rest string) string {
 	return "/v1/tenants/" + url.PathEscape(tenant) + rest

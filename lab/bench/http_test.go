@@ -125,6 +125,10 @@ func TestHTTPMatchesStore(t *testing.T) {
 			nonEmpty++
 		}
 	}
+	// One client, one kept-alive connection for every query.
+	if n := h.Connections(); n != 1 {
+		t.Errorf("the server accepted %d connections for %d queries in a row, want 1 (keep-alive)", n, len(queries))
+	}
 	if nonEmpty < len(queries)/2 {
 		t.Errorf("only %d of %d queries found anything: the comparison proves little", nonEmpty, len(queries))
 	}

@@ -64,6 +64,14 @@ type SystemResult struct {
 	// same corpus, queries and clients: what the service path keeps of the
 	// store's throughput (http only, when cordon ran).
 	QPSRatioToCordon *float64 `json:"qps_ratio_to_cordon,omitempty"`
+	// Connections is how many connections the http system's server had
+	// accepted by the end of the measured run, warm-up included: with
+	// keep-alive, at most one per client (http only).
+	Connections *int64 `json:"connections,omitempty"`
+	// AuditRecordsPerCommit is the mean number of audit records committed
+	// per transaction in the measured run (http only): what the per-tenant
+	// group commit saved.
+	AuditRecordsPerCommit *float64 `json:"audit_records_per_commit,omitempty"`
 	// Mix is the http system's mixed run (Options.Mix; omitted otherwise).
 	Mix *MixResult `json:"mix,omitempty"`
 }

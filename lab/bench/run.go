@@ -305,9 +305,21 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 			return nil, nil, fmt.Errorf("warm-up query %d: %w", i, err)
 		}
 	}
+	var audit0 postgres.AuditStats
+	if h, ok := sys.(*httpSystem); ok {
+		audit0 = h.st.AuditStats()
+	}
 	lat, lists, wall, err := runQueries(ctx, name, sys, queries, opts.Concurrency, pr)
 	if err != nil {
 		return nil, nil, err
+	}
+	if h, ok := sys.(*httpSystem); ok {
+		n := h.Connections()
+		res.Connections = &n
+		if a := h.st.AuditStats(); a.Commits > audit0.Commits {
+			r := float64(a.Records-audit0.Records) / float64(a.Commits-audit0.Commits)
+			res.AuditRecordsPerCommit = &r
+		}
 	}
 	res.P50 = ms(Percentile(lat, 50))
 	res.P95 = ms(Percentile(lat, 95))

@@ -199,63 +199,138 @@ func (s *Store) commitNext(tenant string, key []byte, q *auditQueue) {
 // writeBatch chains ws onto the tenant's audit log in one transaction. On
 // success each waiter's record holds its seq, time and hashes; on failure
 // nothing was written.
+//
+// The transaction takes two round trips, its statements pipelined: the
+// first begins it, looks the tenant up, takes the chain's advisory lock
+// and reads the head; the second, once the records are chained on that
+// head (the key never leaves this process), inserts them and commits. The
+// waiters are released only after the COMMIT's result arrived.
 func (s *Store) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
 	ctx, cancel := context.WithTimeout(context.Background(), auditBatchTimeout)
 	defer cancel()
-	recs := make([]AuditRecord, len(ws))
-	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		t, found, err := lookupTenant(ctx, tx, tenant, nil)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return ErrTenantNotFound
-		}
-		table := auditTable(t.schema)
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "cordon.audit:"+t.schema); err != nil {
-			return classify(err)
-		}
-		var last int64
-		var lastKey string
-		prev := genesisHash
-		err = tx.QueryRow(ctx, `SELECT seq, hash, key_id FROM `+table+` ORDER BY seq DESC LIMIT 1`).Scan(&last, &prev, &lastKey)
-		if err != nil && err != pgx.ErrNoRows {
-			return classify(err)
-		}
-		if lastKey != "" && key == nil {
-			return fmt.Errorf("%w: the newest record is keyed with %q", ErrAuditKeyRequired, lastKey)
-		}
-		at := time.Now().UTC().Truncate(time.Microsecond)
-		b := &pgx.Batch{}
-		for i, w := range ws {
-			r := w.rec
-			r.Seq = last + 1 + int64(i)
-			r.At = at
-			if r.ChunkIDs == nil {
-				r.ChunkIDs = []string{}
-			}
-			if r.Degraded == nil {
-				r.Degraded = []string{}
-			}
-			r.PrevHash = prev
-			if key != nil {
-				r.Hash = AuditMAC(key, prev, r)
-			} else {
-				r.Hash = AuditHash(prev, r)
-			}
-			prev = r.Hash
-			recs[i] = r
-			b.Queue(`INSERT INTO `+table+`
-				(seq, at, sub, op, query, policy, chunk_ids, considered, excluded_by_entitlement,
-				 excluded_by_freshness, degraded, index_version, request_id, key_id, prev_hash, hash)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-				r.Seq, r.At, r.Sub, r.Op, r.Query, r.Policy, r.ChunkIDs, r.Considered, r.ExcludedByEntitlement,
-				r.ExcludedByFreshness, r.Degraded, r.IndexVersion, r.RequestID, r.KeyID, r.PrevHash, r.Hash)
-		}
-		return classify(tx.SendBatch(ctx, b).Close())
-	})
+	schema, err := SchemaName(tenant)
 	if err != nil {
 		return err
+	}
+	table := auditTable(schema)
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	// A connection left inside the transaction (an error before the
+	// commit) is rolled back here, or destroyed by Release.
+	defer c.Release()
+	rollback := func() {
+		if c.Conn().PgConn().TxStatus() != 'I' {
+			_, _ = c.Exec(ctx, `ROLLBACK`)
+		}
+	}
+	defer rollback()
+
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	// The head is read with the primary key's index, whatever the
+	// table's statistics say. A plan is cached per connection: made while
+	// the table was empty after a VACUUM or ANALYZE (reltuples 0), it
+	// would sort the whole table for every batch as the chain grows, until
+	// the next analyze.
+	b.Queue(`SET LOCAL enable_seqscan = off`)
+	b.Queue(`SELECT schema_name FROM cordon.tenants WHERE name = $1`, tenant)
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtext($1))`, "cordon.audit:"+schema)
+	b.Queue(`SELECT seq, hash, key_id FROM ` + table + ` ORDER BY seq DESC LIMIT 1`)
+	var registered string
+	var last int64
+	var lastKey string
+	prev := genesisHash
+	br := c.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&registered)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		_ = br.Close()
+		return ErrTenantNotFound
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&last, &prev, &lastKey)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil // an empty chain
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" {
+		// No audit table (its statements are prepared before any runs):
+		// an unregistered tenant is not found; a registered one without
+		// its table fails as it is.
+		rollback()
+		if e := c.QueryRow(ctx, `SELECT schema_name FROM cordon.tenants WHERE name = $1`, tenant).Scan(&registered); errors.Is(e, pgx.ErrNoRows) {
+			return ErrTenantNotFound
+		}
+	}
+	if err != nil {
+		return classify(err)
+	}
+	if registered != schema {
+		return fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, registered, schema)
+	}
+	if lastKey != "" && key == nil {
+		return fmt.Errorf("%w: the newest record is keyed with %q", ErrAuditKeyRequired, lastKey)
+	}
+
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	recs := make([]AuditRecord, len(ws))
+	b = &pgx.Batch{}
+	for i, w := range ws {
+		r := w.rec
+		r.Seq = last + 1 + int64(i)
+		r.At = at
+		if r.ChunkIDs == nil {
+			r.ChunkIDs = []string{}
+		}
+		if r.Degraded == nil {
+			r.Degraded = []string{}
+		}
+		r.PrevHash = prev
+		if key != nil {
+			r.Hash = AuditMAC(key, prev, r)
+		} else {
+			r.Hash = AuditHash(prev, r)
+		}
+		prev = r.Hash
+		recs[i] = r
+		b.Queue(`INSERT INTO `+table+`
+			(seq, at, sub, op, query, policy, chunk_ids, considered, excluded_by_entitlement,
+			 excluded_by_freshness, degraded, index_version, request_id, key_id, prev_hash, hash)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+			r.Seq, r.At, r.Sub, r.Op, r.Query, r.Policy, r.ChunkIDs, r.Considered, r.ExcludedByEntitlement,
+			r.ExcludedByFreshness, r.Degraded, r.IndexVersion, r.RequestID, r.KeyID, r.PrevHash, r.Hash)
+	}
+	b.Queue(`COMMIT`)
+	br = c.SendBatch(ctx, b)
+	var tag pgconn.CommandTag
+	for range b.Len() {
+		if tag, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return classify(err)
+	}
+	if tag.String() != "COMMIT" {
+		// COMMIT of a failed transaction answers ROLLBACK.
+		return fmt.Errorf("audit batch: the transaction ended with %s, not COMMIT", tag)
 	}
 	s.audit.commits.Add(1)
 	s.audit.records.Add(int64(len(ws)))
