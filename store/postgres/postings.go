@@ -75,11 +75,6 @@ func (p *postingList) add(chunk int64, tf int32) {
 	p.tfs = append(p.tfs, tf)
 }
 
-func (p *postingList) extend(chunks []int64, tfs []int32) {
-	p.chunks = append(p.chunks, chunks...)
-	p.tfs = append(p.tfs, tfs...)
-}
-
 // postingLists are postings by term.
 type postingLists map[string]*postingList
 
