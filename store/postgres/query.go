@@ -316,6 +316,28 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 	return kept, nil
 }
 
+// exactDot is the SQL expression of the exact dot product of the vector
+// column col with q (the statement's $1, passed as arg), for a column whose
+// largest |component| is maxAbs. pgvector accumulates the inner product in
+// float32: every |partial sum| is at most sum |q_i| * |d_i| <= l1(q) *
+// maxAbs, and below 2^24 each one is an exact integer whatever the
+// summation order, so the result is exact. Otherwise the expression sums
+// exact bigint products instead.
+func exactDot(col string, q []int32, maxAbs int32) (expr string, arg any) {
+	var l1 int64
+	for _, x := range q {
+		l1 += int64(max(x, -x))
+	}
+	if l1*int64(maxAbs) < float32Exact {
+		return `(-(` + col + ` <#> $1::vector))::bigint`, pgvector.NewVector(index.Float32s(q))
+	}
+	q64 := make([]int64, len(q))
+	for i, x := range q {
+		q64[i] = int64(x)
+	}
+	return `(SELECT sum(u.a::bigint * u.b) FROM unnest(` + col + `::real[], $1::bigint[]) AS u(a, b))`, q64
+}
+
 // denseSide computes exact dot products in SQL, counts the funnel and returns
 // the top_n visible, fresh chunks by cosine, carrying only their chunk ids
 // (see fetchChunks).
@@ -328,24 +350,7 @@ func denseSide(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankR
 	if qn == 0 {
 		return nil, nil
 	}
-	var l1 int64
-	for _, x := range q {
-		l1 += int64(max(x, -x))
-	}
-	// pgvector accumulates the inner product in float32. Every |partial sum|
-	// is at most sum |q_i| * |d_i| <= l1 * maxAbs; below 2^24 each one is an
-	// exact integer whatever the summation order, so the result is exact.
-	// Otherwise sum exact bigint products instead.
-	dot := `(-(c.embedding <#> $1::vector))::bigint`
-	var qarg any = pgvector.NewVector(index.Float32s(q))
-	if l1*int64(maxAbs) >= float32Exact {
-		dot = `(SELECT sum(u.a::bigint * u.b) FROM unnest(c.embedding::real[], $1::bigint[]) AS u(a, b))`
-		q64 := make([]int64, len(q))
-		for i, x := range q {
-			q64[i] = int64(x)
-		}
-		qarg = q64
-	}
+	dot, qarg := exactDot("c.embedding", q, maxAbs)
 	qnorm := math.Sqrt(float64(qn))
 	rows, err := tx.Query(ctx, `
 		WITH d AS MATERIALIZED (

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/pgvector/pgvector-go"
 
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
@@ -422,24 +421,10 @@ func (s *Store) queryVectors(ctx context.Context, spec embed.Spec, queries []str
 }
 
 // shadowTop is the top-k chunk ids by cosine of q against one slot, whose
-// largest |component| is maxAbs: exact dot products (in float32 where every
-// partial sum provably stays below 2^24, as the query path, else in
-// bigint), ordered as the dense ranking.
+// largest |component| is maxAbs: exact dot products (exactDot, as the
+// query path), ordered as the dense ranking.
 func shadowTop(ctx context.Context, tx pgx.Tx, t tenantInfo, col, normCol string, q []int32, maxAbs int32, k int) ([]int64, error) {
-	var l1 int64
-	for _, x := range q {
-		l1 += int64(max(x, -x))
-	}
-	dot := `(-(c.` + col + ` <#> $1::vector))::bigint`
-	var qarg any = pgvector.NewVector(index.Float32s(q))
-	if l1*int64(maxAbs) >= float32Exact {
-		q64 := make([]int64, len(q))
-		for i, x := range q {
-			q64[i] = int64(x)
-		}
-		dot = `(SELECT sum(u.a::bigint * u.b) FROM unnest(c.` + col + `::real[], $1::bigint[]) AS u(a, b))`
-		qarg = q64
-	}
+	dot, qarg := exactDot("c."+col, q, maxAbs)
 	rows, err := tx.Query(ctx, `
 		SELECT id FROM (
 			SELECT c.id, c.chunk_id, c.`+normCol+` AS n, `+dot+` AS dot
