@@ -48,15 +48,6 @@ type Spec struct {
 // IsHash reports whether s is signed feature hashing.
 func (s Spec) IsHash() bool { return s.Model == "" || s.Model == Hash }
 
-// Quantization names how s's vectors are stored: "counts" for hashing
-// (integer counts as they are), "int8" for a model (see [Quantize]).
-func (s Spec) Quantization() string {
-	if s.IsHash() {
-		return "counts"
-	}
-	return "int8"
-}
-
 // String is "model/dims", e.g. "hash/256" or "use-lite/512".
 func (s Spec) String() string {
 	m := s.Model

@@ -448,10 +448,9 @@ func (s *Store) SampleQueries(ctx context.Context, tenant string, n, words int) 
 		return nil, fmt.Errorf("%w: %q", ErrTenantNotFound, tenant)
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT text FROM (
-			SELECT text, ntile($1) OVER (ORDER BY id) AS b, row_number() OVER (ORDER BY id) AS r FROM `+t.tables.chunks+`
-		) x WHERE r IN (SELECT min(r) FROM (SELECT ntile($1) OVER (ORDER BY id) AS b, row_number() OVER (ORDER BY id) AS r FROM `+t.tables.chunks+`) y GROUP BY b)
-		ORDER BY r`, n)
+		SELECT DISTINCT ON (b) text FROM (
+			SELECT text, id, ntile($1) OVER (ORDER BY id) AS b FROM `+t.tables.chunks+`
+		) x ORDER BY b, id`, n)
 	if err != nil {
 		return nil, classify(err)
 	}
