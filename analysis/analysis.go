@@ -28,50 +28,78 @@ func Tokenize(s string) []string {
 // HasToken reports whether s contains at least one token, without allocating
 // the token list.
 func HasToken(s string) bool {
-	for _, r := range s {
-		if isTokenRune(unicode.ToLower(r)) {
-			return true
-		}
-	}
-	return false
+	found := false
+	scanTokens(s, nil, func([]byte) bool {
+		found = true
+		return false
+	})
+	return found
 }
 
 // CountTokens returns len(Tokenize(s)) without building the slice.
 func CountTokens(s string) int {
 	n := 0
-	in := false
-	for _, r := range s {
-		if isTokenRune(unicode.ToLower(r)) {
-			if !in {
-				n++
-			}
-			in = true
-		} else {
-			in = false
-		}
-	}
+	scanTokens(s, make([]byte, 0, 32), func([]byte) bool {
+		n++
+		return true
+	})
 	return n
 }
 
 // forEachToken calls fn for each token of s in order.
 func forEachToken(s string, fn func(string)) {
-	buf := make([]byte, 0, 32)
+	scanTokens(s, make([]byte, 0, 32), func(tok []byte) bool {
+		fn(string(tok))
+		return true
+	})
+}
+
+// asciiToken maps an ASCII byte to itself lower-cased when it belongs to a
+// token (A-Z, a-z, 0-9: the only ASCII letters and numbers), else to 0.
+var asciiToken = func() (t [utf8.RuneSelf]byte) {
+	for c := range byte(utf8.RuneSelf) {
+		if l := unicode.ToLower(rune(c)); isTokenRune(l) {
+			t[c] = byte(l)
+		}
+	}
+	return t
+}()
+
+// scanTokens calls fn with each token of s, in order, as bytes valid until
+// fn returns, until fn returns false. buf is the scratch space for a token
+// (nil: fn only learns that there is one). ASCII is classified by table,
+// anything else as a decoded code point, which is what ranging over s
+// gives (an invalid byte is U+FFFD, a separator).
+func scanTokens(s string, buf []byte, fn func(tok []byte) bool) {
+	buf = buf[:0]
 	in := false
-	for _, r := range s {
-		l := unicode.ToLower(r)
-		if isTokenRune(l) {
-			buf = utf8.AppendRune(buf, l)
-			in = true
-			continue
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			i++
+			if l := asciiToken[c]; l != 0 {
+				buf = append(buf, l)
+				in = true
+				continue
+			}
+		} else {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			i += n
+			if l := unicode.ToLower(r); isTokenRune(l) {
+				buf = utf8.AppendRune(buf, l)
+				in = true
+				continue
+			}
 		}
 		if in {
-			fn(string(buf))
+			if !fn(buf) {
+				return
+			}
 			buf = buf[:0]
 			in = false
 		}
 	}
 	if in {
-		fn(string(buf))
+		fn(buf)
 	}
 }
 
@@ -94,4 +122,89 @@ func TokenSet(s string) []string {
 func EstimateTokens(s string) int {
 	n := utf8.RuneCountInString(s)
 	return (n + 3) / 4
+}
+
+// Matcher finds which of a fixed list of tokens occur in a text, without
+// building the text's token list: each token of the text is looked up as
+// it is scanned, and the scan stops once every token was found. It gives
+// the same answer as testing membership in TokenSet(text). A Matcher is
+// for one goroutine.
+type Matcher struct {
+	slot  map[string]int // distinct token -> slot
+	of    []int          // tokens[i] -> its slot
+	found []bool         // per slot, for the text being matched
+	buf   []byte
+}
+
+// NewMatcher returns a Matcher for tokens (repetitions allowed).
+func NewMatcher(tokens []string) *Matcher {
+	m := &Matcher{slot: make(map[string]int, len(tokens)), of: make([]int, len(tokens))}
+	for i, t := range tokens {
+		j, ok := m.slot[t]
+		if !ok {
+			j = len(m.slot)
+			m.slot[t] = j
+		}
+		m.of[i] = j
+	}
+	m.found = make([]bool, len(m.slot))
+	m.buf = make([]byte, 0, 32)
+	return m
+}
+
+// Scan scans s; afterwards Has(i) reports whether s contains the i-th
+// token NewMatcher was given.
+func (m *Matcher) Scan(s string) {
+	clear(m.found)
+	left := len(m.found)
+	if left == 0 {
+		return
+	}
+	scanTokens(s, m.buf, func(tok []byte) bool {
+		if j, ok := m.slot[string(tok)]; ok && !m.found[j] {
+			m.found[j] = true
+			left--
+		}
+		return left > 0
+	})
+}
+
+// Has reports whether the text of the last Scan contains the i-th token
+// NewMatcher was given.
+func (m *Matcher) Has(i int) bool { return m.found[m.of[i]] }
+
+// Counter counts the distinct tokens of texts. It allocates a token's
+// string once per Counter (texts that share tokens share their strings)
+// and nothing for a repetition. A Counter is for one goroutine.
+type Counter struct {
+	pos   map[string]int    // token -> index in the current text's terms
+	names map[string]string // tokens seen so far by this Counter
+	buf   []byte
+}
+
+// NewCounter returns an empty Counter.
+func NewCounter() *Counter {
+	return &Counter{pos: map[string]int{}, names: map[string]string{}, buf: make([]byte, 0, 32)}
+}
+
+// Count returns the distinct tokens of s in order of first occurrence
+// (TokenSet(s)) and how often each occurs.
+func (c *Counter) Count(s string) (terms []string, tf []int32) {
+	clear(c.pos)
+	scanTokens(s, c.buf, func(tok []byte) bool {
+		if j, ok := c.pos[string(tok)]; ok {
+			tf[j]++
+			return true
+		}
+		name, ok := c.names[string(tok)]
+		if !ok {
+			name = string(tok)
+			c.names[name] = name
+		}
+		c.pos[name] = len(terms)
+		terms = append(terms, name)
+		tf = append(tf, 1)
+		return true
+	})
+	return terms, tf
 }

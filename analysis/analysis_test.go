@@ -198,6 +198,77 @@ func checkTokenize(t *testing.T, s string) {
 	if !slices.Equal(set, want) {
 		t.Fatalf("TokenSet(%q) = %q, want %q", s, set, want)
 	}
+	checkMatcher(t, s, toks)
+	checkCounter(t, s, toks)
+}
+
+// checkCounter checks Counter.Count against the token list, on a fresh
+// Counter and on one that counted other texts (and s) before.
+func checkCounter(t *testing.T, s string, toks []string) {
+	t.Helper()
+	var wantTF []int32
+	want := TokenSet(s)
+	for _, term := range want {
+		wantTF = append(wantTF, int32(len(slices.DeleteFunc(slices.Clone(toks), func(x string) bool { return x != term }))))
+	}
+	used := NewCounter()
+	used.Count("payment hold PMT 771 " + s)
+	used.Count("")
+	for _, c := range []*Counter{NewCounter(), used} {
+		terms, tf := c.Count(s)
+		if !slices.Equal(terms, want) || !slices.Equal(tf, wantTF) {
+			t.Fatalf("Count(%q) = %q %v, want %q %v", s, terms, tf, want, wantTF)
+		}
+	}
+}
+
+// checkMatcher checks a Matcher against membership in toks (s's tokens),
+// for every other token of s, with repetitions, tokens s does not hold, a
+// prefix of one it holds and the empty token, scanning s, then a text
+// without tokens, then s again.
+func checkMatcher(t *testing.T, s string, toks []string) {
+	t.Helper()
+	var query []string
+	for i, tok := range toks {
+		if i%2 == 0 {
+			query = append(query, tok, tok+"x")
+		}
+		if len(tok) > 1 && i%3 == 0 {
+			query = append(query, tok[:len(tok)-1])
+		}
+	}
+	query = append(query, "zz9", "")
+	if len(toks) > 0 {
+		query = append(query, toks[len(toks)-1], toks[0])
+	}
+	m := NewMatcher(query)
+	for round, text := range []string{s, " -- ", s} {
+		m.Scan(text)
+		for i, q := range query {
+			want := round != 1 && slices.Contains(toks, q)
+			if got := m.Has(i); got != want {
+				t.Fatalf("Matcher(%q).Scan(%q).Has(%d: %q) = %v, want %v", query, text, i, q, got, want)
+			}
+		}
+	}
+}
+
+func TestMatcher(t *testing.T) {
+	for _, s := range []string{
+		"", "PMT-771 Hold on PMT-771", "payment hold, payment released", "Ünïcödé ÜNÏCÖDÉ", "a b a b c",
+		strings.Repeat("wire transfer ", 100) + "sanctions",
+	} {
+		checkTokenize(t, s)
+	}
+	m := NewMatcher([]string{"hold", "pmt", "hold", "771", "absent"})
+	m.Scan("PMT-771 is on HOLD.")
+	var got []bool
+	for i := range 5 {
+		got = append(got, m.Has(i))
+	}
+	if want := []bool{true, true, true, true, false}; !slices.Equal(got, want) {
+		t.Fatalf("Has = %v, want %v", got, want)
+	}
 }
 
 func FuzzTokenize(f *testing.F) {
@@ -210,6 +281,16 @@ func FuzzTokenize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		checkTokenize(t, s)
 	})
+}
+
+func BenchmarkMatcher(b *testing.B) {
+	text := strings.Repeat("Payment PMT-771 is on hold pending sanctions review; release requires two approvals. ", 50)
+	m := NewMatcher([]string{"payment", "hold", "wire", "771"})
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		m.Scan(text)
+	}
 }
 
 func BenchmarkTokenize(b *testing.B) {

@@ -319,6 +319,10 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 		fused = fused[:len(in.Scores)]
 	}
 	out := make([]Scored, 0, len(fused))
+	var m *analysis.Matcher
+	if in.Kind != RerankModel {
+		m = analysis.NewMatcher(in.Terms)
+	}
 	for i, s := range fused {
 		var ov float64
 		var keep bool
@@ -327,10 +331,12 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 			ov = in.Scores[i]
 			keep = ov >= in.MinScore
 		case RerankIDFOverlap:
-			ov = IDFOverlap(in.Terms, in.IDF, analysis.TokenSet(s.Chunk.Text))
+			m.Scan(s.Chunk.Text)
+			ov = idfOverlap(in.Terms, in.IDF, m.Has)
 			keep = ov > 0 && ov >= in.MinScore
 		default:
-			ov = Overlap(in.Terms, analysis.TokenSet(s.Chunk.Text))
+			m.Scan(s.Chunk.Text)
+			ov = overlap(in.Terms, m.Has)
 			keep = ov > 0 && ov >= in.MinScore
 		}
 		if keep {
@@ -403,18 +409,20 @@ func cosMax(rk Rankings) float64 {
 // denominator is 0. query is a distinct token list, idf its idf values
 // (missing entries count 0), chunk the chunk's distinct tokens.
 func IDFOverlap(query []string, idf []float64, chunk []string) float64 {
-	have := make(map[string]struct{}, len(chunk))
-	for _, t := range chunk {
-		have[t] = struct{}{}
-	}
+	return idfOverlap(query, idf, holds(query, chunk))
+}
+
+// idfOverlap is IDFOverlap with has(i) telling whether the chunk holds
+// query[i].
+func idfOverlap(query []string, idf []float64, has func(i int) bool) float64 {
 	var num, den float64
-	for i, t := range query {
+	for i := range query {
 		var w float64
 		if i < len(idf) {
 			w = idf[i]
 		}
 		den += w
-		if _, ok := have[t]; ok {
+		if has(i) {
 			num += w
 		}
 	}
@@ -424,19 +432,32 @@ func IDFOverlap(query []string, idf []float64, chunk []string) float64 {
 	return num / den
 }
 
-// Overlap is |set(query) ∩ set(chunk)| / |set(query)|, 0 for a query with no
-// terms. Both arguments are distinct token lists.
-func Overlap(query, chunk []string) float64 {
-	if len(query) == 0 {
-		return 0
-	}
+// holds returns has(i): whether chunk holds query[i].
+func holds(query, chunk []string) func(i int) bool {
 	have := make(map[string]struct{}, len(chunk))
 	for _, t := range chunk {
 		have[t] = struct{}{}
 	}
+	return func(i int) bool {
+		_, ok := have[query[i]]
+		return ok
+	}
+}
+
+// Overlap is |set(query) ∩ set(chunk)| / |set(query)|, 0 for a query with no
+// terms. Both arguments are distinct token lists.
+func Overlap(query, chunk []string) float64 {
+	return overlap(query, holds(query, chunk))
+}
+
+// overlap is Overlap with has(i) telling whether the chunk holds query[i].
+func overlap(query []string, has func(i int) bool) float64 {
+	if len(query) == 0 {
+		return 0
+	}
 	n := 0
-	for _, t := range query {
-		if _, ok := have[t]; ok {
+	for i := range query {
+		if has(i) {
 			n++
 		}
 	}
