@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/blake2b"
 )
@@ -79,14 +81,28 @@ func Cosine(dot, qNormSq, dNormSq int64) float64 {
 	return float64(dot) / den
 }
 
-// Cache hashes tokens like Bucket, once per distinct token, reusing one
-// BLAKE2b state. It is for one goroutine (index.Prepare uses one per
-// document).
+// Cache hashes tokens like Bucket, once per distinct token: a memo that
+// goroutines share (Shared gives one per dimension count for the whole
+// process, so that ingest hashes each term of the vocabulary once rather
+// than once per document). It holds at most maxEntries tokens, the first
+// ones seen (in Zipf-distributed text the frequent ones); later tokens are
+// hashed each time, so hostile input cannot grow it without bound.
 type Cache struct {
-	dims int
-	h    hash.Hash
-	m    map[string]cached
-	d    [8]byte
+	dims       int
+	maxEntries int64
+	entries    atomic.Int64
+	shards     [cacheShards]cacheShard
+	hashers    sync.Pool
+}
+
+const cacheShards = 32
+
+// DefaultCacheEntries bounds a shared cache: about 25 MB of memo at most.
+const DefaultCacheEntries = 1 << 18
+
+type cacheShard struct {
+	mu sync.RWMutex
+	m  map[string]cached
 }
 
 type cached struct {
@@ -94,25 +110,71 @@ type cached struct {
 	sign  int32
 }
 
-// NewCache returns an empty cache for dims dimensions.
-func NewCache(dims int) *Cache {
-	h, _ := blake2b.New(8, nil) // cannot fail: 8 is a valid size and there is no key
-	return &Cache{dims: dims, h: h, m: make(map[string]cached)}
+// NewCache returns an empty cache for dims dimensions holding at most
+// maxEntries tokens.
+func NewCache(dims int, maxEntries int64) *Cache {
+	c := &Cache{dims: dims, maxEntries: maxEntries}
+	for i := range c.shards {
+		c.shards[i].m = map[string]cached{}
+	}
+	c.hashers.New = func() any {
+		h, _ := blake2b.New(8, nil) // cannot fail: 8 is a valid size and there is no key
+		return h
+	}
+	return c
+}
+
+var shared sync.Map // dims -> *Cache
+
+// Shared returns the process-wide cache for dims dimensions.
+func Shared(dims int) *Cache {
+	if c, ok := shared.Load(dims); ok {
+		return c.(*Cache)
+	}
+	c, _ := shared.LoadOrStore(dims, NewCache(dims, DefaultCacheEntries))
+	return c.(*Cache)
 }
 
 // Bucket is [Bucket](token, dims), memoised.
 func (c *Cache) Bucket(token string) (index int, sign int32) {
-	if b, ok := c.m[token]; ok {
+	sh := &c.shards[shardOf(token)]
+	sh.mu.RLock()
+	b, ok := sh.m[token]
+	sh.mu.RUnlock()
+	if ok {
 		return int(b.index), b.sign
 	}
-	c.h.Reset()
-	c.h.Write([]byte(token))
-	d := c.h.Sum(c.d[:0])
+	h := c.hashers.Get().(hash.Hash)
+	h.Reset()
+	h.Write([]byte(token))
+	var d [8]byte
+	h.Sum(d[:0])
+	c.hashers.Put(h)
 	index = int(binary.BigEndian.Uint32(d[0:4]) % uint32(c.dims))
 	sign = -1
 	if d[4]%2 == 0 {
 		sign = 1
 	}
-	c.m[token] = cached{index: int32(index), sign: sign}
+	if c.entries.Load() < c.maxEntries {
+		sh.mu.Lock()
+		if _, ok := sh.m[token]; !ok {
+			if c.entries.Add(1) <= c.maxEntries {
+				sh.m[token] = cached{index: int32(index), sign: sign}
+			} else {
+				c.entries.Add(-1)
+			}
+		}
+		sh.mu.Unlock()
+	}
 	return index, sign
+}
+
+// shardOf spreads tokens over the shards by their length and last bytes
+// (cheap; no second hash of the token).
+func shardOf(t string) int {
+	n := len(t)
+	if n == 0 {
+		return 0
+	}
+	return (n*7 + int(t[n-1]) + int(t[n/2])*3) % cacheShards
 }

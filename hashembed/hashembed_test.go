@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/cordon-rag/cordon/analysis"
@@ -217,14 +218,36 @@ func BenchmarkVector(b *testing.B) {
 
 func TestCacheMatchesBucket(t *testing.T) {
 	for _, dims := range []int{1, 7, 256, 16000} {
-		c := NewCache(dims)
-		for i := range 3000 {
-			tok := fmt.Sprintf("t%d", i%1700) // repeats hit the memo
-			wi, ws := Bucket(tok, dims)
-			gi, gs := c.Bucket(tok)
-			if gi != wi || gs != ws {
-				t.Fatalf("dims %d, %q: cache (%d, %d), Bucket (%d, %d)", dims, tok, gi, gs, wi, ws)
-			}
+		// 1000 entries: the first 1000 distinct tokens are memoised, the
+		// other 700 hashed each time.
+		c := NewCache(dims, 1000)
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 3000 {
+					tok := fmt.Sprintf("t%d", (i+g*311)%1700) // repeats hit the memo
+					wi, ws := Bucket(tok, dims)
+					gi, gs := c.Bucket(tok)
+					if gi != wi || gs != ws {
+						t.Errorf("dims %d, %q: cache (%d, %d), Bucket (%d, %d)", dims, tok, gi, gs, wi, ws)
+						return
+					}
+				}
+			})
 		}
+		wg.Wait()
+		if n := c.entries.Load(); n != 1000 {
+			t.Fatalf("dims %d: %d entries memoised, want the bound, 1000", dims, n)
+		}
+		var held int
+		for i := range c.shards {
+			held += len(c.shards[i].m)
+		}
+		if held != 1000 {
+			t.Fatalf("dims %d: shards hold %d tokens, want 1000", dims, held)
+		}
+	}
+	if a, b := Shared(256), Shared(256); a != b || a == Shared(255) {
+		t.Fatal("Shared must give one cache per dimension count")
 	}
 }

@@ -98,12 +98,8 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 	}
 	out := make([]PreparedChunk, len(pieces))
 	hashed := s.Spec().IsHash()
-	var buckets *hashembed.Cache
-	if hashed {
-		buckets = hashembed.NewCache(s.Dims)
-	}
+	counter := analysis.NewCounter()
 	for i, p := range pieces {
-		toks := analysis.Tokenize(p.Text)
 		pc := PreparedChunk{
 			Chunk: cordontype.Chunk{
 				ChunkID:        doc.DocID + "::" + strconv.Itoa(i),
@@ -119,22 +115,12 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 				AsOfTick:       doc.AsOfTick,
 			},
 		}
-		pos := make(map[string]int, len(toks))
-		for _, t := range toks {
-			j, ok := pos[t]
-			if !ok {
-				j = len(pc.Terms)
-				pos[t] = j
-				pc.Terms = append(pc.Terms, t)
-				pc.TF = append(pc.TF, 0)
-			}
-			pc.TF[j]++
-		}
+		pc.Terms, pc.TF = counter.Count(p.Text)
 		if !hashed {
 			out[i] = pc
 			continue
 		}
-		v, err := hashVector(buckets, s.Dims, pc.Terms, pc.TF)
+		v, err := hashVector(hashembed.Shared(s.Dims), s.Dims, pc.Terms, pc.TF)
 		if err != nil {
 			return nil, fmt.Errorf("document %q chunk %d: %w", doc.DocID, i, err)
 		}
@@ -156,7 +142,7 @@ func Vectorize(ctx context.Context, reg *embed.Registry, spec embed.Spec, docs .
 		if err := hashembed.ValidateDims(spec.Dims); err != nil {
 			return err
 		}
-		buckets := hashembed.NewCache(spec.Dims)
+		buckets := hashembed.Shared(spec.Dims)
 		var vs [][]int32
 		for _, d := range docs {
 			for i := range d {
