@@ -3,8 +3,10 @@ package chunk
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cordon-rag/cordon/analysis"
 )
@@ -67,14 +69,42 @@ func Split(text string, opts Options) ([]Piece, error) {
 		return nil, err
 	}
 	runes := []rune(text)
-	pieces := windows(runes, sections(runes), opts)
+	src := source{runes: runes}
+	if len(text) <= math.MaxInt32 && utf8.ValidString(text) {
+		// A piece's text is then a slice of text (no copy): offs[i] is the
+		// byte offset of code point i. Invalid UTF-8 is re-encoded from
+		// the code points instead (each invalid byte one U+FFFD).
+		src.text = text
+		src.offs = make([]int32, 0, len(runes)+1)
+		for i := range text {
+			src.offs = append(src.offs, int32(i))
+		}
+		src.offs = append(src.offs, int32(len(text)))
+	}
+	pieces := windows(src, sections(runes), opts)
 	for _, p := range pieces {
 		if p.Length > 0 {
 			return pieces, nil
 		}
 	}
 	// No chunk holds a token: window the whole text as one body section.
-	return windows(runes, []section{{name: "body", start: 0, end: len(runes)}}, opts), nil
+	return windows(src, []section{{name: "body", start: 0, end: len(runes)}}, opts), nil
+}
+
+// source is the text being split, as code points and, when it is valid
+// UTF-8, as the string with the byte offset of each code point.
+type source struct {
+	runes []rune
+	text  string
+	offs  []int32
+}
+
+// span returns the text of code points [a, b).
+func (s source) span(a, b int) string {
+	if s.offs == nil {
+		return string(s.runes[a:b])
+	}
+	return s.text[s.offs[a]:s.offs[b]]
 }
 
 // sections splits runes into sections at heading lines outside fences.
@@ -131,7 +161,8 @@ func hasPrefix(line []rune, p string) bool {
 }
 
 // windows splits each section body into word windows.
-func windows(runes []rune, secs []section, opts Options) []Piece {
+func windows(src source, secs []section, opts Options) []Piece {
+	runes := src.runes
 	step := opts.MaxWords - opts.OverlapWords
 	var out []Piece
 	var starts, ends []int
@@ -153,7 +184,7 @@ func windows(runes []rune, secs []section, opts Options) []Piece {
 		n := len(starts)
 		for w := 0; n > 0; w += step {
 			last := min(w+opts.MaxWords, n) - 1
-			text := string(runes[starts[w]:ends[last]])
+			text := src.span(starts[w], ends[last])
 			out = append(out, Piece{
 				Section:   s.name,
 				Text:      text,
