@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -136,7 +137,114 @@ func TestAuditGroupCommitConcurrent(t *testing.T) {
 	if records != workers*each || commits >= records || s1.Queued+s2.Queued != 0 {
 		t.Fatalf("stats %+v and %+v: want %d records in fewer commits, none queued", s1, s2, workers*each)
 	}
-	t.Logf("%d records in %d commits", records, commits)
+	// Each store's known head went stale whenever the other committed
+	// in between; those batches were written on the head read again.
+	if s1.StaleHeads+s2.StaleHeads == 0 {
+		t.Fatalf("stats %+v and %+v: no batch found its known head stale", s1, s2)
+	}
+	t.Logf("%d records in %d commits, %d of them in one round trip; %d stale heads",
+		records, commits, s1.FastCommits+s2.FastCommits, s1.StaleHeads+s2.StaleHeads)
+}
+
+// TestAuditStaleHead: a store that knows its tenant's chain head appends
+// in one round trip; when the head changed behind it (another process
+// appended, the tenant was dropped, created again, or its registry row
+// changed), the append finds out under the lock, writes nothing on the old
+// head, and does what an append without a known head does.
+func TestAuditStaleHead(t *testing.T) {
+	ctx := context.Background()
+	rec := postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}
+	appendN := func(t *testing.T, st *postgres.Store, n int) {
+		t.Helper()
+		for range n {
+			if _, err := st.AppendAudit(ctx, "acme", rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	recreate := func(t *testing.T, other *postgres.Store) {
+		t.Helper()
+		if _, err := other.DropTenant(ctx, "acme"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		keys *postgres.AuditKeyring // of the store whose head goes stale
+		// meanwhile changes the chain behind the store's back; other is
+		// another store (keyed), as another process.
+		meanwhile func(t *testing.T, dbURL string, other *postgres.Store)
+		wantSeq   int64            // of the next append; 0 when it fails
+		wantErr   func(error) bool // when it fails
+	}{
+		{"another process appended", testKeyring("k1"),
+			func(t *testing.T, _ string, other *postgres.Store) { appendN(t, other, 3) }, 6, nil},
+		{"the tenant was dropped", testKeyring("k1"),
+			func(t *testing.T, _ string, other *postgres.Store) {
+				if _, err := other.DropTenant(ctx, "acme"); err != nil {
+					t.Fatal(err)
+				}
+			}, 0, func(err error) bool { return errors.Is(err, postgres.ErrTenantNotFound) }},
+		{"the tenant was dropped and created again", testKeyring("k1"),
+			func(t *testing.T, _ string, other *postgres.Store) { recreate(t, other) }, 1, nil},
+		{"the tenant was created again and its new chain reached the known seq", testKeyring("k1"),
+			func(t *testing.T, _ string, other *postgres.Store) { recreate(t, other); appendN(t, other, 2) }, 3, nil},
+		{"the registry names another schema", testKeyring("k1"),
+			func(t *testing.T, dbURL string, _ *postgres.Store) {
+				execSQL(t, dbURL, `DO $$
+					DECLARE c name;
+					BEGIN
+						SELECT conname INTO STRICT c FROM pg_constraint
+						WHERE conrelid = 'cordon.tenants'::regclass AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%cordon_t_%';
+						EXECUTE format('ALTER TABLE cordon.tenants DROP CONSTRAINT %I', c);
+					END $$;
+					UPDATE cordon.tenants SET schema_name = 'cordon_t_other' WHERE name = 'acme'`)
+			}, 0, func(err error) bool {
+				return err != nil && strings.Contains(err.Error(), `registry names schema "cordon_t_other"`)
+			}},
+		{"another process keyed the chain of a store without a key", nil,
+			func(t *testing.T, _ string, other *postgres.Store) { appendN(t, other, 1) },
+			0, func(err error) bool { return errors.Is(err, postgres.ErrAuditKeyRequired) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dbURL, st := auditTenant(t, tt.keys)
+			other := openStore(t, dbURL, postgres.Options{AuditKeys: testKeyring("k1")})
+			appendN(t, st, 2)
+			if s := st.AuditStats(); s.FastCommits != 1 {
+				t.Fatalf("stats %+v after two appends: want the second in one round trip", s)
+			}
+			tt.meanwhile(t, dbURL, other)
+			before := st.AuditStats()
+			r, err := st.AppendAudit(ctx, "acme", rec)
+			s := st.AuditStats()
+			if s.StaleHeads != before.StaleHeads+1 || s.FastCommits != before.FastCommits {
+				t.Errorf("stats %+v, then %+v: want one stale head and no commit in one round trip", before, s)
+			}
+			if tt.wantSeq == 0 {
+				if !tt.wantErr(err) {
+					t.Fatalf("append: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Seq != tt.wantSeq {
+				t.Fatalf("the append has seq %d, want %d", r.Seq, tt.wantSeq)
+			}
+			checkLinear(t, st, dbURL, tt.wantSeq)
+			// The head is known again.
+			appendN(t, st, 1)
+			if s2 := st.AuditStats(); s2.FastCommits != s.FastCommits+1 {
+				t.Errorf("stats %+v after one more append: want it in one round trip", s2)
+			}
+			checkLinear(t, st, dbURL, tt.wantSeq+1)
+		})
+	}
 }
 
 // TestServerAuditConcurrentRetrieve: concurrent retrieves through the HTTP
@@ -477,40 +585,62 @@ func TestAuditAppendTableMissing(t *testing.T) {
 // even on a connection whose first append found the table empty after a
 // VACUUM (statistics of an empty table): the appends after it read no
 // rows by a sequential scan, where a plan cached on those statistics
-// would sort the whole table for every batch.
+// would sort the whole table for every batch. With plan_cache_mode
+// force_generic_plan every statement runs the plan made at its first
+// execution after the statistics changed, on both paths of a batch (the
+// head read before the insert, and the head compared in the insert).
 func TestAuditHeadReadUsesIndex(t *testing.T) {
-	ctx := context.Background()
-	dbURL := migrated(t)
-	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 1, AuditKeys: testKeyring("k1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
-		t.Fatal(err)
-	}
-	execSQL(t, dbURL, `VACUUM ANALYZE cordon_t_acme.audit`)
-	const n = 300
-	for range n {
-		if _, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The store's one backend ends, and its statistics with it.
-	st.Close()
-	var read int64
-	waitFor(t, "the closed backend's statistics", func() bool {
-		c, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close(ctx)
-		var inserted int64
-		if err := c.QueryRow(ctx, `SELECT n_tup_ins, seq_tup_read FROM pg_stat_user_tables WHERE relid = 'cordon_t_acme.audit'::regclass`).Scan(&inserted, &read); err != nil {
-			t.Fatal(err)
-		}
-		return inserted == n
-	})
-	if read != 0 {
-		t.Fatalf("%d audit rows read by sequential scans over %d appends, want 0", read, n)
+	for _, mode := range []string{"auto", "force_generic_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			dbURL := migrated(t)
+			u, err := url.Parse(dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := u.Query()
+			q.Set("plan_cache_mode", mode) // a run-time parameter of the connection
+			u.RawQuery = q.Encode()
+			st, err := postgres.Open(ctx, u.String(), postgres.Options{MaxConns: 1, AuditKeys: testKeyring("k1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
+				t.Fatal(err)
+			}
+			const n = 300
+			for i := range n {
+				if i < 2 {
+					// Statistics of an empty table, then of a table of
+					// one row: the plans are made again at the next
+					// append, on a known head the second time.
+					execSQL(t, dbURL, `VACUUM ANALYZE cordon_t_acme.audit`)
+				}
+				if _, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if a := st.AuditStats(); a.FastCommits != n-1 {
+				t.Fatalf("stats %+v: want every append but the first in one round trip", a)
+			}
+			// The store's one backend ends, and its statistics with it.
+			st.Close()
+			var read int64
+			waitFor(t, "the closed backend's statistics", func() bool {
+				c, err := pgx.Connect(ctx, dbURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close(ctx)
+				var inserted int64
+				if err := c.QueryRow(ctx, `SELECT n_tup_ins, seq_tup_read FROM pg_stat_user_tables WHERE relid = 'cordon_t_acme.audit'::regclass`).Scan(&inserted, &read); err != nil {
+					t.Fatal(err)
+				}
+				return inserted == n
+			})
+			if read != 0 {
+				t.Fatalf("%d audit rows read by sequential scans over %d appends, want 0", read, n)
+			}
+		})
 	}
 }

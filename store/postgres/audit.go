@@ -182,7 +182,8 @@ func auditTable(schema string) string { return pgx.Identifier{schema, "audit"}.S
 // never continued unkeyed ([ErrAuditKeyRequired]). Concurrent appends to
 // one tenant share transactions (group commit, see auditgroup.go); each
 // transaction holds the tenant's advisory lock and reads the chain head
-// under it, so the chain never forks, across processes too. When ctx ends
+// under it, or checks the head it chained on, so the chain never forks,
+// across processes too. When ctx ends
 // first, AppendAudit returns its error and the record may still be
 // written.
 func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (AuditRecord, error) {

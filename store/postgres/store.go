@@ -70,6 +70,9 @@ type Options struct {
 	// tracer, when set, traces every statement of the pool's connections;
 	// the package's tests count round trips with it.
 	tracer pgx.QueryTracer
+	// poolConfig, when set, changes the pool's configuration last; the
+	// package's tests count round trips on the wire with it.
+	poolConfig func(*pgxpool.Config)
 }
 
 // Store is the Postgres store. It is safe for concurrent use.
@@ -163,6 +166,9 @@ func configure(cfg *pgxpool.Config, opts Options) {
 	// connection is a clean one.
 	cfg.AfterRelease = func(c *pgx.Conn) bool {
 		return !c.IsClosed() && c.PgConn().TxStatus() == 'I'
+	}
+	if opts.poolConfig != nil {
+		opts.poolConfig(cfg)
 	}
 }
 

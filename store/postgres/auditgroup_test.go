@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cordon-rag/cordon/index"
+)
+
+// tripConn counts round trips: each write that follows a read (or is the
+// connection's first) starts one.
+type tripConn struct {
+	net.Conn
+	trips *atomic.Int64
+	mu    sync.Mutex
+	read  bool // a read came since the last write
+}
+
+func (c *tripConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.read {
+		c.read = false
+		c.trips.Add(1)
+	}
+	c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *tripConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		c.read = true
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// countRoundTrips makes the pool count its connections' round trips in n.
+// Idle connections are not pinged when acquired, which would add one.
+func countRoundTrips(n *atomic.Int64) func(*pgxpool.Config) {
+	return func(cfg *pgxpool.Config) {
+		dial := cfg.ConnConfig.DialFunc
+		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &tripConn{Conn: c, trips: n, read: true}, nil
+		}
+		cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	}
+}
+
+// TestAuditBatchRoundTrips counts the round trips of audit batches: one
+// when the store knows the chain head, three when another store appended
+// since (the head is stale: the one-round-trip try inserts nothing), two
+// when no head is known. A batch of several records, with chunk ids and
+// degraded sides of different lengths, is stored as chained.
+func TestAuditBatchRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	keys := &AuditKeyring{Active: "k1", Keys: map[string][]byte{"k1": make([]byte, MinAuditKeyBytes)}}
+	var trips, other atomic.Int64
+	st, err := Open(ctx, dbURL, Options{MaxConns: 1, AuditKeys: keys, poolConfig: countRoundTrips(&trips)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	st2, err := Open(ctx, dbURL, Options{MaxConns: 1, AuditKeys: keys, poolConfig: countRoundTrips(&other)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st2.Close)
+	if _, err := st.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
+		t.Fatal(err)
+	}
+	rec := AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}
+	appendOn := func(s *Store) func() error {
+		return func() error { _, err := s.AppendAudit(ctx, "acme", rec); return err }
+	}
+	// The first append prepares the statements on the connection.
+	if err := appendOn(st)(); err != nil {
+		t.Fatal(err)
+	}
+	recs := []AuditRecord{
+		{ChunkIDs: []string{"a::0", "b::1", "c::2"}, Degraded: []string{"rerank"}},
+		{},
+		{ChunkIDs: []string{"d::0"}, Degraded: []string{"dense", "rerank"}},
+		{ChunkIDs: []string{}, Degraded: []string{}},
+		{ChunkIDs: []string{"e::0", "e::1"}},
+	}
+	var batch []*auditWaiter
+	tests := []struct {
+		name        string
+		before      func() error
+		run         func() error
+		wantTrips   int64
+		fast, stale int64 // the counters' increments
+	}{
+		{name: "head known", run: appendOn(st), wantTrips: 1, fast: 1},
+		{name: "head known again", run: appendOn(st), wantTrips: 1, fast: 1},
+		{name: "another store appended", before: appendOn(st2), run: appendOn(st), wantTrips: 3, stale: 1},
+		{name: "head known after the stale one", run: appendOn(st), wantTrips: 1, fast: 1},
+		{name: "no head known", before: func() error { st.audit.takeHead("acme"); return nil }, run: appendOn(st), wantTrips: 2},
+		{name: "a batch of several records", run: func() error {
+			for i, r := range recs {
+				r.Sub, r.Op, r.Policy, r.RequestID, r.KeyID = "s", "retrieve", "{}", string(rune('A'+i)), "k1"
+				batch = append(batch, &auditWaiter{ctx: ctx, rec: r, done: make(chan struct{})})
+			}
+			return st.writeBatch("acme", keys.Keys["k1"], batch)
+		}, wantTrips: 1, fast: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.before != nil {
+				if err := tt.before(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s0, n0 := st.AuditStats(), trips.Load()
+			if err := tt.run(); err != nil {
+				t.Fatal(err)
+			}
+			s1, n1 := st.AuditStats(), trips.Load()
+			if n1-n0 != tt.wantTrips {
+				t.Errorf("%d round trips, want %d", n1-n0, tt.wantTrips)
+			}
+			if fast, stale := s1.FastCommits-s0.FastCommits, s1.StaleHeads-s0.StaleHeads; fast != tt.fast || stale != tt.stale {
+				t.Errorf("%d fast commits, %d stale heads; want %d, %d", fast, stale, tt.fast, tt.stale)
+			}
+		})
+	}
+
+	sum, err := st.VerifyAudit(ctx, "acme")
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if want := int64(7 + len(recs)); sum.Rows != want {
+		t.Fatalf("%d rows, want %d", sum.Rows, want)
+	}
+	rows, err := st.pool.Query(ctx, `SELECT seq, request_id, chunk_ids, degraded FROM cordon_t_acme.audit WHERE seq > 7 ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	i := 0
+	for ; rows.Next(); i++ {
+		var seq int64
+		var req string
+		var chunks, degraded []string
+		if err := rows.Scan(&seq, &req, &chunks, &degraded); err != nil {
+			t.Fatal(err)
+		}
+		w := batch[i].rec
+		if seq != w.Seq || req != w.RequestID || !slices.Equal(chunks, w.ChunkIDs) || !slices.Equal(degraded, w.Degraded) {
+			t.Errorf("row %d: seq %d, request %q, chunk ids %q, degraded %q; want %d, %q, %q, %q",
+				i, seq, req, chunks, degraded, w.Seq, w.RequestID, w.ChunkIDs, w.Degraded)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if i != len(recs) {
+		t.Fatalf("%d rows of the batch, want %d", i, len(recs))
+	}
+}
