@@ -173,18 +173,17 @@ func (m *Matcher) Scan(s string) {
 // NewMatcher was given.
 func (m *Matcher) Has(i int) bool { return m.found[m.of[i]] }
 
-// Counter counts the distinct tokens of texts. It allocates a token's
-// string once per Counter (texts that share tokens share their strings)
-// and nothing for a repetition. A Counter is for one goroutine.
+// Counter counts the distinct tokens of texts: it allocates a string for a
+// token's first occurrence in a text and nothing for a repetition. A
+// Counter is for one goroutine.
 type Counter struct {
-	pos   map[string]int    // token -> index in the current text's terms
-	names map[string]string // tokens seen so far by this Counter
-	buf   []byte
+	pos map[string]int // token -> index in the current text's terms
+	buf []byte
 }
 
 // NewCounter returns an empty Counter.
 func NewCounter() *Counter {
-	return &Counter{pos: map[string]int{}, names: map[string]string{}, buf: make([]byte, 0, 32)}
+	return &Counter{pos: map[string]int{}, buf: make([]byte, 0, 32)}
 }
 
 // Count returns the distinct tokens of s in order of first occurrence
@@ -196,11 +195,7 @@ func (c *Counter) Count(s string) (terms []string, tf []int32) {
 			tf[j]++
 			return true
 		}
-		name, ok := c.names[string(tok)]
-		if !ok {
-			name = string(tok)
-			c.names[name] = name
-		}
+		name := string(tok)
 		c.pos[name] = len(terms)
 		terms = append(terms, name)
 		tf = append(tf, 1)
