@@ -85,8 +85,9 @@ func Cosine(dot, qNormSq, dNormSq int64) float64 {
 // goroutines share (Shared gives one per dimension count for the whole
 // process, so that ingest hashes each term of the vocabulary once rather
 // than once per document). It holds at most maxEntries tokens, the first
-// ones seen (in Zipf-distributed text the frequent ones); later tokens are
-// hashed each time, so hostile input cannot grow it without bound.
+// ones seen (in Zipf-distributed text the frequent ones), of at most
+// MaxCachedTokenBytes bytes each; other tokens are hashed each time, so
+// hostile input cannot grow it beyond its bound.
 type Cache struct {
 	dims       int
 	maxEntries int64
@@ -97,8 +98,12 @@ type Cache struct {
 
 const cacheShards = 32
 
-// DefaultCacheEntries bounds a shared cache: about 25 MB of memo at most.
+// DefaultCacheEntries bounds a shared cache: with MaxCachedTokenBytes,
+// about 25 MB of memo at most.
 const DefaultCacheEntries = 1 << 18
+
+// MaxCachedTokenBytes is the longest token a Cache memoises.
+const MaxCachedTokenBytes = 32
 
 type cacheShard struct {
 	mu sync.RWMutex
@@ -155,7 +160,7 @@ func (c *Cache) Bucket(token string) (index int, sign int32) {
 	if d[4]%2 == 0 {
 		sign = 1
 	}
-	if c.entries.Load() < c.maxEntries {
+	if len(token) <= MaxCachedTokenBytes && c.entries.Load() < c.maxEntries {
 		sh.mu.Lock()
 		if _, ok := sh.m[token]; !ok {
 			if c.entries.Add(1) <= c.maxEntries {

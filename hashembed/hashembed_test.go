@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -246,6 +247,16 @@ func TestCacheMatchesBucket(t *testing.T) {
 		if held != 1000 {
 			t.Fatalf("dims %d: shards hold %d tokens, want 1000", dims, held)
 		}
+	}
+	long := NewCache(256, 10)
+	tok := strings.Repeat("x", MaxCachedTokenBytes+1)
+	gi, gs := long.Bucket(tok)
+	if wi, ws := Bucket(tok, 256); gi != wi || gs != ws {
+		t.Fatalf("long token: cache (%d, %d), Bucket (%d, %d)", gi, gs, wi, ws)
+	}
+	long.Bucket(tok[:MaxCachedTokenBytes])
+	if n := long.entries.Load(); n != 1 {
+		t.Fatalf("%d entries after a token of %d bytes and one of %d, want 1 (the longer one is not memoised)", n, MaxCachedTokenBytes+1, MaxCachedTokenBytes)
 	}
 	if a, b := Shared(256), Shared(256); a != b || a == Shared(255) {
 		t.Fatal("Shared must give one cache per dimension count")
