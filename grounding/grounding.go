@@ -47,9 +47,11 @@ func Check(claims []string, retrieved []cordontype.Chunk, threshold float64) (Re
 		return Report{}, fmt.Errorf("%w: threshold %v must be in [0, 1]", ErrInvalidThreshold, threshold)
 	}
 	sets := make([]map[string]struct{}, len(retrieved))
+	counter := analysis.NewCounter()
 	for i, c := range retrieved {
-		m := make(map[string]struct{})
-		for _, t := range analysis.Tokenize(c.Text) {
+		terms, _ := counter.Count(c.Text)
+		m := make(map[string]struct{}, len(terms))
+		for _, t := range terms {
 			m[t] = struct{}{}
 		}
 		sets[i] = m
