@@ -28,12 +28,12 @@ func Tokenize(s string) []string {
 // HasToken reports whether s contains at least one token, without allocating
 // the token list.
 func HasToken(s string) bool {
-	found := false
-	scanTokens(s, nil, func([]byte) bool {
-		found = true
-		return false
-	})
-	return found
+	for _, r := range s {
+		if isTokenRune(unicode.ToLower(r)) {
+			return true
+		}
+	}
+	return false
 }
 
 // CountTokens returns len(Tokenize(s)) without building the slice.
@@ -66,8 +66,8 @@ var asciiToken = func() (t [utf8.RuneSelf]byte) {
 }()
 
 // scanTokens calls fn with each token of s, in order, as bytes valid until
-// fn returns, until fn returns false. buf is the scratch space for a token
-// (nil: fn only learns that there is one). ASCII is classified by table,
+// fn returns, until fn returns false. buf is the scratch space for a token.
+// ASCII is classified by table,
 // anything else as a decoded code point, which is what ranging over s
 // gives (an invalid byte is U+FFFD, a separator).
 func scanTokens(s string, buf []byte, fn func(tok []byte) bool) {
