@@ -105,9 +105,17 @@ func TestConcurrentWritesKeepStatisticsExact(t *testing.T) {
 				"tenant": "busy", "doc_id": id, "text": d.Text, "classification": "public"}})
 		}
 	}
+	checkAgainstReplay(t, dbURL, steps, vocab, map[string]any{"tenant": "busy", "clearance": "public"}, "concurrent writes")
+}
+
+// checkAgainstReplay queries the tenants of dbURL, as principal, with a
+// query per vocab word, and requires the answers of a reference store that
+// replayed steps one after the other, byte for byte.
+func checkAgainstReplay(t *testing.T, dbURL string, steps []any, vocab []string, principal map[string]any, after string) {
+	t.Helper()
 	var queries []any
 	for _, v := range vocab {
-		queries = append(queries, map[string]any{"op": "retrieve", "principal": map[string]any{"tenant": "busy", "clearance": "public"},
+		queries = append(queries, map[string]any{"op": "retrieve", "principal": principal,
 			"query": v + " " + vocab[(len(v))%len(vocab)], "policy": map[string]any{"enable_rerank": false, "limit": 1000, "top_n": 1000}})
 	}
 	cfg := map[string]any{"max_words": 6, "overlap_words": 2}
@@ -118,7 +126,7 @@ func TestConcurrentWritesKeepStatisticsExact(t *testing.T) {
 	refLines := bytes.Split(bytes.TrimSpace(ref), []byte("\n"))
 	want := bytes.Join(refLines[len(steps):], []byte("\n"))
 	if !bytes.Equal(bytes.TrimSpace(got), want) {
-		t.Fatalf("after concurrent writes, postgres scores differ from the reference\n%s", firstDiff(want, bytes.TrimSpace(got)))
+		t.Fatalf("after %s, postgres scores differ from the reference\n%s", after, firstDiff(want, bytes.TrimSpace(got)))
 	}
 }
 
@@ -248,20 +256,7 @@ func TestConcurrentWritesOfSharedDocuments(t *testing.T) {
 	if len(steps) == 0 {
 		t.Fatal("no document survived; the test proves nothing")
 	}
-	var queries []any
-	for _, v := range vocab {
-		queries = append(queries, map[string]any{"op": "retrieve",
-			"principal": map[string]any{"tenant": "shared", "clearance": "restricted", "barriers": []string{"mna", "trading"}},
-			"query":     v + " " + vocab[(len(v))%len(vocab)], "policy": map[string]any{"enable_rerank": false, "limit": 1000, "top_n": 1000}})
-	}
-	cfg := map[string]any{"max_words": 6, "overlap_words": 2}
-	refScript, _ := json.Marshal(map[string]any{"config": cfg, "steps": append(steps, queries...)})
-	ref := runMemory(t, refScript)
-	qScript, _ := json.Marshal(map[string]any{"config": cfg, "steps": queries})
-	got := runPostgresKeep(t, dbURL, qScript)
-	refLines := bytes.Split(bytes.TrimSpace(ref), []byte("\n"))
-	want := bytes.Join(refLines[len(steps):], []byte("\n"))
-	if !bytes.Equal(bytes.TrimSpace(got), want) {
-		t.Fatalf("after concurrent writes of shared documents, postgres scores differ from the reference\n%s", firstDiff(want, bytes.TrimSpace(got)))
-	}
+	checkAgainstReplay(t, dbURL, steps, vocab,
+		map[string]any{"tenant": "shared", "clearance": "restricted", "barriers": []string{"mna", "trading"}},
+		"concurrent writes of shared documents")
 }
