@@ -586,26 +586,18 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 		tb := t.tables
 		// A put updates a document's row in place, so the row lock, once
 		// granted, holds the document's current row (or finds it gone).
+		// Nothing is deleted unless the row was locked: a put that
+		// committed the document after the lock found none would
+		// otherwise lose its row and, by the cascade, its chunks to
+		// statements that did not count them.
 		b := &pgx.Batch{}
 		b.Queue(lockWriteSharedSQL, writeLockClass, tb.schema)
 		b.Queue(`SELECT count(*) FROM (SELECT 1 FROM `+tb.documents+` WHERE doc_id = $1 FOR UPDATE) d`, docID)
-		b.Queue(removeChunksSQL(tb), []string{docID})
-		b.Queue(`DELETE FROM `+tb.documents+` WHERE doc_id = $1`, docID)
+		var locked int64
 		br := tx.SendBatch(ctx, b)
-		gone := labelDeltas{}
-		var locked, n, sumLen int64
 		_, err := br.Exec()
 		if err == nil {
 			err = br.QueryRow().Scan(&locked)
-		}
-		if err == nil {
-			var rows pgx.Rows
-			if rows, err = br.Query(); err == nil {
-				n, sumLen, err = scanGone(rows, gone)
-			}
-		}
-		if err == nil {
-			_, err = br.Exec()
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -615,6 +607,25 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 		}
 		if existed = locked > 0; !existed {
 			return nil
+		}
+		b = &pgx.Batch{}
+		b.Queue(removeChunksSQL(tb), []string{docID})
+		b.Queue(`DELETE FROM `+tb.documents+` WHERE doc_id = $1`, docID)
+		br = tx.SendBatch(ctx, b)
+		gone := labelDeltas{}
+		var n, sumLen int64
+		rows, err := br.Query()
+		if err == nil {
+			n, sumLen, err = scanGone(rows, gone)
+		}
+		if err == nil {
+			_, err = br.Exec()
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return classify(err)
 		}
 		return applyStats(ctx, tx, tb, statsUpdate{labels: gone, oldN: n, oldLen: sumLen, docIDs: []string{docID}})
 	})
