@@ -148,3 +148,101 @@ func livePostings(t *testing.T, dbURL, schema string) int64 {
 	return queryInt(t, dbURL, `SELECT count(*) FROM `+q("postings")+` p
 		CROSS JOIN LATERAL unnest(p.chunks) AS u(chunk) JOIN `+q("chunks")+` c ON c.id = u.chunk`)
 }
+
+// TestPostingsBucketRows: a segment keeps the postings of its rare terms in
+// bucket rows and those of its common terms in term rows; retrievals equal
+// the reference's through writes, deletes, merges, a collection, the
+// downgrade that expands bucket rows into term rows, and the upgrade back.
+func TestPostingsBucketRows(t *testing.T) {
+	ctx := context.Background()
+	dbURL := migrated(t)
+	m := newMirror(t, dbURL, cordontype.Principal{Tenant: "bkt", Clearance: cordontype.Confidential})
+	common := []string{"wire", "hold", "release", "ledger", "swap", "margin"}
+	doc := func(i int) cordontype.Document {
+		var text strings.Builder
+		for j := range 30 {
+			text.WriteString(common[(i+j*j)%len(common)] + " ")
+		}
+		fmt.Fprintf(&text, "rare%d pmt%d tx%d", i, i%7, i%3)
+		return cordontype.Document{Tenant: "bkt", DocID: fmt.Sprintf("d%d", i), Text: text.String(), Classification: cordontype.Classification(i % 3)}
+	}
+	queries := []string{"wire hold", "rare5", "rare17 pmt3", "pmt6 ledger", "tx1 swap rare33", "rare999"}
+	batch := func(from, to int) {
+		t.Helper()
+		var docs []cordontype.Document
+		for i := from; i < to; i++ {
+			docs = append(docs, doc(i))
+			if _, err := m.ref.Put(ctx, doc(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := m.st.PutBatch(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch(0, 40)
+	m.check("one segment", queries...)
+	rows := func(where string) int64 {
+		return queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_bkt.postings WHERE `+where)
+	}
+	// 40 chunks: the common words and tx0..2 have more than 8 postings
+	// each, rareN one and pmtN five or six.
+	if n := rows(`terms IS NULL`); n != int64(len(common))+3 {
+		t.Fatalf("%d term rows, want %d (the common words and tx0..2)", n, len(common)+3)
+	}
+	if n := rows(`terms IS NOT NULL`); n == 0 || n > 40+7 {
+		t.Fatalf("%d bucket rows for 47 rare terms", n)
+	}
+	if n := rows(`terms IS NOT NULL AND term !~ '^#[0-9a-f]{2}$'`); n != 0 {
+		t.Fatalf("%d bucket rows with a malformed key", n)
+	}
+	if n := rows(`'rare5' = ANY(terms)`); n != 1 {
+		t.Fatalf("rare5 in %d bucket rows, want 1", n)
+	}
+	// Many small writes, merged size-tiered; some documents replaced or
+	// deleted, so blocks hold postings of chunks that are gone.
+	for i := 40; i < 140; i += 5 {
+		batch(i, i+5)
+	}
+	for i := 0; i < 140; i += 9 {
+		m.del(fmt.Sprintf("d%d", i))
+	}
+	m.put(doc(3))
+	m.check("merged", queries...)
+	if n := rows(`terms IS NOT NULL`); n == 0 {
+		t.Fatal("no bucket rows after the merges")
+	}
+	before := queryInt(t, dbURL, `SELECT count(*) FROM (SELECT DISTINCT coalesce(u.term, p.term), p.block
+		FROM cordon_t_bkt.postings p CROSS JOIN LATERAL unnest(p.chunks, p.terms) AS u(chunk, term)) x`)
+	postings := queryInt(t, dbURL, `SELECT sum(n)::bigint FROM cordon_t_bkt.postings`)
+
+	// Down to schema version 9: one term row per term and block.
+	if err := postgres.MigrateDownTo(ctx, dbURL, 11); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.columns WHERE table_schema = 'cordon_t_bkt' AND table_name = 'postings' AND column_name = 'terms'`); n != 0 {
+		t.Fatal("the terms column survived the downgrade")
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_bkt.postings`); n != before {
+		t.Fatalf("down: %d rows, want %d (one per term and block)", n, before)
+	}
+	if n := queryInt(t, dbURL, `SELECT sum(n)::bigint FROM cordon_t_bkt.postings`); n != postings {
+		t.Fatalf("down: %d postings, want %d", n, postings)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_bkt.postings WHERE term LIKE '#%'`); n != 0 {
+		t.Fatalf("down: %d rows under a bucket key", n)
+	}
+
+	// Up again: the term rows stay valid, and new segments bucket again.
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		t.Fatal(err)
+	}
+	m.check("down and up", queries...)
+	for i := 140; i < 220; i += 5 {
+		batch(i, i+5)
+	}
+	m.check("written after the upgrade", append(queries, "rare150 pmt2", "rare219")...)
+	if n := rows(`terms IS NOT NULL`); n == 0 {
+		t.Fatal("no bucket rows after writes on the upgraded schema")
+	}
+}

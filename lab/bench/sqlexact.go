@@ -69,17 +69,18 @@ func (s *sqlExactSystem) Ingest(context.Context, *Generator, int, int, func(int6
 // sqlExactQuery is the pipeline. %[1]s is the tenant's quoted schema.
 // $1 distinct terms, $2 query vector, $3 clearance, $4 barriers, $5 now,
 // $6 max_stale (NULL: none), $7 k1, $8 b, $9 top_n, $10 rrf_k, $11 rerank
-// depth, $12 min_score, $13 limit.
+// depth, $12 min_score, $13 limit, $14 the terms' bucket keys.
 const sqlExactQuery = `
 WITH q AS (
-	SELECT term FROM unnest($1::text[]) AS q(term)
+	SELECT term, bucket FROM unnest($1::text[], $14::text[]) AS q(term, bucket)
 ), st AS (
 	SELECT n_chunks::float8 AS n, sum_len::float8 / greatest(n_chunks, 1) AS avgdl FROM %[1]s.stats
 ), hits AS (
-	SELECT p.term, u.chunk, u.tf
-	FROM q JOIN %[1]s.postings p ON p.term = q.term
-	CROSS JOIN LATERAL unnest(p.chunks, p.tfs) AS u(chunk, tf)
+	SELECT q.term, u.chunk, u.tf
+	FROM q JOIN %[1]s.postings p ON p.term IN (q.term, q.bucket)
+	CROSS JOIN LATERAL unnest(p.chunks, p.tfs, p.terms) AS u(chunk, tf, term)
 	JOIN %[1]s.chunks c ON c.id = u.chunk
+	WHERE coalesce(u.term, p.term) = q.term
 ), df AS (
 	SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
 ), lex AS (
@@ -129,7 +130,7 @@ func (s *sqlExactSystem) Query(ctx context.Context, q Query) ([]string, error) {
 	p := bm25.DefaultParams()
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(sqlExactQuery, quoteIdent(schema)),
 		terms, vec, int16(q.Principal.Clearance), q.Principal.Barriers, q.NowTick, q.MaxStaleTicks,
-		p.K1, p.B, TopN, int64(RRFK), RerankDepth, MinScore, Limit)
+		p.K1, p.B, TopN, int64(RRFK), RerankDepth, MinScore, Limit, postgres.TermBuckets(terms))
 	if err != nil {
 		return nil, err
 	}

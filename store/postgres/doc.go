@@ -9,9 +9,11 @@
 // index settings. Tenant t lives in schema cordon_t_<t>: documents, chunks
 // (with a vector column), postings and a one-row stats table (N, the sum of
 // chunk lengths, the largest vector component, a version). Postings are
-// blocks: a row holds one term's postings for many chunks as parallel arrays
-// (chunk ids, tfs), written one block per term per write and merged
-// size-tiered by writers (postings.go, migration 00006).
+// stored in segments (postings.go, migrations 00006 and 00012): a write adds
+// one, with a row per common term holding its postings as parallel arrays
+// (chunk ids, tfs) and, for the rare terms, a row per bucket of a hash of
+// the term that also names each posting's term; writers merge segments
+// size-tiered.
 // Tenant schema DDL comes from the migrations (cordon.create_tenant), never from
 // this package. Schema names are derived from validated tenant names, quoted
 // with pgx.Identifier, and every table reference is schema-qualified; nothing
@@ -26,7 +28,8 @@
 // freshness pre-filter is evaluated in SQL: a chunk the principal may not see
 // contributes only a count, never its id or text.
 //
-//   - Lexical: the postings blocks of the query's distinct terms are unnested
+//   - Lexical: the postings rows of the query's distinct terms (their term
+//     rows and their buckets' rows, keeping a bucket's postings of the term) are unnested
 //     and joined to chunks for each chunk's length and filter flags (a posting
 //     whose chunk is gone finds no row). df is counted from those rows, N and the
 //     length sum come from stats, and Go computes BM25 with package bm25 in the

@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -95,23 +97,119 @@ func nextBlock(ctx context.Context, db DBTX, tb tables) (int64, error) {
 	return b, classify(err)
 }
 
-// copySegment writes lists as the postings rows of block (one per term with
-// postings) and registers the segment.
-func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists postingLists) error {
-	terms := make([]string, 0, len(lists))
-	var total int64
+// Rare terms share rows (migration 00012): a segment writes the terms with
+// at most bucketMaxPostings postings in one row per bucket of a hash of the
+// term (bucketKey), the others in a row each. Most of a segment's terms are
+// rare (in a write of a few hundred chunks, 90% of its terms have at most
+// four postings), so a segment has a few rows per chunk instead of about
+// thirty, and every row saved is a heap tuple and two B-tree entries less.
+// A reader of a term reads its term row and its bucket row in each segment
+// and keeps the bucket's postings that name the term: at most
+// bucketMaxPostings per segment of that term, among those of about
+// 1/postingBuckets of the segment's rare terms.
+const (
+	bucketMaxPostings = 8
+	postingBuckets    = 256
+)
+
+// bucketKeys are the bucket rows' term values: '#' and two hexadecimal
+// digits, never a token (tokens are letters and numbers only).
+var bucketKeys = func() (keys [postingBuckets]string) {
+	for i := range keys {
+		keys[i] = fmt.Sprintf("#%02x", i)
+	}
+	return keys
+}()
+
+// bucketKey is the key of the bucket row that holds term's postings when
+// term is rare in a segment.
+func bucketKey(term string) string { return bucketKeys[bucketOf(term)] }
+
+// bucketOf is term's bucket: its FNV-1a hash's low byte.
+func bucketOf(term string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(term); i++ {
+		h ^= uint32(term[i])
+		h *= 16777619
+	}
+	return int(h % postingBuckets)
+}
+
+// TermBuckets is the bucket key of each term, parallel to terms: the other
+// key under which a term's postings are stored (see the postings table in
+// migrations/00012_postings_buckets.sql), for SQL that reads the table.
+func TermBuckets(terms []string) []string {
+	keys := make([]string, len(terms))
+	for i, t := range terms {
+		keys[i] = bucketKey(t)
+	}
+	return keys
+}
+
+// segmentRow is one postings row: a term row (terms nil) or a bucket row
+// (key a bucket key, terms[i] the term of posting i).
+type segmentRow struct {
+	key   string
+	list  *postingList
+	terms []string
+}
+
+// segmentRows lays lists out as a segment's rows, in key order: a term row
+// for each term with more than bucketMaxPostings postings, a bucket row
+// for each bucket of the others, its postings ordered by term, then chunk.
+// Each list is sorted by chunk id first.
+func segmentRows(lists postingLists) (rows []segmentRow, total int64) {
+	var buckets [postingBuckets][]string
+	var inBuckets int
 	for t, p := range lists {
-		if len(p.chunks) > 0 {
-			terms = append(terms, t)
-			sortPostings(p)
-			total += int64(len(p.chunks))
+		if len(p.chunks) == 0 {
+			continue
+		}
+		sortPostings(p)
+		total += int64(len(p.chunks))
+		if len(p.chunks) > bucketMaxPostings {
+			rows = append(rows, segmentRow{key: t, list: p})
+		} else {
+			b := bucketOf(t)
+			buckets[b] = append(buckets[b], t)
+			inBuckets++
 		}
 	}
-	if len(terms) == 0 {
+	// Bucket keys ('#' first) sort before every token, and in bucket order.
+	slices.SortFunc(rows, func(a, b segmentRow) int { return strings.Compare(a.key, b.key) })
+	out := make([]segmentRow, 0, len(rows)+min(inBuckets, postingBuckets))
+	for b, terms := range buckets {
+		if len(terms) == 0 {
+			continue
+		}
+		slices.Sort(terms)
+		n := 0
+		for _, t := range terms {
+			n += len(lists[t].chunks)
+		}
+		row := segmentRow{key: bucketKeys[b], list: &postingList{chunks: make([]int64, 0, n), tfs: make([]int32, 0, n)}, terms: make([]string, 0, n)}
+		for _, t := range terms {
+			p := lists[t]
+			row.list.chunks = append(row.list.chunks, p.chunks...)
+			row.list.tfs = append(row.list.tfs, p.tfs...)
+			for range p.chunks {
+				row.terms = append(row.terms, t)
+			}
+		}
+		out = append(out, row)
+	}
+	return append(out, rows...), total
+}
+
+// copySegment writes lists as the postings rows of block (segmentRows) and
+// registers the segment.
+func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists postingLists) error {
+	rows, total := segmentRows(lists)
+	if len(rows) == 0 {
 		return nil
 	}
-	if _, err := tx.Conn().PgConn().CopyFrom(ctx, newPostingsRows(terms, lists, block),
-		`COPY `+tb.postings+` (term, block, n, chunks, tfs) FROM STDIN BINARY`); err != nil {
+	if _, err := tx.Conn().PgConn().CopyFrom(ctx, newPostingsRows(rows, block),
+		`COPY `+tb.postings+` (term, block, n, chunks, tfs, terms) FROM STDIN BINARY`); err != nil {
 		return classify(err)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO `+tb.segments+` (block, postings) VALUES ($1, $2)`, block, total)
@@ -188,27 +286,49 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 // stats.dead_postings: no chunk was removed since the last collection) every
 // posting is kept without asking.
 func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64, dead int64) (postingLists, error) {
-	rows, err := tx.Query(ctx, `SELECT term, chunks, tfs FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
+	rows, err := tx.Query(ctx, `SELECT term, chunks, tfs, terms FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
 	if err != nil {
 		return nil, classify(err)
 	}
 	lists := postingLists{}
+	var chunks []int64
+	var tfs []int32
+	var terms [][]byte
 	for rows.Next() {
-		if fd := rows.FieldDescriptions(); fd[1].Format != pgx.BinaryFormatCode || fd[2].Format != pgx.BinaryFormatCode {
+		if fd := rows.FieldDescriptions(); fd[1].Format != pgx.BinaryFormatCode || fd[2].Format != pgx.BinaryFormatCode || fd[3].Format != pgx.BinaryFormatCode {
 			rows.Close()
 			return nil, fmt.Errorf("%w: postings arrays not in binary format", errArrayFormat)
 		}
 		raw := rows.RawValues()
-		p := lists[string(raw[0])] // no allocation for a term seen before
-		if p == nil {
-			p = &postingList{}
-			lists[string(raw[0])] = p
-		}
-		if p.chunks, err = appendInt8Array(p.chunks, raw[1]); err == nil {
-			p.tfs, err = appendInt4Array(p.tfs, raw[2])
-		}
-		if err == nil && len(p.chunks) != len(p.tfs) {
-			err = fmt.Errorf("%w: %d chunks and %d tfs", errArrayFormat, len(p.chunks), len(p.tfs))
+		if raw[3] == nil {
+			// A term row.
+			p := lists[string(raw[0])] // no allocation for a term seen before
+			if p == nil {
+				p = &postingList{}
+				lists[string(raw[0])] = p
+			}
+			err = decodePostings(&p.chunks, &p.tfs, raw[1], raw[2])
+		} else {
+			// A bucket row: each posting to its term's list.
+			chunks, tfs, terms = chunks[:0], tfs[:0], terms[:0]
+			if err = decodePostings(&chunks, &tfs, raw[1], raw[2]); err == nil {
+				terms, err = appendTextArray(terms, raw[3])
+			}
+			if err == nil && len(terms) != len(chunks) {
+				err = fmt.Errorf("%w: %d chunks and %d terms", errArrayFormat, len(chunks), len(terms))
+			}
+			// A bucket's postings are ordered by term: look each term up
+			// once, and allocate its string only for a term not seen yet.
+			var p *postingList
+			for i := 0; err == nil && i < len(terms); i++ {
+				if p == nil || !bytes.Equal(terms[i], terms[i-1]) {
+					if p = lists[string(terms[i])]; p == nil {
+						p = &postingList{}
+						lists[string(terms[i])] = p
+					}
+				}
+				p.add(chunks[i], tfs[i])
+			}
 		}
 		if err != nil {
 			rows.Close()
@@ -296,11 +416,12 @@ func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 		return classify(err)
 	}
 	if _, err := tx.Exec(ctx, `
-		UPDATE `+tb.postings+` p SET n = f.n, chunks = f.chunks, tfs = f.tfs
+		UPDATE `+tb.postings+` p SET n = f.n, chunks = f.chunks, tfs = f.tfs, terms = f.terms
 		FROM (
 			SELECT q.term, q.block, count(*)::int AS n,
-			       array_agg(u.chunk ORDER BY u.ord) AS chunks, array_agg(u.tf ORDER BY u.ord) AS tfs
-			FROM `+tb.postings+` q CROSS JOIN LATERAL unnest(q.chunks, q.tfs) WITH ORDINALITY AS u(chunk, tf, ord)
+			       array_agg(u.chunk ORDER BY u.ord) AS chunks, array_agg(u.tf ORDER BY u.ord) AS tfs,
+			       CASE WHEN bool_or(u.t IS NOT NULL) THEN array_agg(u.t ORDER BY u.ord) END AS terms
+			FROM `+tb.postings+` q CROSS JOIN LATERAL unnest(q.chunks, q.tfs, q.terms) WITH ORDINALITY AS u(chunk, tf, t, ord)
 			WHERE EXISTS (SELECT 1 FROM `+tb.chunks+` c WHERE c.id = u.chunk)
 			GROUP BY q.term, q.block) f
 		WHERE p.term = f.term AND p.block = f.block AND p.n <> f.n`); err != nil {

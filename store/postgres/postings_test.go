@@ -2,13 +2,17 @@ package postgres
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/cordon-rag/cordon/analysis"
 )
 
 func TestSizeClass(t *testing.T) {
@@ -105,8 +109,8 @@ func TestMergePickBoundsSegments(t *testing.T) {
 // integration tests run it through PostgreSQL.
 func TestPostingsArrayCodec(t *testing.T) {
 	p := &postingList{chunks: []int64{1, 1 << 40, -3}, tfs: []int32{7, 1, 1 << 30}}
-	row := appendPostingsRow(nil, "wire", 9, p)
-	want := []byte{0, 5, // fields
+	row := appendPostingsRow(nil, segmentRow{key: "wire", list: p}, 9)
+	want := []byte{0, 6, // fields
 		0, 0, 0, 4, 'w', 'i', 'r', 'e',
 		0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9,
 		0, 0, 0, 4, 0, 0, 0, 3,
@@ -118,12 +122,13 @@ func TestPostingsArrayCodec(t *testing.T) {
 		0, 0, 0, 4, 0, 0, 0, 7,
 		0, 0, 0, 4, 0, 0, 0, 1,
 		0, 0, 0, 4, 0x40, 0, 0, 0,
+		0xff, 0xff, 0xff, 0xff, // terms: NULL
 	}
 	if !slices.Equal(row, want) {
 		t.Fatalf("row\n got %v\nwant %v", row, want)
 	}
 	chunksField := row[34 : 34+56] // after the field count, term, block, n and the length
-	tfsField := row[34+56+4:]
+	tfsField := row[34+56+4 : len(row)-4]
 	chunks, err := appendInt8Array([]int64{42}, chunksField)
 	if err != nil || !slices.Equal(chunks, []int64{42, 1, 1 << 40, -3}) {
 		t.Fatalf("int8[] decoded to %v (err %v)", chunks, err)
@@ -157,25 +162,148 @@ func TestPostingsArrayCodec(t *testing.T) {
 	}
 }
 
+// TestPostingsTextArrayCodec checks a bucket row's terms field against a
+// hand-written text[] and the errors on malformed input.
+func TestPostingsTextArrayCodec(t *testing.T) {
+	p := &postingList{chunks: []int64{4, 2}, tfs: []int32{1, 3}}
+	row := appendPostingsRow(nil, segmentRow{key: "#0a", list: p, terms: []string{"ab", ""}}, 1)
+	termsField := []byte{
+		0, 0, 0, 30, // length: the header and 4+2 and 4+0 bytes
+		0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 25, 0, 0, 0, 2, 0, 0, 0, 1,
+		0, 0, 0, 2, 'a', 'b',
+		0, 0, 0, 0,
+	}
+	if !bytes.HasSuffix(row, termsField) {
+		t.Fatalf("row ends %v, want %v", row[len(row)-len(termsField):], termsField)
+	}
+	field := termsField[4:]
+	got, err := appendTextArray([][]byte{[]byte("x")}, field)
+	if err != nil || !slices.EqualFunc(got, []string{"x", "ab", ""}, func(a []byte, b string) bool { return string(a) == b }) {
+		t.Fatalf("text[] decoded to %q (err %v)", got, err)
+	}
+	for _, tt := range []struct {
+		name string
+		src  []byte
+	}{
+		{"short", field[:10]},
+		{"truncated element", field[:len(field)-5]},
+		{"trailing bytes", append(slices.Clone(field), 0)},
+		{"int8 as text", []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1}},
+		{"null element", func() []byte {
+			b := slices.Clone(field)
+			copy(b[26:], []byte{0xff, 0xff, 0xff, 0xff})
+			return b
+		}()},
+		{"oversized element", func() []byte {
+			b := slices.Clone(field)
+			copy(b[20:], []byte{0, 0, 1, 0})
+			return b
+		}()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := appendTextArray(nil, tt.src); !errors.Is(err, errArrayFormat) {
+				t.Fatalf("decoded %q (err %v), want errArrayFormat", got, err)
+			}
+		})
+	}
+}
+
+// TestSegmentRows checks a segment's layout: every posting in exactly one
+// row; a term row for each term with more than bucketMaxPostings postings,
+// the others in their bucket's row, ordered by term, then chunk; rows in
+// key order, bucket keys never a token.
+func TestSegmentRows(t *testing.T) {
+	lists := postingLists{}
+	want := map[string][]int64{}
+	for i := range 3000 {
+		term := fmt.Sprintf("term%04d", i)
+		n := 1 + i%5
+		if i%100 == 0 {
+			n = bucketMaxPostings + 1 + i%7
+		}
+		if i%250 == 0 {
+			n = bucketMaxPostings
+		}
+		for j := range n {
+			c := int64((i*7919 + j*104729) % 100000) // unsorted, distinct per term
+			lists.of(term).add(c, int32(j+1))
+			want[term] = append(want[term], c)
+		}
+	}
+	lists.of("empty")
+	rows, total := segmentRows(lists)
+	got := map[string][]int64{}
+	var sum int64
+	for i, r := range rows {
+		if i > 0 && rows[i-1].key >= r.key {
+			t.Fatalf("row %d key %q after %q", i, r.key, rows[i-1].key)
+		}
+		n := len(r.list.chunks)
+		sum += int64(n)
+		if len(r.list.tfs) != n {
+			t.Fatalf("row %q: %d chunks, %d tfs", r.key, n, len(r.list.tfs))
+		}
+		if r.terms == nil {
+			if n <= bucketMaxPostings || !slices.IsSorted(r.list.chunks) {
+				t.Fatalf("term row %q: %d postings, sorted %v", r.key, n, slices.IsSorted(r.list.chunks))
+			}
+			got[r.key] = r.list.chunks
+			continue
+		}
+		if !strings.HasPrefix(r.key, "#") || slices.Contains(analysis.Tokenize(r.key), r.key) || len(r.terms) != n {
+			t.Fatalf("bucket row %q with %d terms for %d postings", r.key, len(r.terms), n)
+		}
+		for k, term := range r.terms {
+			if bucketKey(term) != r.key {
+				t.Fatalf("term %q in bucket %q, want %q", term, r.key, bucketKey(term))
+			}
+			if k > 0 && (r.terms[k-1] > term || r.terms[k-1] == term && r.list.chunks[k-1] >= r.list.chunks[k]) {
+				t.Fatalf("bucket %q out of order at %d", r.key, k)
+			}
+			got[term] = append(got[term], r.list.chunks[k])
+		}
+	}
+	if sum != total || len(got) != len(want) {
+		t.Fatalf("%d postings of %d terms in rows, total %d; want %d terms", sum, len(got), total, len(want))
+	}
+	for term, chunks := range want {
+		slices.Sort(chunks)
+		if !slices.Equal(got[term], chunks) || len(chunks) > bucketMaxPostings && rowOf(rows, term) < 0 {
+			t.Fatalf("term %q: postings %v, want %v", term, got[term], chunks)
+		}
+	}
+	if len(rows) > len(want)/10+postingBuckets {
+		t.Errorf("%d rows for %d terms, most of them rare", len(rows), len(want))
+	}
+}
+
+func rowOf(rows []segmentRow, key string) int {
+	for i, r := range rows {
+		if r.key == key {
+			return i
+		}
+	}
+	return -1
+}
+
 // TestPostingsRowsStream reads a whole COPY stream in small reads and
 // checks its header, rows and trailer.
 func TestPostingsRowsStream(t *testing.T) {
 	lists := postingLists{}
-	var terms []string
 	for i := range 3000 {
 		term := fmt.Sprintf("term%04d", i)
-		terms = append(terms, term)
-		for j := range 1 + i%5 {
+		for j := range 1 + i%13 {
 			lists.of(term).add(int64(i*10+j), int32(j+1))
 		}
 	}
-	got, err := io.ReadAll(iotest.OneByteReader(newPostingsRows(terms, lists, 4)))
+	rows, _ := segmentRows(lists)
+	got, err := io.ReadAll(iotest.OneByteReader(newPostingsRows(rows, 4)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := slices.Clone(copyHeader)
-	for _, term := range terms {
-		want = appendPostingsRow(want, term, 4, lists[term])
+	for _, r := range rows {
+		want = appendPostingsRow(want, r, 4)
 	}
 	want = append(want, 0xff, 0xff)
 	if !bytes.Equal(got, want) {
@@ -184,4 +312,38 @@ func TestPostingsRowsStream(t *testing.T) {
 	if !bytes.HasPrefix(got, []byte("PGCOPY\n\xff\r\n\x00")) {
 		t.Fatalf("stream starts %q", got[:11])
 	}
+}
+
+// FuzzPostingsArrays: the array decoders never panic on arbitrary bytes,
+// and a bucket row's arrays decode to what was encoded.
+func FuzzPostingsArrays(f *testing.F) {
+	f.Add([]byte("wire\x00hold\x00\x00x"), []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 25, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 'a'})
+	f.Fuzz(func(t *testing.T, termBytes, raw []byte) {
+		_, _ = appendTextArray(nil, raw)
+		_, _ = appendInt8Array(nil, raw)
+		_, _ = appendInt4Array(nil, raw)
+		terms := strings.Split(string(termBytes), "\x00")
+		p := &postingList{}
+		for i := range terms {
+			p.add(int64(i)*-7919, int32(i))
+		}
+		row := appendPostingsRow(nil, segmentRow{key: "#00", list: p, terms: terms}, 1)
+		// Skip the field count, the key, block and n to the arrays.
+		b := row[2+4+3+4+8+4+4:]
+		field := func() []byte {
+			size := int(binary.BigEndian.Uint32(b))
+			f := b[4 : 4+size]
+			b = b[4+size:]
+			return f
+		}
+		var chunks []int64
+		var tfs []int32
+		if err := decodePostings(&chunks, &tfs, field(), field()); err != nil || !slices.Equal(chunks, p.chunks) || !slices.Equal(tfs, p.tfs) {
+			t.Fatalf("postings decoded to %v %v (err %v)", chunks, tfs, err)
+		}
+		got, err := appendTextArray(nil, field())
+		if err != nil || !slices.EqualFunc(got, terms, func(a []byte, b string) bool { return string(a) == b }) || len(b) != 0 {
+			t.Fatalf("terms decoded to %q, want %q (err %v, %d bytes left)", got, terms, err, len(b))
+		}
+	})
 }

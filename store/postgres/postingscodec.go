@@ -15,10 +15,12 @@ import (
 // through an interface call and allocations, which made array coding the
 // largest share of the store's CPU in merges.
 
-// Element type OIDs of the postings arrays (pg_type.oid of int8 and int4).
+// Element type OIDs of the postings arrays (pg_type.oid of int8, int4 and
+// text).
 const (
 	oidInt8 = 20
 	oidInt4 = 23
+	oidText = 25
 )
 
 // copyHeader starts a binary COPY stream: the signature, no flags, no
@@ -26,13 +28,12 @@ const (
 var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 
 // postingsRows is an io.Reader of a binary COPY stream of postings rows
-// (term, block, n, chunks, tfs): one row per term of lists, in terms'
-// order, encoded a few rows at a time as COPY reads.
+// (term, block, n, chunks, tfs, terms), in rows' order, encoded a few rows
+// at a time as COPY reads.
 type postingsRows struct {
-	terms []string
-	lists postingLists
+	rows  []segmentRow
 	block int64
-	next  int    // index of the next term to encode
+	next  int    // index of the next row to encode
 	buf   []byte // encoded bytes; buf[off:] not yet read
 	off   int
 	done  bool // the trailer has been encoded
@@ -41,22 +42,21 @@ type postingsRows struct {
 // postingsRowsChunk is how many bytes the reader encodes ahead.
 const postingsRowsChunk = 64 << 10
 
-func newPostingsRows(terms []string, lists postingLists, block int64) *postingsRows {
-	return &postingsRows{terms: terms, lists: lists, block: block, buf: append(make([]byte, 0, postingsRowsChunk+4096), copyHeader...)}
+func newPostingsRows(rows []segmentRow, block int64) *postingsRows {
+	return &postingsRows{rows: rows, block: block, buf: append(make([]byte, 0, postingsRowsChunk+4096), copyHeader...)}
 }
 
 func (r *postingsRows) Read(p []byte) (int, error) {
 	if r.off == len(r.buf) {
 		r.buf, r.off = r.buf[:0], 0
 		for len(r.buf) < postingsRowsChunk && !r.done {
-			if r.next == len(r.terms) {
+			if r.next == len(r.rows) {
 				r.buf = binary.BigEndian.AppendUint16(r.buf, 0xffff) // trailer: field count -1
 				r.done = true
 				break
 			}
-			t := r.terms[r.next]
+			r.buf = appendPostingsRow(r.buf, r.rows[r.next], r.block)
 			r.next++
-			r.buf = appendPostingsRow(r.buf, t, r.block, r.lists[t])
 		}
 		if len(r.buf) == 0 {
 			return 0, io.EOF
@@ -67,12 +67,14 @@ func (r *postingsRows) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// appendPostingsRow appends one COPY tuple of the postings table.
-func appendPostingsRow(b []byte, term string, block int64, p *postingList) []byte {
+// appendPostingsRow appends one COPY tuple of the postings table; a term
+// row's terms field is NULL.
+func appendPostingsRow(b []byte, row segmentRow, block int64) []byte {
+	p := row.list
 	n := len(p.chunks)
-	b = binary.BigEndian.AppendUint16(b, 5)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(term)))
-	b = append(b, term...)
+	b = binary.BigEndian.AppendUint16(b, 6)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(row.key)))
+	b = append(b, row.key...)
 	b = binary.BigEndian.AppendUint32(b, 8)
 	b = binary.BigEndian.AppendUint64(b, uint64(block))
 	b = binary.BigEndian.AppendUint32(b, 4)
@@ -86,6 +88,18 @@ func appendPostingsRow(b []byte, term string, block int64, p *postingList) []byt
 	for _, tf := range p.tfs {
 		b = binary.BigEndian.AppendUint32(b, 4)
 		b = binary.BigEndian.AppendUint32(b, uint32(tf))
+	}
+	if row.terms == nil {
+		return binary.BigEndian.AppendUint32(b, 0xffffffff) // NULL
+	}
+	size := 20
+	for _, t := range row.terms {
+		size += 4 + len(t)
+	}
+	b = appendArrayHeader(b, size, oidText, len(row.terms))
+	for _, t := range row.terms {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(t)))
+		b = append(b, t...)
 	}
 	return b
 }
@@ -104,9 +118,9 @@ func appendArrayHeader(b []byte, size int, elem uint32, n int) []byte {
 
 var errArrayFormat = errors.New("postings array: unexpected binary format")
 
-// arrayElems checks the binary header of a one-dimensional int8 or int4
-// array without nulls (elem, each element width bytes) and returns its
-// element count and the element data.
+// arrayElems checks the binary header of a one-dimensional array without
+// nulls of elem, each element width bytes (0: any), and returns its element
+// count and the element data.
 func arrayElems(src []byte, elem uint32, width int) (int, []byte, error) {
 	if len(src) < 12 {
 		return 0, nil, errArrayFormat
@@ -123,6 +137,12 @@ func arrayElems(src []byte, elem uint32, width int) (int, []byte, error) {
 	}
 	n := binary.BigEndian.Uint32(src[12:])
 	data := src[20:]
+	if width == 0 {
+		if uint64(len(data)) < uint64(n)*4 || n > math.MaxInt32 {
+			return 0, nil, fmt.Errorf("%w: %d bytes for %d elements", errArrayFormat, len(data), n)
+		}
+		return int(n), data, nil
+	}
 	if uint64(len(data)) != uint64(n)*uint64(4+width) || n > math.MaxInt32 {
 		return 0, nil, fmt.Errorf("%w: %d bytes for %d elements", errArrayFormat, len(data), n)
 	}
@@ -159,4 +179,44 @@ func appendInt4Array(dst []int32, src []byte) ([]int32, error) {
 		dst = append(dst, int32(binary.BigEndian.Uint32(e[4:])))
 	}
 	return dst, nil
+}
+
+// appendTextArray appends the elements of a binary text[] to dst, each a
+// slice of src (no copy: valid as long as src is).
+func appendTextArray(dst [][]byte, src []byte) ([][]byte, error) {
+	n, data, err := arrayElems(src, oidText, 0)
+	if err != nil {
+		return dst, err
+	}
+	for range n {
+		if len(data) < 4 {
+			return dst, fmt.Errorf("%w: a text array ends early", errArrayFormat)
+		}
+		size := binary.BigEndian.Uint32(data)
+		if size == 0xffffffff || uint64(size) > uint64(len(data)-4) {
+			return dst, fmt.Errorf("%w: a null or mis-sized element", errArrayFormat)
+		}
+		dst = append(dst, data[4:4+size:4+size])
+		data = data[4+size:]
+	}
+	if len(data) != 0 {
+		return dst, fmt.Errorf("%w: %d bytes after a text array's elements", errArrayFormat, len(data))
+	}
+	return dst, nil
+}
+
+// decodePostings appends the binary int8[] chunks and int4[] tfs of one
+// postings row to *chunks and *tfs, which must end up the same length.
+func decodePostings(chunks *[]int64, tfs *[]int32, rawChunks, rawTfs []byte) error {
+	var err error
+	if *chunks, err = appendInt8Array(*chunks, rawChunks); err != nil {
+		return err
+	}
+	if *tfs, err = appendInt4Array(*tfs, rawTfs); err != nil {
+		return err
+	}
+	if len(*chunks) != len(*tfs) {
+		return fmt.Errorf("%w: %d chunks and %d tfs", errArrayFormat, len(*chunks), len(*tfs))
+	}
+	return nil
 }

@@ -226,9 +226,11 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 
 // lexical scores the postings of the query's distinct terms in Go with the
 // scope's statistics (n, sumLen; df over visible postings when entitled),
-// and records each term's idf in rk. The join to chunks drops postings of
-// deleted chunks still in unmerged blocks, so df counts current chunks only.
-// The hits it returns carry only their chunk ids (see fetchChunks).
+// and records each term's idf in rk. A term's postings are those of its
+// term rows and those of its bucket rows that name it (postings.go). The
+// join to chunks drops postings of deleted chunks still in unmerged blocks,
+// so df counts current chunks only. The hits it returns carry only their
+// chunk ids (see fetchChunks).
 func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, n, sumLen int64, entitled bool, filterArgs []any, rk *retrieval.Rankings) ([]retrieval.Hit, error) {
 	if len(req.Terms) == 0 || n == 0 {
 		return nil, nil
@@ -236,11 +238,12 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 	rows, err := tx.Query(ctx, `
 		SELECT q.ord::int, u.chunk, u.tf, c.length, `+visibleSQL+`, `+staleSQL+`,
 		       CASE WHEN `+visibleSQL+` AND NOT `+staleSQL+` THEN c.chunk_id END
-		FROM unnest($1::text[]) WITH ORDINALITY AS q(term, ord)
-		JOIN `+t.tables.postings+` p ON p.term = q.term
-		CROSS JOIN LATERAL unnest(p.chunks, p.tfs) AS u(chunk, tf)
-		JOIN `+t.tables.chunks+` c ON c.id = u.chunk`,
-		append([]any{req.Terms}, filterArgs...)...)
+		FROM unnest($1::text[], $6::text[]) WITH ORDINALITY AS q(term, bucket, ord)
+		JOIN `+t.tables.postings+` p ON p.term IN (q.term, q.bucket)
+		CROSS JOIN LATERAL unnest(p.chunks, p.tfs, p.terms) AS u(chunk, tf, term)
+		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
+		WHERE coalesce(u.term, p.term) = q.term`,
+		append(append([]any{req.Terms}, filterArgs...), TermBuckets(req.Terms))...)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -445,13 +448,13 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT q.ord::int, count(*)::bigint
-		FROM unnest($1::text[]) WITH ORDINALITY AS q(term, ord)
-		JOIN `+t.tables.postings+` p ON p.term = q.term
-		CROSS JOIN LATERAL unnest(p.chunks) AS u(chunk)
+		FROM unnest($1::text[], $5::text[]) WITH ORDINALITY AS q(term, bucket, ord)
+		JOIN `+t.tables.postings+` p ON p.term IN (q.term, q.bucket)
+		CROSS JOIN LATERAL unnest(p.chunks, p.terms) AS u(chunk, term)
 		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
-		WHERE NOT $4::boolean OR `+visibleSQL+`
+		WHERE coalesce(u.term, p.term) = q.term AND (NOT $4::boolean OR `+visibleSQL+`)
 		GROUP BY q.ord`,
-		terms, int16(p.Clearance), p.Barriers, t.settings.Statistics.Entitled())
+		terms, int16(p.Clearance), p.Barriers, t.settings.Statistics.Entitled(), TermBuckets(terms))
 	if err != nil {
 		return nil, classify(err)
 	}
