@@ -50,7 +50,8 @@ held-out query); any other field is provenance, passed through to
 --per-query. 'cordon corpus queries' writes such files.
 
 Pipelines, each returning at most 10 chunks:
-  bm25               the store's BM25 ranking alone (the service profile's top_n)
+  bm25               the store's BM25 ranking alone (SPEC's: each distinct query
+                     term once; the service profile's top_n)
   dense              the store's cosine ranking alone
   hybrid_rrf         the service profile with rerank off
   hybrid_rrf_rerank  the service profile (the HTTP service's defaults)

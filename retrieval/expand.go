@@ -157,7 +157,7 @@ func (r *Retriever) expand(ctx context.Context, req RankRequest, rk Rankings, p 
 	out.Terms = append(slices.Clip(req.Terms), e.Terms...)
 	out.Weights = make([]float64, len(req.Terms), len(out.Terms))
 	for i := range out.Weights {
-		out.Weights[i] = 1
+		out.Weights[i] = req.Weight(i) // the query's own terms keep their weights
 	}
 	out.Weights = append(out.Weights, e.Weights...)
 	return out, e.Terms, true, nil

@@ -543,8 +543,8 @@ func TestServicePolicy(t *testing.T) {
 		t.Fatalf("ServicePolicy() = %+v is invalid: %v", svc, err)
 	}
 	seed := DefaultPolicy()
-	seed.RRFK, seed.RRFWeights, seed.Rerank, seed.RerankBlend, seed.MinScore, seed.MaxChunksPerDoc =
-		10, Weights{BM25: 2, Cosine: 1}, RerankIDFOverlap, 0.9, 0.1, 1
+	seed.RRFK, seed.RRFWeights, seed.Rerank, seed.RerankBlend, seed.MinScore, seed.MaxChunksPerDoc, seed.QTFK3 =
+		10, Weights{BM25: 2, Cosine: 1}, RerankIDFOverlap, 0.9, 0.1, 1, 8
 	if !reflect.DeepEqual(svc, seed) {
 		t.Errorf("ServicePolicy() = %+v, want the seed with the documented changes %+v", svc, seed)
 	}

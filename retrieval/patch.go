@@ -25,6 +25,8 @@ type PolicyPatch struct {
 	PRFDocs   *int     `json:"prf_docs,omitempty"`
 	PRFTerms  *int     `json:"prf_terms,omitempty"`
 	PRFWeight *float64 `json:"prf_weight,omitempty"`
+	// QTFK3 weighs repeated query terms (0: off).
+	QTFK3 *float64 `json:"qtf_k3,omitempty"`
 	// The model reranker's relevance floor and latency budget (rerank
 	// "model").
 	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
@@ -64,6 +66,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	setv(&pol.PRFDocs, p.PRFDocs)
 	setv(&pol.PRFTerms, p.PRFTerms)
 	setv(&pol.PRFWeight, p.PRFWeight)
+	setv(&pol.QTFK3, p.QTFK3)
 	setv(&pol.RerankMinScore, p.RerankMinScore)
 	setv(&pol.RerankBudgetMS, p.RerankBudgetMS)
 	return pol

@@ -30,6 +30,10 @@ const (
 	DefaultRerankBudgetMS = 300
 	// MaxRerankBudgetMS bounds rerank_budget_ms: one minute.
 	MaxRerankBudgetMS = 60000
+	// MaxQTFK3 bounds qtf_k3: at 1000 (the "large k3" of the Okapi
+	// experiments) a repeated term's weight is within 0.2% of its count in
+	// a query of up to a few repetitions, so larger values change nothing.
+	MaxQTFK3 = 1000
 )
 
 // RerankKind names how the reranker scores a chunk's hold on the query
@@ -102,6 +106,10 @@ type Policy struct {
 	PRFDocs   int
 	PRFTerms  int
 	PRFWeight float64
+	// QTFK3, when > 0, weighs a query term the query repeats by
+	// [QueryTermWeights] with k3 = QTFK3 in the lexical ranking; 0 (SPEC
+	// section 4) counts every distinct term once.
+	QTFK3 float64
 }
 
 // DefaultPolicy returns SPEC section 5's defaults (the seed profile): rerank
@@ -143,6 +151,9 @@ func DefaultPolicy() Policy {
 //     the query's words whatever the floor;
 //   - keeps one chunk per document (max_chunks_per_doc 1), so five results
 //     are five documents; set it to 0 for several passages of one document.
+//   - weighs a query term the query repeats (qtf_k3 8): sentence-like
+//     queries say their subject more than once, and that is evidence BM25
+//     over distinct terms drops.
 func ServicePolicy() Policy {
 	p := DefaultPolicy()
 	p.RRFK = 10
@@ -151,6 +162,7 @@ func ServicePolicy() Policy {
 	p.RerankBlend = 0.9
 	p.MinScore = 0.1
 	p.MaxChunksPerDoc = 1
+	p.QTFK3 = 8
 	return p
 }
 
@@ -231,6 +243,8 @@ func (p Policy) validate(model bool) error {
 		return fmt.Errorf("%w: prf_terms %d must be >= 1", ErrInvalidPolicy, p.PRFTerms)
 	case !(p.PRFWeight >= 0 && p.PRFWeight <= 1):
 		return fmt.Errorf("%w: prf_weight %v must be in [0, 1]", ErrInvalidPolicy, p.PRFWeight)
+	case !(p.QTFK3 >= 0 && p.QTFK3 <= MaxQTFK3):
+		return fmt.Errorf("%w: qtf_k3 %v must be in [0, %v] (0: every distinct query term counts once)", ErrInvalidPolicy, p.QTFK3, float64(MaxQTFK3))
 	case math.IsNaN(p.RerankMinScore) || math.IsInf(p.RerankMinScore, 0):
 		return fmt.Errorf("%w: rerank_min_score %v must be a finite number", ErrInvalidPolicy, p.RerankMinScore)
 	case p.RerankBudgetMS < 1 || p.RerankBudgetMS > MaxRerankBudgetMS:

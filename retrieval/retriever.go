@@ -102,6 +102,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		Principal:     q.Principal,
 		Tokens:        tokens,
 		Terms:         terms,
+		Weights:       QueryTermWeights(tokens, terms, q.Policy.QTFK3),
 		NowTick:       q.NowTick,
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
 		TopN:          q.Policy.TopN,
@@ -144,6 +145,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 func tailOf(p, ranked Policy) Policy {
 	p.MaxStaleTicks, p.TopN = ranked.MaxStaleTicks, ranked.TopN
 	p.PRFDocs, p.PRFTerms, p.PRFWeight = ranked.PRFDocs, ranked.PRFTerms, ranked.PRFWeight
+	p.QTFK3 = ranked.QTFK3
 	return p
 }
 

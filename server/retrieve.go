@@ -107,6 +107,9 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		// Expansion shapes the results: the audit record says it was on.
 		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = &pol.PRFDocs, &pol.PRFTerms, &pol.PRFWeight
 	}
+	if pol.QTFK3 != 0 {
+		effective.QTFK3 = &pol.QTFK3
+	}
 	if pol.Rerank == retrieval.RerankModel {
 		effective.RerankMinScore, effective.RerankBudgetMS = &pol.RerankMinScore, &pol.RerankBudgetMS
 	}

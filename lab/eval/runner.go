@@ -545,16 +545,22 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 	if err != nil {
 		return QueryResult{}, fmt.Errorf("embed the query: %w", err)
 	}
-	ranked := make(map[int]retrieval.Rankings)
-	rank := func(topN int) (retrieval.Rankings, error) {
-		if rk, ok := ranked[topN]; ok {
+	type rankKey struct {
+		topN int
+		k3   float64
+	}
+	ranked := make(map[rankKey]retrieval.Rankings)
+	rank := func(topN int, k3 float64) (retrieval.Rankings, error) {
+		key := rankKey{topN, k3}
+		if rk, ok := ranked[key]; ok {
 			return rk, nil
 		}
-		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms, Dense: dense, TopN: topN})
+		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
+			Weights: retrieval.QueryTermWeights(tokens, terms, k3), Dense: dense, TopN: topN})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
-		ranked[topN] = rk
+		ranked[key] = rk
 		return rk, nil
 	}
 	qr := QueryResult{
@@ -574,7 +580,11 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		qr.Chunks = make(map[Pipeline][]Hit, len(specs))
 	}
 	for _, s := range specs {
-		rk, err := rank(s.Policy.TopN)
+		k3 := s.Policy.QTFK3
+		if s.Mode != Hybrid {
+			k3 = 0 // BM25 alone is SPEC section 4's: every distinct term once
+		}
+		rk, err := rank(s.Policy.TopN, k3)
 		if err != nil {
 			return QueryResult{}, err
 		}

@@ -206,6 +206,10 @@ func (g gen) retrieve() map[string]any {
 			pol["prf_weight"] = []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
 		}
 	}
+	// Query term frequency, drawn after expansion for the same reason.
+	if g.r.IntN(3) == 0 {
+		pol["qtf_k3"] = []float64{0, 0.5, 8, 1000}[g.r.IntN(4)]
+	}
 	return step
 }
 

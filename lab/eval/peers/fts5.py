@@ -3,14 +3,16 @@
 wrote and write a TREC run for 'cordon eval score'.
 
     python3 lab/eval/peers/fts5.py --chunks CHUNKS.jsonl --queries QUERIES.jsonl \
-        [--kind K] [--split S] [--unit chunk|doc] [--op or|and] --out RUN
+        [--kind K] [--split S] [--unit chunk|doc] [--op or|and] [--distinct] --out RUN
 
 --unit chunk (default) indexes each chunk as a row, exactly the text Cordon
 indexes; a document is ranked at its best chunk. --unit doc indexes one row
 per document, its chunks joined in order (export with --overlap-words 0 so
 that no text is counted twice). The query's words (FTS5's unicode61
 tokenizer, each quoted) are OR-ed (--op or, default) or AND-ed (--op and);
-rows are ranked by FTS5's bm25() (k1 1.2, b 0.75), ties by chunk id. The
+rows are ranked by FTS5's bm25() (k1 1.2, b 0.75), ties by chunk id. A word
+the query repeats is OR-ed again, so it counts again; --distinct keeps each
+(lowercased) word once, as SPEC's BM25 counts a query's distinct terms. The
 run lists, per query, the first 100 distinct documents; the qid is the
 query's "id", else its 1-based line number, as 'cordon eval score' expects.
 Python's standard library only (sqlite3 with FTS5).
@@ -33,6 +35,7 @@ def main():
     ap.add_argument("--split", default="")
     ap.add_argument("--unit", choices=["chunk", "doc"], default="chunk")
     ap.add_argument("--op", choices=["or", "and"], default="or")
+    ap.add_argument("--distinct", action="store_true")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -49,11 +52,13 @@ def main():
         db.executemany("INSERT INTO t(text, doc_id, chunk_id) VALUES (?, ?, ?)",
                        ((c["text"], c["doc_id"], c["chunk_id"]) for c in rows))
     joiner = " OR " if a.op == "or" else " AND "
-    tag = "fts5-%s-%s" % (a.unit, a.op)
+    tag = "fts5-%s-%s%s" % (a.unit, a.op, "-distinct" if a.distinct else "")
     n = 0
     with open(a.out, "w", encoding="utf-8") as out:
         for qid, q in queries(a.queries, a.kind, a.split):
             words = WORD.findall(q["query"])
+            if a.distinct:
+                words = list(dict.fromkeys(w.lower() for w in words))
             if not words:
                 continue
             match = joiner.join('"%s"' % w.replace('"', '""') for w in words)
