@@ -54,6 +54,47 @@ func IDF(n, df int64) float64 {
 	return v
 }
 
+// IDFKind names an inverse document frequency formula: [IDFPlusOne]
+// (SPEC section 4, the zero value's meaning too) or [IDFRSJ].
+type IDFKind string
+
+const (
+	// IDFPlusOne is SPEC section 4's ln((n - df + 0.5) / (df + 0.5) + 1)
+	// ([IDF]), Lucene's smoothing of the Robertson-Spärck Jones weight:
+	// never negative, and a term in every chunk still weighs up to ln 2.
+	IDFPlusOne IDFKind = "plus1"
+	// IDFRSJ is the Robertson-Spärck Jones weight itself,
+	// ln((n - df + 0.5) / (df + 0.5)), floored at [RSJFloor] ([RSJ]): a
+	// term in half the chunks or more weighs almost nothing, as in SQLite
+	// FTS5's bm25().
+	IDFRSJ IDFKind = "rsj"
+)
+
+// RSJFloor is [RSJ]'s floor for a term in half the chunks or more: positive,
+// so a chunk holding only such terms still scores above 0 (SQLite FTS5's
+// bm25() floors at the same 1e-6).
+const RSJFloor = 1e-6
+
+// Valid reports whether k is a known kind ("" included: [IDFPlusOne]).
+func (k IDFKind) Valid() bool { return k == "" || k == IDFPlusOne || k == IDFRSJ }
+
+// RSJ is 0 when n == 0, else max(RSJFloor, ln((n - df + 0.5) / (df + 0.5)))
+// with the portable [Log], every operation rounded as in [IDF].
+func RSJ(n, df int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	x := float64(float64(n-df)+0.5) / float64(float64(df)+0.5)
+	if !(x > 1) {
+		return RSJFloor // ln(x) <= 0
+	}
+	v := Log(x)
+	if v < RSJFloor {
+		return RSJFloor
+	}
+	return v
+}
+
 // AvgDL is float64(sum of lengths) / float64(n), or 0 for an empty tenant.
 func AvgDL(sumLen, n int64) float64 {
 	if n == 0 {

@@ -251,3 +251,39 @@ func TestScopeEntitledFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestRSJ: the Robertson-Spärck Jones weight, floored, against math.Log on
+// amd64 and the plus-one IDF less its +1 inside the log.
+func TestRSJ(t *testing.T) {
+	tests := []struct {
+		name  string
+		n, df int64
+		want  float64
+	}{
+		{"empty tenant", 0, 0, 0},
+		{"in every chunk", 10, 10, RSJFloor},
+		{"in half the chunks", 10, 5, RSJFloor}, // ln(5.5/5.5) = 0
+		{"just under half", 11, 5, math.Log(6.5 / 5.5)},
+		{"rare", 1000, 1, math.Log(999.5 / 1.5)},
+		{"unseen", 1000, 0, math.Log(1000.5 / 0.5)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RSJ(tt.n, tt.df); got != tt.want && runtime.GOARCH == "amd64" {
+				t.Fatalf("RSJ(%d, %d) = %v, want %v", tt.n, tt.df, got, tt.want)
+			}
+		})
+	}
+	// Never below the floor, never above the plus-one IDF, for every df.
+	for n := int64(1); n <= 300; n++ {
+		for df := int64(0); df <= n; df++ {
+			r := RSJ(n, df)
+			if r < RSJFloor || r > IDF(n, df) {
+				t.Fatalf("RSJ(%d, %d) = %v outside [%v, IDF %v]", n, df, r, RSJFloor, IDF(n, df))
+			}
+		}
+	}
+	if IDFKind("bm25").Valid() || !IDFRSJ.Valid() || !IDFKind("").Valid() {
+		t.Fatal("Valid")
+	}
+}

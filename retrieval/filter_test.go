@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
 )
 
@@ -226,6 +227,9 @@ func TestPolicyValidate(t *testing.T) {
 		{"rerank_budget_ms max", func(p *Policy) { p.RerankBudgetMS = MaxRerankBudgetMS }, false},
 		{"rerank_budget_ms 0", func(p *Policy) { p.RerankBudgetMS = 0 }, true},
 		{"rerank_budget_ms over max", func(p *Policy) { p.RerankBudgetMS = MaxRerankBudgetMS + 1 }, true},
+		{"idf rsj", func(p *Policy) { p.IDF = bm25.IDFRSJ }, false},
+		{"idf empty is plus1", func(p *Policy) { p.IDF = "" }, false},
+		{"idf unknown", func(p *Policy) { p.IDF = "lucene" }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,7 +245,7 @@ func TestPolicyValidate(t *testing.T) {
 	}
 	want := Policy{EnableRerank: true, MinScore: 0.2, TopN: 50, RerankDepth: 20, RRFK: 60, Limit: 5,
 		RRFWeights: Weights{BM25: 1, Cosine: 1}, Rerank: RerankOverlap, PRFTerms: 10, PRFWeight: 0.5,
-		RerankMinScore: 0, RerankBudgetMS: 300}
+		RerankMinScore: 0, RerankBudgetMS: 300, IDF: bm25.IDFPlusOne}
 	if got := DefaultPolicy(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultPolicy() = %+v, want %+v", got, want)
 	}
@@ -543,8 +547,8 @@ func TestServicePolicy(t *testing.T) {
 		t.Fatalf("ServicePolicy() = %+v is invalid: %v", svc, err)
 	}
 	seed := DefaultPolicy()
-	seed.RRFK, seed.RRFWeights, seed.Rerank, seed.RerankBlend, seed.MinScore, seed.MaxChunksPerDoc, seed.QTFK3 =
-		10, Weights{BM25: 2, Cosine: 1}, RerankIDFOverlap, 0.9, 0.1, 1, 8
+	seed.RRFK, seed.RRFWeights, seed.Rerank, seed.RerankBlend, seed.MinScore, seed.MaxChunksPerDoc, seed.QTFK3, seed.IDF =
+		10, Weights{BM25: 2, Cosine: 1}, RerankIDFOverlap, 0.9, 0.1, 1, 8, bm25.IDFRSJ
 	if !reflect.DeepEqual(svc, seed) {
 		t.Errorf("ServicePolicy() = %+v, want the seed with the documented changes %+v", svc, seed)
 	}

@@ -1,5 +1,7 @@
 package retrieval
 
+import "github.com/cordon-rag/cordon/bm25"
+
 // PolicyPatch is a retrieval policy as a request, a replay step or
 // `cordon eval --policy` gives it (SPEC section 9's policy object): every
 // field present overrides the policy it is applied to, every absent (or
@@ -27,6 +29,8 @@ type PolicyPatch struct {
 	PRFWeight *float64 `json:"prf_weight,omitempty"`
 	// QTFK3 weighs repeated query terms (0: off).
 	QTFK3 *float64 `json:"qtf_k3,omitempty"`
+	// IDF is the lexical idf formula ("plus1" or "rsj").
+	IDF *string `json:"idf,omitempty"`
 	// The model reranker's relevance floor and latency budget (rerank
 	// "model").
 	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
@@ -67,6 +71,9 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	setv(&pol.PRFTerms, p.PRFTerms)
 	setv(&pol.PRFWeight, p.PRFWeight)
 	setv(&pol.QTFK3, p.QTFK3)
+	if p.IDF != nil {
+		pol.IDF = bm25.IDFKind(*p.IDF)
+	}
 	setv(&pol.RerankMinScore, p.RerankMinScore)
 	setv(&pol.RerankBudgetMS, p.RerankBudgetMS)
 	return pol

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/fusion"
 )
 
@@ -110,6 +111,13 @@ type Policy struct {
 	// [QueryTermWeights] with k3 = QTFK3 in the lexical ranking; 0 (SPEC
 	// section 4) counts every distinct term once.
 	QTFK3 float64
+	// IDF is the idf formula the lexical ranking scores with:
+	// bm25.IDFPlusOne (SPEC section 4) or bm25.IDFRSJ, which gives a term
+	// in half the chunks or more almost no weight. The idf_overlap
+	// reranker and query expansion keep SPEC's idf, so the relevance floor
+	// means what it did (in a tenant of one chunk every term it holds is
+	// in half the chunks).
+	IDF bm25.IDFKind
 }
 
 // DefaultPolicy returns SPEC section 5's defaults (the seed profile): rerank
@@ -129,6 +137,7 @@ func DefaultPolicy() Policy {
 		Rerank:         RerankOverlap,
 		PRFTerms:       DefaultPRFTerms,
 		PRFWeight:      DefaultPRFWeight,
+		IDF:            bm25.IDFPlusOne,
 		RerankMinScore: DefaultRerankMinScore,
 		RerankBudgetMS: DefaultRerankBudgetMS,
 	}
@@ -153,7 +162,10 @@ func DefaultPolicy() Policy {
 //     are five documents; set it to 0 for several passages of one document.
 //   - weighs a query term the query repeats (qtf_k3 8): sentence-like
 //     queries say their subject more than once, and that is evidence BM25
-//     over distinct terms drops.
+//     over distinct terms drops;
+//   - ranks with the Robertson-Spärck Jones idf (idf "rsj"): a word in
+//     half the chunks or more weighs almost nothing instead of up to ln 2,
+//     which long queries full of such words need.
 func ServicePolicy() Policy {
 	p := DefaultPolicy()
 	p.RRFK = 10
@@ -163,6 +175,7 @@ func ServicePolicy() Policy {
 	p.MinScore = 0.1
 	p.MaxChunksPerDoc = 1
 	p.QTFK3 = 8
+	p.IDF = bm25.IDFRSJ
 	return p
 }
 
@@ -243,6 +256,8 @@ func (p Policy) validate(model bool) error {
 		return fmt.Errorf("%w: prf_terms %d must be >= 1", ErrInvalidPolicy, p.PRFTerms)
 	case !(p.PRFWeight >= 0 && p.PRFWeight <= 1):
 		return fmt.Errorf("%w: prf_weight %v must be in [0, 1]", ErrInvalidPolicy, p.PRFWeight)
+	case !p.IDF.Valid():
+		return fmt.Errorf("%w: idf %q must be %q or %q", ErrInvalidPolicy, p.IDF, bm25.IDFPlusOne, bm25.IDFRSJ)
 	case !(p.QTFK3 >= 0 && p.QTFK3 <= MaxQTFK3):
 		return fmt.Errorf("%w: qtf_k3 %v must be in [0, %v] (0: every distinct query term counts once)", ErrInvalidPolicy, p.QTFK3, float64(MaxQTFK3))
 	case math.IsNaN(p.RerankMinScore) || math.IsInf(p.RerankMinScore, 0):

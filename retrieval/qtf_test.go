@@ -1,13 +1,17 @@
 package retrieval_test
 
 import (
+	"context"
 	"math"
 	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
@@ -94,5 +98,59 @@ func TestQTFPolicyValidation(t *testing.T) {
 	pol.QTFK3 = 1000
 	if err := pol.Validate(); err != nil {
 		t.Errorf("qtf_k3 1000 refused: %v", err)
+	}
+}
+
+// TestIDFKindRanking: with idf "rsj", a term in half the chunks or more
+// weighs bm25.RSJFloor in the lexical ranking's scores, a rare term RSJ's
+// ln((N - df + 0.5) / (df + 0.5)); Rankings.IDF and Store.IDF stay SPEC's;
+// the reference store and the in-memory index agree bit for bit.
+func TestIDFKindRanking(t *testing.T) {
+	ctx := context.Background()
+	docs := []cordontype.Document{
+		doc("w", "a", cordontype.Public, 100, "the hold of the payment"),
+		doc("w", "b", cordontype.Public, 100, "the release of the wire"),
+		doc("w", "c", cordontype.Public, 100, "the cut-off of the batch"),
+		doc("w", "d", cordontype.Confidential, 100, "the hold notice"),
+	}
+	mem := newStore(t, docs...)
+	mi, err := memindex.NewStore(index.DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if _, err := mi.Put(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := principal("w", cordontype.Public) // sees a, b, c: N = 3 under the entitled scope
+	terms := []string{"the", "hold", "zebra"}
+	var ranked []retrieval.Rankings
+	for _, st := range []retrieval.Store{mem, mi} {
+		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: p, Tokens: terms, Terms: terms, IDF: bm25.IDFRSJ, TopN: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []float64{bm25.IDF(3, 3), bm25.IDF(3, 1), bm25.IDF(3, 0)}
+		if idf, _ := st.IDF(ctx, p, terms); !slices.Equal(rk.IDF, want) || !slices.Equal(idf, want) {
+			t.Fatalf("Rankings.IDF %v, Store.IDF %v, want SPEC's %v", rk.IDF, idf, want)
+		}
+		// a's score: "the" twice at the floor, then "hold" once at RSJ(3, 1).
+		params, avgdl := bm25.DefaultParams(), bm25.AvgDL(5+5+6, 3) // a, b, c (d is hidden: the entitled scope)
+		wantA := float64(0+bm25.Term(bm25.RSJFloor, 2, 5, avgdl, params)) + bm25.Term(bm25.RSJ(3, 1), 1, 5, avgdl, params)
+		if rk.Lexical[0].Score != wantA {
+			t.Fatalf("a scores %v, want %v", rk.Lexical[0].Score, wantA)
+		}
+		// "the" is in every visible chunk: under rsj a and b, c score
+		// far apart (hold decides); b and c only by the floor.
+		if len(rk.Lexical) != 3 || rk.Lexical[0].Chunk.DocID != "a" || rk.Lexical[1].Score >= float64(2*bm25.RSJFloor)*3 {
+			t.Fatalf("rsj lexical ranking %+v", rk.Lexical)
+		}
+		ranked = append(ranked, rk)
+	}
+	for i := range ranked[0].Lexical {
+		if a, b := ranked[0].Lexical[i], ranked[1].Lexical[i]; a.Chunk.ChunkID != b.Chunk.ChunkID || a.Score != b.Score {
+			t.Fatalf("memory and memindex differ at %d: %v %v, %v %v", i, a.Chunk.ChunkID, a.Score, b.Chunk.ChunkID, b.Score)
+		}
 	}
 }

@@ -103,6 +103,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		Tokens:        tokens,
 		Terms:         terms,
 		Weights:       QueryTermWeights(tokens, terms, q.Policy.QTFK3),
+		IDF:           q.Policy.IDF,
 		NowTick:       q.NowTick,
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
 		TopN:          q.Policy.TopN,
@@ -145,7 +146,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 func tailOf(p, ranked Policy) Policy {
 	p.MaxStaleTicks, p.TopN = ranked.MaxStaleTicks, ranked.TopN
 	p.PRFDocs, p.PRFTerms, p.PRFWeight = ranked.PRFDocs, ranked.PRFTerms, ranked.PRFWeight
-	p.QTFK3 = ranked.QTFK3
+	p.QTFK3, p.IDF = ranked.QTFK3, ranked.IDF
 	return p
 }
 

@@ -3,6 +3,7 @@ package retrieval
 import (
 	"context"
 
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
 )
 
@@ -40,6 +41,12 @@ type RankRequest struct {
 	// term order. Nil weighs every term 1, which gives the same bits as the
 	// unweighted sum. Query expansion weighs its added terms below 1.
 	Weights []float64
+	// IDF is the idf formula the lexical ranking scores with: "" or
+	// bm25.IDFPlusOne is SPEC section 4's, bm25.IDFRSJ the
+	// Robertson-Spärck Jones weight. Rankings.IDF and [Store.IDF] are
+	// SPEC's whatever it is, so the reranker's overlap and its floor keep
+	// their meaning.
+	IDF bm25.IDFKind
 	// Dense is the query's vector under the tenant's embedding model; nil
 	// for signed hashing, whose vector the store computes from Tokens (see
 	// [RankRequest.QueryVector]).

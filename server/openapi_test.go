@@ -172,7 +172,7 @@ func TestOpenAPIPolicyDefaults(t *testing.T) {
 	want := map[string]any{
 		"enable_rerank": svc.EnableRerank, "min_score": svc.MinScore, "top_n": svc.TopN, "rerank_depth": svc.RerankDepth,
 		"rrf_k": svc.RRFK, "limit": svc.Limit, "rerank": string(svc.Rerank), "rerank_blend": svc.RerankBlend,
-		"max_chunks_per_doc": svc.MaxChunksPerDoc, "prf_docs": svc.PRFDocs, "prf_terms": svc.PRFTerms, "prf_weight": svc.PRFWeight, "qtf_k3": svc.QTFK3,
+		"max_chunks_per_doc": svc.MaxChunksPerDoc, "prf_docs": svc.PRFDocs, "prf_terms": svc.PRFTerms, "prf_weight": svc.PRFWeight, "qtf_k3": svc.QTFK3, "idf": string(svc.IDF),
 		"rerank_min_score": svc.RerankMinScore, "rerank_budget_ms": int(DefaultConfig().RerankBudget / time.Millisecond),
 	}
 	for name, v := range want {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
@@ -109,6 +110,9 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	if pol.QTFK3 != 0 {
 		effective.QTFK3 = &pol.QTFK3
+	}
+	if idf := string(pol.IDF); idf != "" && pol.IDF != bm25.IDFPlusOne {
+		effective.IDF = &idf
 	}
 	if pol.Rerank == retrieval.RerankModel {
 		effective.RerankMinScore, effective.RerankBudgetMS = &pol.RerankMinScore, &pol.RerankBudgetMS

@@ -382,7 +382,7 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	newFilter := func() *filter { return x.newFilter(&req) }
 	var lex, dense retrieval.Rankings
 	n := int32(len(x.chunks))
-	st := x.scopeStats(req.Terms, newFilter())
+	st := x.scopeStats(req.Terms, req.IDF, newFilter())
 	lexical := func(rk *retrieval.Rankings, lo, hi int32) *topN {
 		sc := x.getScratch()
 		defer x.pool.Put(sc)
@@ -436,13 +436,14 @@ func (x *Index) newFilter(req *retrieval.RankRequest) *filter {
 // IDF is each term's idf under p's statistics scope, as Rank computes it
 // (the retriever's query expansion asks for it).
 func (x *Index) IDF(p cordontype.Principal, terms []string) []float64 {
-	return x.scopeStats(terms, x.newFilter(&retrieval.RankRequest{Principal: p})).idf
+	return x.scopeStats(terms, bm25.IDFPlusOne, x.newFilter(&retrieval.RankRequest{Principal: p})).idf
 }
 
 // scopeStats are the BM25 statistics of one query's scope (SPEC section 4).
 type scopeStats struct {
 	n, sumLen int64
-	idf       []float64 // per query term
+	idf       []float64 // per query term: SPEC's (Rankings.IDF, the reranker's)
+	lex       []float64 // per query term: the lexical ranking's (the request's kind)
 }
 
 // countLabels counts p's live postings per label set.
@@ -461,8 +462,12 @@ func (x *Index) countLabels(p *postingList) map[labelSet]int64 {
 // tenant scope, or under the entitled scope only those of chunks the
 // principal may see (freshness does not narrow it). When every label set
 // is visible the two scopes agree and nothing is scanned.
-func (x *Index) scopeStats(terms []string, f *filter) scopeStats {
+func (x *Index) scopeStats(terms []string, kind bm25.IDFKind, f *filter) scopeStats {
 	st := scopeStats{n: int64(x.live), sumLen: x.sumLen, idf: make([]float64, len(terms))}
+	st.lex = st.idf
+	if kind == bm25.IDFRSJ {
+		st.lex = make([]float64, len(terms))
+	}
 	all := true
 	if x.settings.Statistics.Entitled() {
 		st.n, st.sumLen = 0, 0
@@ -496,6 +501,9 @@ func (x *Index) scopeStats(terms []string, f *filter) scopeStats {
 			}
 		}
 		st.idf[i] = bm25.IDF(st.n, df)
+		if kind == bm25.IDFRSJ {
+			st.lex[i] = bm25.RSJ(st.n, df)
+		}
 	}
 	return st
 }
@@ -545,7 +553,7 @@ func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc 
 		if p == nil {
 			continue
 		}
-		idf, w := st.idf[i], req.Weight(i)
+		idf, w := st.lex[i], req.Weight(i)
 		long := len(p.slots) >= longPostings
 		if long {
 			sc.stamp++

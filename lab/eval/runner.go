@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
@@ -548,15 +549,16 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 	type rankKey struct {
 		topN int
 		k3   float64
+		idf  bm25.IDFKind
 	}
 	ranked := make(map[rankKey]retrieval.Rankings)
-	rank := func(topN int, k3 float64) (retrieval.Rankings, error) {
-		key := rankKey{topN, k3}
+	rank := func(topN int, k3 float64, idf bm25.IDFKind) (retrieval.Rankings, error) {
+		key := rankKey{topN, k3, idf}
 		if rk, ok := ranked[key]; ok {
 			return rk, nil
 		}
 		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
-			Weights: retrieval.QueryTermWeights(tokens, terms, k3), Dense: dense, TopN: topN})
+			Weights: retrieval.QueryTermWeights(tokens, terms, k3), IDF: idf, Dense: dense, TopN: topN})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
@@ -580,11 +582,13 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		qr.Chunks = make(map[Pipeline][]Hit, len(specs))
 	}
 	for _, s := range specs {
-		k3 := s.Policy.QTFK3
+		k3, idf := s.Policy.QTFK3, s.Policy.IDF
 		if s.Mode != Hybrid {
-			k3 = 0 // BM25 alone is SPEC section 4's: every distinct term once
+			// BM25 alone is SPEC section 4's: every distinct term once,
+			// the plus-one idf.
+			k3, idf = 0, bm25.IDFPlusOne
 		}
-		rk, err := rank(s.Policy.TopN, k3)
+		rk, err := rank(s.Policy.TopN, k3, idf)
 		if err != nil {
 			return QueryResult{}, err
 		}

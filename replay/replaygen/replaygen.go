@@ -210,6 +210,9 @@ func (g gen) retrieve() map[string]any {
 	if g.r.IntN(3) == 0 {
 		pol["qtf_k3"] = []float64{0, 0.5, 8, 1000}[g.r.IntN(4)]
 	}
+	if g.r.IntN(3) == 0 {
+		pol["idf"] = []string{"plus1", "rsj"}[g.r.IntN(2)]
+	}
 	return step
 }
 

@@ -170,7 +170,8 @@ func (s *Store) IDF(_ context.Context, p cordontype.Principal, terms []string) (
 // scopeStats are the BM25 statistics of one query's scope (SPEC section 4).
 type scopeStats struct {
 	n, sumLen int64
-	idf       []float64 // per query term
+	idf       []float64 // per query term: SPEC's (Rankings.IDF, the reranker's)
+	lex       []float64 // per query term: the lexical ranking's (req.IDF)
 }
 
 // stats counts N, the length sum and each query term's df over the scope:
@@ -188,6 +189,10 @@ func (t *tenant) stats(req retrieval.RankRequest, scope bm25.Scope) scopeStats {
 		}
 	}
 	st.idf = make([]float64, len(req.Terms))
+	st.lex = st.idf
+	if req.IDF == bm25.IDFRSJ {
+		st.lex = make([]float64, len(req.Terms))
+	}
 	for i, term := range req.Terms {
 		var df int64
 		for id := range t.postings[term] {
@@ -196,6 +201,9 @@ func (t *tenant) stats(req retrieval.RankRequest, scope bm25.Scope) scopeStats {
 			}
 		}
 		st.idf[i] = bm25.IDF(st.n, df)
+		if req.IDF == bm25.IDFRSJ {
+			st.lex[i] = bm25.RSJ(st.n, df)
+		}
 	}
 	return st
 }
@@ -214,7 +222,7 @@ func (t *tenant) lexical(req *retrieval.RankRequest, st scopeStats, p bm25.Param
 		if len(post) == 0 {
 			continue
 		}
-		idf, w := st.idf[i], req.Weight(i)
+		idf, w := st.lex[i], req.Weight(i)
 		// Iterate postings in chunk-id order: the sum per chunk is in term
 		// order regardless, but the first-seen order must not leak map order.
 		ids := make([]string, 0, len(post))

@@ -284,8 +284,15 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 		return nil, classify(err)
 	}
 	idf := make([]float64, len(df))
+	lex := idf // the ranking's idf: SPEC's unless the request asks for RSJ
+	if req.IDF == bm25.IDFRSJ {
+		lex = make([]float64, len(df))
+	}
 	for ord := 1; ord < len(df); ord++ {
 		idf[ord] = bm25.IDF(n, df[ord])
+		if req.IDF == bm25.IDFRSJ {
+			lex[ord] = bm25.RSJ(n, df[ord])
+		}
 	}
 	rk.IDF = idf[1:]
 	avgdl := bm25.AvgDL(sumLen, n)
@@ -297,7 +304,7 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 		slices.SortFunc(a.postings, func(x, y posting) int { return x.ord - y.ord })
 		var score float64
 		for _, p := range a.postings {
-			score += float64(req.Weight(p.ord-1) * bm25.Term(idf[p.ord], p.tf, a.length, avgdl, t.settings.BM25))
+			score += float64(req.Weight(p.ord-1) * bm25.Term(lex[p.ord], p.tf, a.length, avgdl, t.settings.BM25))
 		}
 		if !(score > 0) {
 			continue
