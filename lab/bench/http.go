@@ -195,12 +195,13 @@ func tenantPath(tenant, rest string) string {
 // exactly as the store-only systems do.
 func retrievePolicy(q Query) *retrieval.PolicyPatch {
 	p := policy(q)
-	rerank := string(p.Rerank)
+	rerank, idf := string(p.Rerank), string(p.IDF)
 	return &retrieval.PolicyPatch{
 		MaxStaleTicks: p.MaxStaleTicks, EnableRerank: &p.EnableRerank, MinScore: &p.MinScore, TopN: &p.TopN,
 		RerankDepth: &p.RerankDepth, RRFK: &p.RRFK, Limit: &p.Limit,
 		RRFWeights: &retrieval.WeightsPatch{BM25: &p.RRFWeights.BM25, Cosine: &p.RRFWeights.Cosine},
 		Rerank:     &rerank, RerankBlend: &p.RerankBlend, MaxChunksPerDoc: &p.MaxChunksPerDoc, PRFDocs: &p.PRFDocs,
+		QTFK3: &p.QTFK3, IDF: &idf,
 	}
 }
 
