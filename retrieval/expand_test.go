@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/cordontype"
-	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/index/memindex"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
@@ -183,16 +181,7 @@ func TestExpansionIgnoresHiddenChunks(t *testing.T) {
 func TestRankWeights(t *testing.T) {
 	ctx := context.Background()
 	docs := append(expansionCorpus(true), doc("w", "w-4", cordontype.Public, 100, "hold sanctions escalation desk"))
-	mem := newStore(t, docs...)
-	mi, err := memindex.NewStore(index.DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		if _, err := mi.Put(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mem, mi := newStore(t, docs...), newMemindex(t, docs...)
 	p := principal("w", cordontype.Restricted)
 	for name, st := range map[string]retrieval.Store{"memory": mem, "memindex": mi} {
 		t.Run(name, func(t *testing.T) {
@@ -237,16 +226,7 @@ func TestRankWeights(t *testing.T) {
 func TestIDFMatchesRank(t *testing.T) {
 	ctx := context.Background()
 	docs := expansionCorpus(true)
-	mem := newStore(t, docs...)
-	mi, err := memindex.NewStore(index.DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		if _, err := mi.Put(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mem, mi := newStore(t, docs...), newMemindex(t, docs...)
 	terms := []string{"hold", "zebra", "sanctions", "absent"}
 	for name, st := range map[string]retrieval.Store{"memory": mem, "memindex": mi} {
 		for _, p := range []cordontype.Principal{principal("w", cordontype.Public), principal("w", cordontype.Restricted)} {

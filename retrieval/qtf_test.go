@@ -10,8 +10,6 @@ import (
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
-	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/index/memindex"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
@@ -113,16 +111,7 @@ func TestIDFKindRanking(t *testing.T) {
 		doc("w", "c", cordontype.Public, 100, "the cut-off of the batch"),
 		doc("w", "d", cordontype.Confidential, 100, "the hold notice"),
 	}
-	mem := newStore(t, docs...)
-	mi, err := memindex.NewStore(index.DefaultSettings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		if _, err := mi.Put(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mem, mi := newStore(t, docs...), newMemindex(t, docs...)
 	p := principal("w", cordontype.Public) // sees a, b, c: N = 3 under the entitled scope
 	terms := []string{"the", "hold", "zebra"}
 	var ranked []retrieval.Rankings

@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 )
@@ -29,6 +30,22 @@ func newStoreWith(t *testing.T, settings index.Settings, docs ...cordontype.Docu
 	st, err := memory.New(settings)
 	if err != nil {
 		t.Fatalf("memory.New: %v", err)
+	}
+	for _, d := range docs {
+		if _, err := st.Put(context.Background(), d); err != nil {
+			t.Fatalf("Put(%s/%s): %v", d.Tenant, d.DocID, err)
+		}
+	}
+	return st
+}
+
+// newMemindex is the in-memory index store (the Postgres store's query
+// path) holding docs, under the default settings.
+func newMemindex(t *testing.T, docs ...cordontype.Document) *memindex.Store {
+	t.Helper()
+	st, err := memindex.NewStore(index.DefaultSettings())
+	if err != nil {
+		t.Fatalf("memindex.NewStore: %v", err)
 	}
 	for _, d := range docs {
 		if _, err := st.Put(context.Background(), d); err != nil {
