@@ -55,7 +55,8 @@ func IDF(n, df int64) float64 {
 }
 
 // IDFKind names an inverse document frequency formula: [IDFPlusOne]
-// (SPEC section 4, the zero value's meaning too) or [IDFRSJ].
+// (SPEC section 4) or [IDFRSJ]. Where a zero value can occur
+// (retrieval.RankRequest), "" means [IDFPlusOne].
 type IDFKind string
 
 const (
@@ -74,9 +75,6 @@ const (
 // so a chunk holding only such terms still scores above 0 (SQLite FTS5's
 // bm25() floors at the same 1e-6).
 const RSJFloor = 1e-6
-
-// Valid reports whether k is a known kind ("" included: [IDFPlusOne]).
-func (k IDFKind) Valid() bool { return k == "" || k == IDFPlusOne || k == IDFRSJ }
 
 // RSJ is 0 when n == 0, else max(RSJFloor, ln((n - df + 0.5) / (df + 0.5)))
 // with the portable [Log], every operation rounded as in [IDF].

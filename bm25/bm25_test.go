@@ -283,7 +283,4 @@ func TestRSJ(t *testing.T) {
 			}
 		}
 	}
-	if IDFKind("bm25").Valid() || !IDFRSJ.Valid() || !IDFKind("").Valid() {
-		t.Fatal("Valid")
-	}
 }

@@ -475,6 +475,7 @@ func TestServerStatusCodes(t *testing.T) {
 		{"qtf_k3 off", "POST", retrieve, reader, `{"query": "hold hold", "policy": {"qtf_k3": 0}}`, nil, 200, ""},
 		{"idf unknown", "POST", retrieve, reader, `{"query": "hold", "policy": {"idf": "lucene"}}`, nil, 400, "bad_request"},
 		{"idf number", "POST", retrieve, reader, `{"query": "hold", "policy": {"idf": 1}}`, nil, 400, "bad_request"},
+		{"idf empty", "POST", retrieve, reader, `{"query": "hold", "policy": {"idf": ""}}`, nil, 400, "bad_request"},
 		{"idf plus1", "POST", retrieve, reader, `{"query": "hold", "policy": {"idf": "plus1"}}`, nil, 200, ""},
 		{"NUL in query", "POST", retrieve, reader, `{"query": "hold\u0000"}`, nil, 400, "bad_request"},
 		{"string for number", "POST", retrieve, reader, `{"query": "hold", "now_tick": "5"}`, nil, 400, "bad_request"},

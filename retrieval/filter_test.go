@@ -228,7 +228,7 @@ func TestPolicyValidate(t *testing.T) {
 		{"rerank_budget_ms 0", func(p *Policy) { p.RerankBudgetMS = 0 }, true},
 		{"rerank_budget_ms over max", func(p *Policy) { p.RerankBudgetMS = MaxRerankBudgetMS + 1 }, true},
 		{"idf rsj", func(p *Policy) { p.IDF = bm25.IDFRSJ }, false},
-		{"idf empty is plus1", func(p *Policy) { p.IDF = "" }, false},
+		{"idf empty", func(p *Policy) { p.IDF = "" }, true},
 		{"idf unknown", func(p *Policy) { p.IDF = "lucene" }, true},
 	}
 	for _, tt := range tests {

@@ -256,7 +256,7 @@ func (p Policy) validate(model bool) error {
 		return fmt.Errorf("%w: prf_terms %d must be >= 1", ErrInvalidPolicy, p.PRFTerms)
 	case !(p.PRFWeight >= 0 && p.PRFWeight <= 1):
 		return fmt.Errorf("%w: prf_weight %v must be in [0, 1]", ErrInvalidPolicy, p.PRFWeight)
-	case !p.IDF.Valid():
+	case p.IDF != bm25.IDFPlusOne && p.IDF != bm25.IDFRSJ:
 		return fmt.Errorf("%w: idf %q must be %q or %q", ErrInvalidPolicy, p.IDF, bm25.IDFPlusOne, bm25.IDFRSJ)
 	case !(p.QTFK3 >= 0 && p.QTFK3 <= MaxQTFK3):
 		return fmt.Errorf("%w: qtf_k3 %v must be in [0, %v] (0: every distinct query term counts once)", ErrInvalidPolicy, p.QTFK3, float64(MaxQTFK3))

@@ -14,7 +14,7 @@ package retrieval
 //
 // A query that says a word twice ("the hold of a hold notice") stresses it;
 // on long, sentence-like queries this is the evidence that plain BM25 over
-// distinct terms drops (docs/quality.md, "Query term frequency").
+// distinct terms drops (docs/quality.md, "Query term frequency and idf").
 func QueryTermWeights(tokens, terms []string, k3 float64) []float64 {
 	if k3 == 0 || len(tokens) == len(terms) {
 		return nil

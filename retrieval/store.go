@@ -39,7 +39,8 @@ type RankRequest struct {
 	// Weights, when not nil, weigh each term's BM25 contribution (same
 	// index as Terms): a chunk's score sums float64(w * contribution) in
 	// term order. Nil weighs every term 1, which gives the same bits as the
-	// unweighted sum. Query expansion weighs its added terms below 1.
+	// unweighted sum. Query expansion weighs its added terms below 1;
+	// qtf_k3 weighs the terms a query repeats above 1 ([QueryTermWeights]).
 	Weights []float64
 	// IDF is the idf formula the lexical ranking scores with: "" or
 	// bm25.IDFPlusOne is SPEC section 4's, bm25.IDFRSJ the

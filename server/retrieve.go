@@ -111,7 +111,8 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	if pol.QTFK3 != 0 {
 		effective.QTFK3 = &pol.QTFK3
 	}
-	if idf := string(pol.IDF); idf != "" && pol.IDF != bm25.IDFPlusOne {
+	if pol.IDF != bm25.IDFPlusOne {
+		idf := string(pol.IDF)
 		effective.IDF = &idf
 	}
 	if pol.Rerank == retrieval.RerankModel {

@@ -518,7 +518,7 @@ const (
 // lexical ranks the slots in [lo, hi) (the whole tenant's statistics still
 // apply): Rank splits a large index in two and merges the halves' tops. A
 // chunk's score sums float64(w * contribution) in term order, w the term's
-// weight (1 unless the query was expanded).
+// weight (1 unless the query was expanded or repeats the term).
 func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc *scratch, rk *retrieval.Rankings, lo, hi int32) *topN {
 	top := &topN{k: req.TopN, x: x}
 	if st.n == 0 {
