@@ -205,6 +205,18 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 		fmt.Fprintf(w, "%-11s %9.2f %9.2f %9.2f %8.0f %10s %10s %10s %10s %9.0f\n", name, s.P50, s.P95, s.P99, s.QPS,
 			opt(s.IngestChunksPerS, "%.0f"), opt(s.BytesPerChunk, "%.0f"), opt(s.RecallAt10, "%.4f"), ident, float64(s.PeakHeapBytes)/(1<<20))
 	}
+	cpuLine := false
+	for _, name := range bench.AllSystems {
+		s := rep.Systems[name]
+		if s == nil || s.CPUMsPerQuery == nil {
+			continue
+		}
+		if !cpuLine {
+			fmt.Fprint(w, "\nCPU per query (ms): bench process + PostgreSQL backends of the bench database (- where not visible)\n")
+			cpuLine = true
+		}
+		fmt.Fprintf(w, "  %-11s %.3f + %s\n", name, *s.CPUMsPerQuery, opt(s.DBCPUMsPerQuery, "%.3f"))
+	}
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.QPSRatioToCordon != nil {
 		fmt.Fprintf(w, "\nhttp/cordon qps at %d clients: %.2f\n", rep.Concurrency, *h.QPSRatioToCordon)
 	}

@@ -176,6 +176,18 @@ func TestBenchHTTP(t *testing.T) {
 	if h.AuditRecordsPerCommit == nil || !(*h.AuditRecordsPerCommit >= 1) {
 		t.Errorf("http: audit records per commit %v, want >= 1", h.AuditRecordsPerCommit)
 	}
+	// A cluster on this machine's loopback (the Makefile's and CI's) has
+	// its backends in /proc; one elsewhere may not.
+	u, _ := neturl.Parse(url)
+	local := u != nil && (u.Hostname() == "127.0.0.1" || u.Hostname() == "localhost")
+	for name, s := range map[string]*bench.SystemResult{"http": h, "cordon": c} {
+		if s.CPUMsPerQuery == nil || !(*s.CPUMsPerQuery > 0) {
+			t.Errorf("%s: cpu_ms_per_query %v, want > 0", name, s.CPUMsPerQuery)
+		}
+		if d := s.DBCPUMsPerQuery; (d == nil && local) || (d != nil && *d < 0) {
+			t.Errorf("%s: db_cpu_ms_per_query %v, want >= 0 (database %s)", name, d, u.Host)
+		}
+	}
 	if h.Mix == nil {
 		t.Fatal("http: no mix in the report")
 	}

@@ -72,6 +72,14 @@ type SystemResult struct {
 	// per transaction in the measured run (http only): what the per-tenant
 	// group commit saved.
 	AuditRecordsPerCommit *float64 `json:"audit_records_per_commit,omitempty"`
+	// CPUMsPerQuery is the bench process's CPU (every thread: the clients,
+	// the store, for http the server too) over the measured run, per query.
+	// DBCPUMsPerQuery is the CPU of the PostgreSQL backends serving the
+	// bench database, per query, when they run on this machine and are
+	// visible in /proc (omitted otherwise). On a saturated machine their
+	// sum is what a query costs, a steadier figure than qps.
+	CPUMsPerQuery   *float64 `json:"cpu_ms_per_query,omitempty"`
+	DBCPUMsPerQuery *float64 `json:"db_cpu_ms_per_query,omitempty"`
 	// Mix is the http system's mixed run (Options.Mix; omitted otherwise).
 	Mix *MixResult `json:"mix,omitempty"`
 }

@@ -144,6 +144,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Env.Postgres = serverVersion(ctx, dbURL)
 	}
 
+	var dbName string // whose backends' CPU is counted
+	if opts.needsDB() {
+		dbName = databaseName(dbURL)
+	}
 	lists := map[string][][]string{}
 	conns := int32(max(opts.Concurrency, opts.Writers) + 2)
 	for _, name := range AllSystems {
@@ -154,7 +158,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		res, l, err := measure(ctx, name, sys, g, queries, opts, pr)
+		res, l, err := measure(ctx, name, sys, g, queries, opts, dbName, pr)
 		// Each system is closed before the next runs, so what it holds (the
 		// memory store's index, cordon's in-memory path) is not carried into
 		// the next system's measurements.
@@ -249,7 +253,7 @@ func cleanup(ctx context.Context, dbURL string, g *Generator, opts Options, pr *
 }
 
 // measure ingests and queries one system.
-func measure(ctx context.Context, name string, sys System, g *Generator, queries []Query, opts Options, pr *progress) (*SystemResult, [][]string, error) {
+func measure(ctx context.Context, name string, sys System, g *Generator, queries []Query, opts Options, dbName string, pr *progress) (*SystemResult, [][]string, error) {
 	res := &SystemResult{}
 	total := int64(g.Config().Chunks)
 	runtime.GC()
@@ -309,9 +313,19 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	if h, ok := sys.(*httpSystem); ok {
 		audit0 = h.st.AuditStats()
 	}
+	cpu0 := readCPU(dbName)
 	lat, lists, wall, err := runQueries(ctx, name, sys, queries, opts.Concurrency, pr)
 	if err != nil {
 		return nil, nil, err
+	}
+	cpu1 := readCPU(dbName)
+	perQuery := func(d time.Duration) *float64 {
+		v := ms(d) / float64(len(queries))
+		return &v
+	}
+	res.CPUMsPerQuery = perQuery(cpu1.process - cpu0.process)
+	if cpu0.dbSeen && cpu1.dbSeen {
+		res.DBCPUMsPerQuery = perQuery(cpu1.db - cpu0.db)
 	}
 	if h, ok := sys.(*httpSystem); ok {
 		n := h.Connections()
