@@ -179,11 +179,11 @@ func auditTable(schema string) string { return pgx.Identifier{schema, "audit"}.S
 // its sequence number, time, key id and hashes), once the record is
 // committed. The row is keyed with the store's active audit key
 // (Options.AuditKeys), else unkeyed; a chain whose newest row is keyed is
-// never continued unkeyed ([ErrAuditKeyRequired]). Concurrent appends to
-// one tenant share transactions (group commit, see auditgroup.go); each
-// transaction holds the tenant's advisory lock and reads the chain head
-// under it, or checks the head it chained on, so the chain never forks,
-// across processes too. When ctx ends
+// never continued unkeyed ([ErrAuditKeyRequired]). Concurrent appends
+// share transactions, those of different tenants too (group commit, see
+// auditgroup.go); a transaction holds the advisory lock of each tenant it
+// writes and reads each chain head under it, or checks the head it
+// chained on, so no chain forks, across processes too. When ctx ends
 // first, AppendAudit returns its error and the record may still be
 // written.
 func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (AuditRecord, error) {
