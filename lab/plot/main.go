@@ -20,16 +20,21 @@ fonts stay out of the 'cordon' binary that serves.
 Usage:
   cordon-plot eval  --out FILE.png RUN.json...      runs written by 'cordon eval --json' or --save
   cordon-plot bench --out FILE.png REPORT.json...   reports written by 'cordon bench --json'
+  cordon-plot service --out FILE.png REPORT.json... reports of 'cordon bench --systems cordon,http --json'
 
 eval draws one panel per run: each pipeline's R@1, R@5, R@10, MRR@10 and
 nDCG@10, and the bake-off's recall@10 per chunking when the run has one.
 bench draws p50 latency against corpus size (both log scale), one line per
 system and tenant count: the one-client p50 where a report has one
 (cordon bench --serial), else the p50 with the report's clients.
+service draws queries per second against clients for the store path and
+the service path, one line style per tenant count, a point per report and
+the line through the medians.
 
 Examples:
   go run ./cmd/cordon-plot eval --out docs/quality.png kept.json heldout.json
   go run ./cmd/cordon-plot bench --out docs/benchmarks.png 10k.json 100k.json
+  go run ./cmd/cordon-plot service --out docs/service.png docs/bench-reports/service/*.json
 `
 
 // Exit codes of [Main].
@@ -62,14 +67,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: want eval or bench", errUsage)
+		return fmt.Errorf("%w: want eval, bench or service", errUsage)
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		return flag.ErrHelp
 	}
 	kind := args[0]
-	if kind != "eval" && kind != "bench" {
-		return fmt.Errorf("%w: unknown chart %q (want eval or bench)", errUsage, kind)
+	if kind != "eval" && kind != "bench" && kind != "service" {
+		return fmt.Errorf("%w: unknown chart %q (want eval, bench or service)", errUsage, kind)
 	}
 	fs := flag.NewFlagSet("cordon-plot "+kind, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -95,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(files) == 0 {
 		return fmt.Errorf("%w: want one or more input files", errUsage)
 	}
-	if kind == "bench" {
+	if kind == "bench" || kind == "service" {
 		var reps []*bench.Report
 		for _, p := range files {
 			b, err := os.ReadFile(p)
@@ -108,7 +113,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			reps = append(reps, &r)
 		}
-		if err := Bench(reps, *out); err != nil {
+		draw := Bench
+		if kind == "service" {
+			draw = Service
+		}
+		if err := draw(reps, *out); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", *out)
