@@ -57,7 +57,6 @@ func Service(reports []*bench.Report, file string) error {
 	p.X.Label.Text = "concurrent clients"
 	p.Y.Label.Text = "queries per second"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min = 0
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -95,6 +94,15 @@ func Service(reports []*bench.Report, file string) error {
 		p.Add(line, pts)
 		p.Legend.Add(fmt.Sprintf("%s, %d tenant(s)", k.system, k.tenants), line, pts)
 	}
+	var ticks []plot.Tick // at the client counts measured
+	for _, k := range keys {
+		for c := range runs[k] {
+			if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == float64(c) }) {
+				ticks = append(ticks, plot.Tick{Value: float64(c), Label: fmt.Sprint(c)})
+			}
+		}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = p.X.Min/1.5, p.X.Max*1.5
 	p.Y.Max *= 1.25 // room for the legend
 	if err := p.Save(9*vg.Inch, 6*vg.Inch, file); err != nil {
