@@ -391,10 +391,19 @@ func TestAuditBatchFailure(t *testing.T) {
 // from 8 goroutines and prints each answer.
 const auditChildEnv = "CORDON_TEST_AUDIT_CHILD_DB"
 
+// auditChildTenantsEnv lists the tenants the child appends to, comma
+// separated (default acme); each goroutine takes them in turn.
+const auditChildTenantsEnv = "CORDON_TEST_AUDIT_CHILD_TENANTS"
+
 // auditChild appends from 8 goroutines until killed, printing
 // "enq REQUEST_ID" before each append and "ok REQUEST_ID SEQ HASH" after
-// each success: a printed "ok" is an answered request.
+// each success: a printed "ok" is an answered request. A request id is
+// "TENANT/G-I".
 func auditChild(dbURL string) {
+	tenants := []string{"acme"}
+	if v := os.Getenv(auditChildTenantsEnv); v != "" {
+		tenants = strings.Split(v, ",")
+	}
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 4})
 	if err != nil {
@@ -412,9 +421,10 @@ func auditChild(dbURL string) {
 	for g := range 8 {
 		go func() {
 			for i := 0; ; i++ {
-				req := fmt.Sprintf("r-%d-%d", g, i)
+				tenant := tenants[(g+i)%len(tenants)]
+				req := fmt.Sprintf("%s/%d-%d", tenant, g, i)
 				say("enq %s", req)
-				r, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: req})
+				r, err := st.AppendAudit(ctx, tenant, postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: req})
 				if err != nil {
 					say("err %s %v", req, err)
 					continue
@@ -431,7 +441,7 @@ func auditChild(dbURL string) {
 // answered record is stored with the hash its request was given, nothing
 // of the killed batch is visible and the chain verifies.
 func TestAuditKillMidBatch(t *testing.T) {
-	if u := os.Getenv(auditChildEnv); u != "" {
+	if u := os.Getenv(auditChildEnv); u != "" && os.Getenv(auditChildTenantsEnv) == "" {
 		auditChild(u)
 		return
 	}

@@ -1,9 +1,14 @@
 package integration_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,13 +26,20 @@ import (
 // gate opens, and then check who is answered what.
 
 // sharedTenants creates the tenants in a fresh database, appends one record
-// to each (so the store knows every head, which a shared batch needs) and
-// returns the database's URL and the store.
+// to each with a keyed store (so the store knows every head, which a shared
+// batch needs) and returns the database's URL and the store.
 func sharedTenants(t *testing.T, tenants ...string) (string, *postgres.Store) {
+	t.Helper()
+	return sharedTenantsKeyed(t, testKeyring("k1"), tenants...)
+}
+
+// sharedTenantsKeyed is sharedTenants with the store's audit keys (nil:
+// unkeyed chains).
+func sharedTenantsKeyed(t *testing.T, keys *postgres.AuditKeyring, tenants ...string) (string, *postgres.Store) {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := migrated(t)
-	st := openStore(t, dbURL, postgres.Options{MaxConns: 16, AuditKeys: testKeyring("k1")})
+	st := openStore(t, dbURL, postgres.Options{MaxConns: 16, AuditKeys: keys})
 	for _, tn := range tenants {
 		if _, err := st.CreateTenant(ctx, tn, index.DefaultSettings()); err != nil {
 			t.Fatal(err)
@@ -302,4 +314,128 @@ func TestAuditSharedConcurrent(t *testing.T) {
 	if s := st.AuditStats(); s.Commits >= s.Records || s.SharedRedone != 0 {
 		t.Errorf("stats %+v: want fewer commits than records, none redone", s)
 	}
+}
+
+// TestAuditKillMidSharedBatch kills a process while a shared batch (records
+// of two tenants in one transaction) sleeps in its COMMIT: of each tenant,
+// exactly the answered records are stored, with the seq and hash each
+// request was given, and both chains verify. Nothing of the killed batch
+// is visible, in either tenant.
+func TestAuditKillMidSharedBatch(t *testing.T) {
+	if u := os.Getenv(auditChildEnv); u != "" && os.Getenv(auditChildTenantsEnv) != "" {
+		auditChild(u)
+		return
+	}
+	// Unkeyed, as the child appends (a keyed chain is never continued
+	// unkeyed).
+	dbURL, st := sharedTenantsKeyed(t, nil, "acme", "beta")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAuditKillMidSharedBatch$")
+	cmd.Env = append(os.Environ(), auditChildEnv+"="+dbURL, auditChildTenantsEnv+"=acme,beta")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var mu sync.Mutex
+	answered := map[string]string{} // request id -> "seq hash"
+	enq := 0
+	eof := make(chan struct{})
+	go func() {
+		defer close(eof)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			mu.Lock()
+			switch f[0] {
+			case "enq":
+				enq++
+			case "ok":
+				answered[f[1]] = f[2] + " " + f[3]
+			}
+			mu.Unlock()
+		}
+	}()
+	waitFor(t, "the child's first 200 answers", func() bool { mu.Lock(); defer mu.Unlock(); return len(answered) >= 200 })
+	// A transaction that inserted into both tenants' tables (a shared one)
+	// sleeps in its COMMIT, its inserts done: beta's statement trigger
+	// marks the transaction, acme's deferred trigger sleeps when marked.
+	execSQL(t, dbURL, `CREATE FUNCTION public.mark_beta() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN PERFORM set_config('cordon_test.beta', 'y', true); RETURN NULL; END $$;
+		CREATE TRIGGER mark AFTER INSERT ON cordon_t_beta.audit FOR EACH STATEMENT EXECUTE FUNCTION public.mark_beta();
+		CREATE FUNCTION public.shared_slow() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF current_setting('cordon_test.beta', true) = 'y' AND current_setting('cordon_test.slept', true) IS DISTINCT FROM 'y' THEN
+				PERFORM set_config('cordon_test.slept', 'y', true);
+				PERFORM pg_sleep(60);
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON cordon_t_acme.audit DEFERRABLE INITIALLY DEFERRED
+			FOR EACH ROW EXECUTE FUNCTION public.shared_slow()`)
+	waitFor(t, "a shared batch in flight", func() bool {
+		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
+	})
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-eof // every line the child printed is read
+	_ = cmd.Wait()
+	execSQL(t, dbURL, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`)
+	waitFor(t, "the killed process's transaction to end", func() bool {
+		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`) == 0
+	})
+	execSQL(t, dbURL, `DROP TRIGGER slow ON cordon_t_acme.audit; DROP TRIGGER mark ON cordon_t_beta.audit`)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if enq-len(answered) < 2 {
+		t.Fatalf("%d appends in flight at the kill, want a batch of several", enq-len(answered))
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	stored := 0
+	for _, tn := range []string{"acme", "beta"} {
+		sum, err := st.VerifyAudit(ctx, tn)
+		if err != nil {
+			t.Fatalf("verify %s after the kill: %v", tn, err)
+		}
+		rows, err := c.Query(ctx, `SELECT seq, encode(hash, 'hex'), request_id FROM cordon_t_`+tn+`.audit WHERE seq > 1 ORDER BY seq`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int64(1) // the record sharedTenants appended
+		for rows.Next() {
+			var seq int64
+			var h, req string
+			if err := rows.Scan(&seq, &h, &req); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if got, ok := answered[req]; !ok {
+				t.Errorf("tenant %s: seq %d (request %s) is stored but was never answered: part of the killed batch is visible", tn, seq, req)
+			} else if got != fmt.Sprintf("%d %s", seq, h) {
+				t.Errorf("tenant %s: request %s was answered %q, stored as seq %d hash %s", tn, req, got, seq, h)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Rows != n {
+			t.Fatalf("tenant %s: verify saw %d rows, %d stored", tn, sum.Rows, n)
+		}
+		stored += int(n - 1)
+	}
+	if stored != len(answered) {
+		t.Fatalf("%d records stored, %d answered: an answered record is missing", stored, len(answered))
+	}
+	t.Logf("%d answered, %d in flight at the kill; child stderr: %q", len(answered), enq-len(answered), stderr.String())
 }
