@@ -375,11 +375,73 @@ func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64, dea
 	return lists, nil
 }
 
-// sortPostings orders a list by chunk id (merged blocks arrive in any order).
+// sortPostings orders a list by chunk id. A merge appends its segments'
+// lists one after the other, each sorted, and chunk ids are drawn apart
+// from block numbers, so a merged list is a few sorted runs in any order:
+// they are merged pairwise, bottom up (O(n log runs)). A list of many runs
+// is sorted outright.
 func sortPostings(p *postingList) {
-	if slices.IsSorted(p.chunks) {
+	var starts []int
+	for i := 1; i < len(p.chunks); i++ {
+		if p.chunks[i] < p.chunks[i-1] {
+			if starts == nil {
+				starts = append(starts, 0)
+			}
+			if starts = append(starts, i); len(starts) > maxMergedRuns {
+				sortPostingsFully(p)
+				return
+			}
+		}
+	}
+	if starts == nil {
 		return
 	}
+	n := len(p.chunks)
+	src := postingList{chunks: p.chunks, tfs: p.tfs}
+	dst := postingList{chunks: make([]int64, n), tfs: make([]int32, n)}
+	for len(starts) > 1 {
+		next := starts[:0:0]
+		for r := 0; r < len(starts); r += 2 {
+			lo := starts[r]
+			if r+1 == len(starts) { // an odd run out: copied as it is
+				copy(dst.chunks[lo:], src.chunks[lo:])
+				copy(dst.tfs[lo:], src.tfs[lo:])
+				next = append(next, lo)
+				continue
+			}
+			mid, hi := starts[r+1], n
+			if r+2 < len(starts) {
+				hi = starts[r+2]
+			}
+			i, j, k := lo, mid, lo
+			for i < mid && j < hi {
+				if src.chunks[j] < src.chunks[i] {
+					dst.chunks[k], dst.tfs[k] = src.chunks[j], src.tfs[j]
+					j++
+				} else {
+					dst.chunks[k], dst.tfs[k] = src.chunks[i], src.tfs[i]
+					i++
+				}
+				k++
+			}
+			k += copy(dst.chunks[k:], src.chunks[i:mid])
+			copy(dst.tfs[k-(mid-i):], src.tfs[i:mid])
+			copy(dst.chunks[k:], src.chunks[j:hi])
+			copy(dst.tfs[k:], src.tfs[j:hi])
+			next = append(next, lo)
+		}
+		starts = next
+		src, dst = dst, src
+	}
+	p.chunks, p.tfs = src.chunks, src.tfs
+}
+
+// maxMergedRuns is the most sorted runs [sortPostings] merges; a list of
+// more is sorted outright.
+const maxMergedRuns = 64
+
+// sortPostingsFully orders a list by chunk id, whatever its order.
+func sortPostingsFully(p *postingList) {
 	idx := make([]int, len(p.chunks))
 	for i := range idx {
 		idx[i] = i

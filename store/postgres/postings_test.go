@@ -347,3 +347,72 @@ func FuzzPostingsArrays(f *testing.F) {
 		}
 	})
 }
+
+// TestSortPostings: lists made of sorted runs in any order (as merges
+// make them), of up to maxMergedRuns runs and beyond, and unsorted ones,
+// come out ordered by chunk id with each tf still beside its chunk.
+func TestSortPostings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := range 500 {
+		runs := rng.IntN(maxMergedRuns + 20)
+		ids := rng.Perm(2000)[:rng.IntN(2000)]
+		p := &postingList{}
+		if trial%10 == 9 {
+			for _, id := range ids { // no order at all
+				p.add(int64(id), int32(id%97+1))
+			}
+		} else {
+			// Cut ids into runs, sort each, and lay the runs out shuffled.
+			cuts := []int{0, len(ids)}
+			for range runs {
+				cuts = append(cuts, rng.IntN(len(ids)+1))
+			}
+			slices.Sort(cuts)
+			var parts [][]int
+			for i := 1; i < len(cuts); i++ {
+				part := slices.Clone(ids[cuts[i-1]:cuts[i]])
+				slices.Sort(part)
+				parts = append(parts, part)
+			}
+			rng.Shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
+			for _, part := range parts {
+				for _, id := range part {
+					p.add(int64(id), int32(id%97+1))
+				}
+			}
+		}
+		sortPostings(p)
+		want := slices.Clone(ids)
+		slices.Sort(want)
+		if len(p.chunks) != len(want) || len(p.tfs) != len(want) {
+			t.Fatalf("trial %d: %d chunks, %d tfs, want %d", trial, len(p.chunks), len(p.tfs), len(want))
+		}
+		for i, id := range want {
+			if p.chunks[i] != int64(id) || p.tfs[i] != int32(id%97+1) {
+				t.Fatalf("trial %d: position %d holds chunk %d tf %d, want chunk %d tf %d", trial, i, p.chunks[i], p.tfs[i], id, id%97+1)
+			}
+		}
+	}
+}
+
+// BenchmarkSortPostings: a merge of eight segments whose chunk ids
+// interleave, by merging the runs and by sorting outright.
+func BenchmarkSortPostings(b *testing.B) {
+	base := &postingList{}
+	for r := range 8 {
+		for i := range 5000 {
+			base.add(int64(i*8+(r+3)%8), 1)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		sort func(*postingList)
+	}{{"runs", sortPostings}, {"full", sortPostingsFully}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c.sort(&postingList{chunks: slices.Clone(base.chunks), tfs: slices.Clone(base.tfs)})
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // Postings rows are written and read in PostgreSQL's binary formats by the
@@ -155,6 +156,7 @@ func appendInt8Array(dst []int64, src []byte) ([]int64, error) {
 	if err != nil {
 		return dst, err
 	}
+	dst = slices.Grow(dst, n)
 	for i := range n {
 		e := data[i*12:]
 		if binary.BigEndian.Uint32(e) != 8 {
@@ -171,6 +173,7 @@ func appendInt4Array(dst []int32, src []byte) ([]int32, error) {
 	if err != nil {
 		return dst, err
 	}
+	dst = slices.Grow(dst, n)
 	for i := range n {
 		e := data[i*8:]
 		if binary.BigEndian.Uint32(e) != 4 {
