@@ -439,3 +439,53 @@ func TestAuditKillMidSharedBatch(t *testing.T) {
 	}
 	t.Logf("%d answered, %d in flight at the kill; child stderr: %q", len(answered), enq-len(answered), stderr.String())
 }
+
+// TestAuditSharedTenantGone: a tenant dropped (or dropped and created
+// again) while its records wait in a shared batch: its requests fail with
+// ErrTenantNotFound (or, created again, start its new chain at seq 1), and
+// the other tenant's records of the batch commit.
+func TestAuditSharedTenantGone(t *testing.T) {
+	for _, again := range []bool{false, true} {
+		t.Run(fmt.Sprintf("created again %v", again), func(t *testing.T) {
+			ctx := context.Background()
+			dbURL, st := sharedTenants(t, "held", "alpha", "beta")
+			open := tenantGate(t, dbURL, "held")
+			held := holdCommitter(t, st, dbURL)
+			res := queueAppends(t, st, [][2]string{{"alpha", "a1"}, {"beta", "b1"}})
+			if _, err := st.DropTenant(ctx, "beta"); err != nil {
+				t.Fatal(err)
+			}
+			if again {
+				if _, err := st.CreateTenant(ctx, "beta", index.DefaultSettings()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			open()
+			for range 2 {
+				r := <-res
+				switch {
+				case r.tenant == "alpha" && r.err != nil:
+					t.Errorf("alpha: %v, want success", r.err)
+				case r.tenant == "beta" && again && r.err != nil:
+					t.Errorf("beta created again: %v, want its new chain's first record", r.err)
+				case r.tenant == "beta" && !again && !errors.Is(r.err, postgres.ErrTenantNotFound):
+					t.Errorf("beta dropped: %v, want ErrTenantNotFound", r.err)
+				}
+			}
+			if err := <-held; err != nil {
+				t.Fatal(err)
+			}
+			checkChain(t, st, dbURL, "alpha", 2)
+			if again {
+				checkChain(t, st, dbURL, "beta", 1)
+			}
+			// Dropped, beta's table is gone and the shared transaction
+			// fails; created again, beta's insert finds another head and
+			// writes nothing while alpha's commits.
+			s := st.AuditStats()
+			if (!again && s.SharedRedone != 1) || (again && (s.SharedCommits != 1 || s.StaleHeads != 1)) {
+				t.Errorf("stats %+v: want the shared transaction redone (dropped) or committed with one stale head (created again)", s)
+			}
+		})
+	}
+}
