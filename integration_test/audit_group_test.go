@@ -436,62 +436,82 @@ func auditChild(dbURL string) {
 	select {}
 }
 
-// TestAuditKillMidBatch kills a process while a batch of its appends is in
-// flight (held in the batch's transaction by a sleeping trigger): every
-// answered record is stored with the hash its request was given, nothing
-// of the killed batch is visible and the chain verifies.
-func TestAuditKillMidBatch(t *testing.T) {
-	if u := os.Getenv(auditChildEnv); u != "" && os.Getenv(auditChildTenantsEnv) == "" {
-		auditChild(u)
-		return
-	}
-	dbURL, st := auditTenant(t, nil)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAuditKillMidBatch$")
-	cmd.Env = append(os.Environ(), auditChildEnv+"="+dbURL)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+// auditChildRun is a running child of auditChild and what it printed.
+type auditChildRun struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	eof    chan struct{} // closed once every printed line is read
+	mu     sync.Mutex
+	// answered maps a request id to "SEQ HASH"; enq counts the appends
+	// begun. Read them under mu, or after kill.
+	answered map[string]string
+	enq      int
+}
+
+// startAuditChild re-executes the test binary as test (whose first step
+// calls auditChild) appending to dbURL's tenants (comma separated; "" is
+// acme) and reads what it prints.
+func startAuditChild(t *testing.T, test, dbURL, tenants string) *auditChildRun {
+	t.Helper()
+	c := &auditChildRun{eof: make(chan struct{}), answered: map[string]string{}}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	c.cmd.Env = append(os.Environ(), auditChildEnv+"="+dbURL, auditChildTenantsEnv+"="+tenants)
+	c.cmd.Stderr = &c.stderr
+	out, err := c.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var mu sync.Mutex
-	answered := map[string]string{} // request id -> "seq hash"
-	enq := map[string]bool{}
-	lines := make(chan struct{}, 1)
+	t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
 	go func() {
+		defer close(c.eof)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			mu.Lock()
+			c.mu.Lock()
 			switch f[0] {
 			case "enq":
-				enq[f[1]] = true
+				c.enq++
 			case "ok":
-				answered[f[1]] = f[2] + " " + f[3]
+				c.answered[f[1]] = f[2] + " " + f[3]
 			}
-			mu.Unlock()
-			select {
-			case lines <- struct{}{}:
-			default:
-			}
+			c.mu.Unlock()
 		}
 	}()
-	count := func() (int, int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(answered), len(enq)
+	return c
+}
+
+// waitAnswers waits until the child answered n requests.
+func (c *auditChildRun) waitAnswers(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("the child's first %d answers", n), func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.answered) >= n
+	})
+}
+
+// kill kills the child and returns once everything it printed is read.
+func (c *auditChildRun) kill(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
 	}
-	waitFor(t, "the child's first 200 answers", func() bool { n, _ := count(); return n >= 200 })
-	// From now on each transaction sleeps in its COMMIT (a deferred
-	// constraint trigger), its inserts done: a batch's waiters released
-	// before the commit ends would be answered here.
+	<-c.eof
+	_ = c.cmd.Wait()
+}
+
+// slowCommits makes the COMMIT of each transaction that inserted into
+// acme's audit table and for which the SQL condition cond holds sleep for
+// 60 s, its inserts done (a deferred constraint trigger): a batch whose
+// waiters were released before the commit ended would be answered then.
+func slowCommits(t *testing.T, dbURL, cond string) {
+	t.Helper()
 	execSQL(t, dbURL, `CREATE FUNCTION public.audit_slow() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
-			IF current_setting('cordon_test.slept', true) IS DISTINCT FROM 'y' THEN
+			IF (`+cond+`) AND current_setting('cordon_test.slept', true) IS DISTINCT FROM 'y' THEN
 				PERFORM set_config('cordon_test.slept', 'y', true);
 				PERFORM pg_sleep(60);
 			END IF;
@@ -499,15 +519,16 @@ func TestAuditKillMidBatch(t *testing.T) {
 		END $$;
 		CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON cordon_t_acme.audit DEFERRABLE INITIALLY DEFERRED
 			FOR EACH ROW EXECUTE FUNCTION public.audit_slow()`)
-	// Every row committed from here on went through the trigger.
-	before := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_acme.audit`)
+}
+
+// killMidCommit waits for a commit asleep in slowCommits' trigger, kills
+// the child, ends the killed process's transaction and drops the trigger.
+func killMidCommit(t *testing.T, dbURL string, child *auditChildRun) {
+	t.Helper()
 	waitFor(t, "a batch in flight", func() bool {
 		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
 	})
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	child.kill(t)
 	// The killed process's connection is gone; ending its backend stands
 	// for the database noticing that (an ended commit is rolled back).
 	execSQL(t, dbURL, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`)
@@ -515,10 +536,30 @@ func TestAuditKillMidBatch(t *testing.T) {
 		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`) == 0
 	})
 	execSQL(t, dbURL, `DROP TRIGGER slow ON cordon_t_acme.audit`)
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	inFlight := len(enq) - len(answered)
+// TestAuditKillMidBatch kills a process while a batch of its appends is in
+// flight (held in the batch's transaction by a sleeping trigger): every
+// answered record is stored with the hash its request was given, nothing
+// of the killed batch is visible and the chain verifies.
+func TestAuditKillMidBatch(t *testing.T) {
+	if u := os.Getenv(auditChildEnv); u != "" {
+		auditChild(u)
+		return
+	}
+	dbURL, st := auditTenant(t, nil)
+	child := startAuditChild(t, "TestAuditKillMidBatch", dbURL, "")
+	child.waitAnswers(t, 200)
+	// From now on each transaction sleeps in its COMMIT (a deferred
+	// constraint trigger), its inserts done: a batch's waiters released
+	// before the commit ends would be answered here.
+	slowCommits(t, dbURL, `true`)
+	// Every row committed from here on went through the trigger.
+	before := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_acme.audit`)
+	killMidCommit(t, dbURL, child)
+
+	answered := child.answered
+	inFlight := child.enq - len(answered)
 	if inFlight < 2 {
 		t.Fatalf("%d appends in flight at the kill, want a batch of several", inFlight)
 	}
@@ -539,7 +580,7 @@ func TestAuditKillMidBatch(t *testing.T) {
 	if int64(len(bySeq)) != before {
 		t.Fatalf("%d rows stored, %d before the batch that was killed: it is partly visible", len(bySeq), before)
 	}
-	t.Logf("%d answered, %d in flight at the kill, %d rows stored; child stderr: %q", len(answered), inFlight, len(bySeq), stderr.String())
+	t.Logf("%d answered, %d in flight at the kill, %d rows stored; child stderr: %q", len(answered), inFlight, len(bySeq), child.stderr.String())
 }
 
 // TestAuditAppendTenantGone: an append for a tenant that is not registered

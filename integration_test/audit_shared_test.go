@@ -1,14 +1,10 @@
 package integration_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 
@@ -322,79 +318,28 @@ func TestAuditSharedConcurrent(t *testing.T) {
 // request was given, and both chains verify. Nothing of the killed batch
 // is visible, in either tenant.
 func TestAuditKillMidSharedBatch(t *testing.T) {
-	if u := os.Getenv(auditChildEnv); u != "" && os.Getenv(auditChildTenantsEnv) != "" {
+	if u := os.Getenv(auditChildEnv); u != "" {
 		auditChild(u)
 		return
 	}
 	// Unkeyed, as the child appends (a keyed chain is never continued
 	// unkeyed).
 	dbURL, st := sharedTenantsKeyed(t, nil, "acme", "beta")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAuditKillMidSharedBatch$")
-	cmd.Env = append(os.Environ(), auditChildEnv+"="+dbURL, auditChildTenantsEnv+"=acme,beta")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var mu sync.Mutex
-	answered := map[string]string{} // request id -> "seq hash"
-	enq := 0
-	eof := make(chan struct{})
-	go func() {
-		defer close(eof)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			mu.Lock()
-			switch f[0] {
-			case "enq":
-				enq++
-			case "ok":
-				answered[f[1]] = f[2] + " " + f[3]
-			}
-			mu.Unlock()
-		}
-	}()
-	waitFor(t, "the child's first 200 answers", func() bool { mu.Lock(); defer mu.Unlock(); return len(answered) >= 200 })
+	child := startAuditChild(t, "TestAuditKillMidSharedBatch", dbURL, "acme,beta")
+	child.waitAnswers(t, 200)
 	// A transaction that inserted into both tenants' tables (a shared one)
 	// sleeps in its COMMIT, its inserts done: beta's statement trigger
 	// marks the transaction, acme's deferred trigger sleeps when marked.
 	execSQL(t, dbURL, `CREATE FUNCTION public.mark_beta() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN PERFORM set_config('cordon_test.beta', 'y', true); RETURN NULL; END $$;
-		CREATE TRIGGER mark AFTER INSERT ON cordon_t_beta.audit FOR EACH STATEMENT EXECUTE FUNCTION public.mark_beta();
-		CREATE FUNCTION public.shared_slow() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			IF current_setting('cordon_test.beta', true) = 'y' AND current_setting('cordon_test.slept', true) IS DISTINCT FROM 'y' THEN
-				PERFORM set_config('cordon_test.slept', 'y', true);
-				PERFORM pg_sleep(60);
-			END IF;
-			RETURN NEW;
-		END $$;
-		CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON cordon_t_acme.audit DEFERRABLE INITIALLY DEFERRED
-			FOR EACH ROW EXECUTE FUNCTION public.shared_slow()`)
-	waitFor(t, "a shared batch in flight", func() bool {
-		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
-	})
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-eof // every line the child printed is read
-	_ = cmd.Wait()
-	execSQL(t, dbURL, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`)
-	waitFor(t, "the killed process's transaction to end", func() bool {
-		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`) == 0
-	})
-	execSQL(t, dbURL, `DROP TRIGGER slow ON cordon_t_acme.audit; DROP TRIGGER mark ON cordon_t_beta.audit`)
+		CREATE TRIGGER mark AFTER INSERT ON cordon_t_beta.audit FOR EACH STATEMENT EXECUTE FUNCTION public.mark_beta()`)
+	slowCommits(t, dbURL, `current_setting('cordon_test.beta', true) = 'y'`)
+	killMidCommit(t, dbURL, child)
+	execSQL(t, dbURL, `DROP TRIGGER mark ON cordon_t_beta.audit`)
 
-	mu.Lock()
-	defer mu.Unlock()
-	if enq-len(answered) < 2 {
-		t.Fatalf("%d appends in flight at the kill, want a batch of several", enq-len(answered))
+	answered := child.answered
+	if child.enq-len(answered) < 2 {
+		t.Fatalf("%d appends in flight at the kill, want a batch of several", child.enq-len(answered))
 	}
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dbURL)
@@ -437,7 +382,7 @@ func TestAuditKillMidSharedBatch(t *testing.T) {
 	if stored != len(answered) {
 		t.Fatalf("%d records stored, %d answered: an answered record is missing", stored, len(answered))
 	}
-	t.Logf("%d answered, %d in flight at the kill; child stderr: %q", len(answered), enq-len(answered), stderr.String())
+	t.Logf("%d answered, %d in flight at the kill; child stderr: %q", len(answered), child.enq-len(answered), child.stderr.String())
 }
 
 // TestAuditSharedTenantGone: a tenant dropped (or dropped and created
