@@ -59,7 +59,10 @@ func TestServerMetrics(t *testing.T) {
 			body := a.get(t, a.metricsURL+"/metrics")
 			for _, want := range append(tt.want,
 				`cordon_http_request_duration_seconds_bucket{code="200",method="POST",route="POST /v1/tenants/{tenant}/retrieve",le="0.1"}`,
-				`cordon_db_pool_total_conns`, `cordon_db_pool_acquires_total`, `cordon_audit_append_failures_total 0`, `go_goroutines`) {
+				`cordon_db_pool_total_conns`, `cordon_db_pool_acquires_total`, `cordon_audit_append_failures_total 0`, `go_goroutines`,
+				// The two retrievals' records, one transaction each.
+				"cordon_audit_records_total 2\n", "cordon_audit_commits_total 2\n", "cordon_audit_shared_commits_total 0\n",
+				"cordon_audit_shared_redone_total 0\n", "cordon_audit_queued_records 0\n") {
 				if !strings.Contains(body, want) {
 					t.Errorf("/metrics lacks %s", want)
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cordon-rag/cordon/internal/version"
+	"github.com/cordon-rag/cordon/store/postgres"
 )
 
 // signMap signs claims (any JSON shape, as an identity provider issues
@@ -287,7 +288,7 @@ func TestVerifyLeeway(t *testing.T) {
 
 // TestBuildInfoMetric: the metrics listener names the running build.
 func TestBuildInfoMetric(t *testing.T) {
-	m := newMetrics(func() *pgxpool.Pool { return nil }, false)
+	m := newMetrics(func() *pgxpool.Pool { return nil }, func() (postgres.AuditStats, bool) { return postgres.AuditStats{}, false }, false)
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	info := version.Get()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cordon-rag/cordon/internal/version"
 	"github.com/cordon-rag/cordon/rerank"
+	"github.com/cordon-rag/cordon/store/postgres"
 )
 
 // metrics are the service's Prometheus collectors, on a registry of their own
@@ -33,7 +34,7 @@ type metrics struct {
 	rerankLatency prometheus.Histogram
 }
 
-func newMetrics(pool func() *pgxpool.Pool, tenantLabels bool) *metrics {
+func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bool), tenantLabels bool) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry(), tenantLabels: tenantLabels}
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "cordon_http_request_duration_seconds",
@@ -98,6 +99,29 @@ func newMetrics(pool func() *pgxpool.Pool, tenantLabels bool) *metrics {
 			return f(p.Stat())
 		}))
 	}
+	// The audit appends' group commit, from the store's counters.
+	auditValue := func(f func(a postgres.AuditStats) int64) func() float64 {
+		return func() float64 {
+			if a, ok := audit(); ok {
+				return float64(f(a))
+			}
+			return 0
+		}
+	}
+	for _, c := range []struct {
+		name, help string
+		f          func(a postgres.AuditStats) int64
+	}{
+		{"cordon_audit_records_total", "Audit records committed.", func(a postgres.AuditStats) int64 { return a.Records }},
+		{"cordon_audit_commits_total", "Transactions audit records were committed in (records / commits is the mean batch).", func(a postgres.AuditStats) int64 { return a.Commits }},
+		{"cordon_audit_shared_commits_total", "Audit transactions that held records of more than one tenant.", func(a postgres.AuditStats) int64 { return a.SharedCommits }},
+		{"cordon_audit_shared_redone_total", "Shared audit transactions that failed and were written again tenant by tenant.", func(a postgres.AuditStats) int64 { return a.SharedRedone }},
+		{"cordon_audit_stale_heads_total", "Audit batches whose known chain head was stale (another process appended, or the tenant was dropped or created again).", func(a postgres.AuditStats) int64 { return a.StaleHeads }},
+	} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, auditValue(c.f)))
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_audit_queued_records", Help: "Audit records waiting for a batch."},
+		auditValue(func(a postgres.AuditStats) int64 { return a.Queued })))
 	gauge("cordon_db_pool_acquired_conns", "Connections in use.", func(s *pgxpool.Stat) float64 { return float64(s.AcquiredConns()) })
 	gauge("cordon_db_pool_idle_conns", "Idle connections.", func(s *pgxpool.Stat) float64 { return float64(s.IdleConns()) })
 	gauge("cordon_db_pool_total_conns", "Open connections.", func(s *pgxpool.Stat) float64 { return float64(s.TotalConns()) })

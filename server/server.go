@@ -144,6 +144,11 @@ func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 			return nil
 		}
 		return st.Pool()
+	}, func() (postgres.AuditStats, bool) {
+		if st == nil {
+			return postgres.AuditStats{}, false
+		}
+		return st.AuditStats(), true
 	}, cfg.MetricsTenantLabels)
 	if cfg.Reranker != nil {
 		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
