@@ -93,6 +93,34 @@ func RSJ(n, df int64) float64 {
 	return v
 }
 
+// IDFs holds a ranking's idf values, one per query term: IDF is SPEC's
+// ([IDF]: what a ranking reports, and what rerankers and query expansion
+// weigh with), Lex the lexical ranking's, of the request's [IDFKind]. They
+// are one slice unless the kind is [IDFRSJ].
+type IDFs struct {
+	kind     IDFKind
+	IDF, Lex []float64
+}
+
+// NewIDFs returns the idf values of terms terms ranked with kind, all 0.
+func NewIDFs(kind IDFKind, terms int) IDFs {
+	w := IDFs{kind: kind, IDF: make([]float64, terms)}
+	w.Lex = w.IDF
+	if kind == IDFRSJ {
+		w.Lex = make([]float64, terms)
+	}
+	return w
+}
+
+// Set gives term i its values for a document frequency of df among n
+// chunks.
+func (w IDFs) Set(i int, n, df int64) {
+	w.IDF[i] = IDF(n, df)
+	if w.kind == IDFRSJ {
+		w.Lex[i] = RSJ(n, df)
+	}
+}
+
 // AvgDL is float64(sum of lengths) / float64(n), or 0 for an empty tenant.
 func AvgDL(sumLen, n int64) float64 {
 	if n == 0 {

@@ -284,3 +284,21 @@ func TestRSJ(t *testing.T) {
 		}
 	}
 }
+
+func TestIDFs(t *testing.T) {
+	for _, kind := range []IDFKind{IDFPlusOne, IDFRSJ, ""} {
+		w := NewIDFs(kind, 3)
+		for i, df := range []int64{0, 40, 90} {
+			w.Set(i, 100, df)
+		}
+		for i, df := range []int64{0, 40, 90} {
+			want := IDF(100, df)
+			if kind == IDFRSJ {
+				want = RSJ(100, df)
+			}
+			if w.IDF[i] != IDF(100, df) || w.Lex[i] != want {
+				t.Errorf("kind %q, df %d: idf %v lex %v, want %v and %v", kind, df, w.IDF[i], w.Lex[i], IDF(100, df), want)
+			}
+		}
+	}
+}

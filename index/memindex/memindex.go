@@ -463,11 +463,8 @@ func (x *Index) countLabels(p *postingList) map[labelSet]int64 {
 // principal may see (freshness does not narrow it). When every label set
 // is visible the two scopes agree and nothing is scanned.
 func (x *Index) scopeStats(terms []string, kind bm25.IDFKind, f *filter) scopeStats {
-	st := scopeStats{n: int64(x.live), sumLen: x.sumLen, idf: make([]float64, len(terms))}
-	st.lex = st.idf
-	if kind == bm25.IDFRSJ {
-		st.lex = make([]float64, len(terms))
-	}
+	w := bm25.NewIDFs(kind, len(terms))
+	st := scopeStats{n: int64(x.live), sumLen: x.sumLen, idf: w.IDF, lex: w.Lex}
 	all := true
 	if x.settings.Statistics.Entitled() {
 		st.n, st.sumLen = 0, 0
@@ -500,10 +497,7 @@ func (x *Index) scopeStats(terms []string, kind bm25.IDFKind, f *filter) scopeSt
 				}
 			}
 		}
-		st.idf[i] = bm25.IDF(st.n, df)
-		if kind == bm25.IDFRSJ {
-			st.lex[i] = bm25.RSJ(st.n, df)
-		}
+		w.Set(i, st.n, df)
 	}
 	return st
 }

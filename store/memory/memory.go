@@ -188,11 +188,8 @@ func (t *tenant) stats(req retrieval.RankRequest, scope bm25.Scope) scopeStats {
 			st.sumLen += int64(pc.Chunk.Length)
 		}
 	}
-	st.idf = make([]float64, len(req.Terms))
-	st.lex = st.idf
-	if req.IDF == bm25.IDFRSJ {
-		st.lex = make([]float64, len(req.Terms))
-	}
+	w := bm25.NewIDFs(req.IDF, len(req.Terms))
+	st.idf, st.lex = w.IDF, w.Lex
 	for i, term := range req.Terms {
 		var df int64
 		for id := range t.postings[term] {
@@ -200,10 +197,7 @@ func (t *tenant) stats(req retrieval.RankRequest, scope bm25.Scope) scopeStats {
 				df++
 			}
 		}
-		st.idf[i] = bm25.IDF(st.n, df)
-		if req.IDF == bm25.IDFRSJ {
-			st.lex[i] = bm25.RSJ(st.n, df)
-		}
+		w.Set(i, st.n, df)
 	}
 	return st
 }

@@ -283,17 +283,11 @@ func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankReq
 	if err := rows.Err(); err != nil {
 		return nil, classify(err)
 	}
-	idf := make([]float64, len(df))
-	lex := idf // the ranking's idf: SPEC's unless the request asks for RSJ
-	if req.IDF == bm25.IDFRSJ {
-		lex = make([]float64, len(df))
-	}
+	w := bm25.NewIDFs(req.IDF, len(df)) // by ordinal, 1-based
 	for ord := 1; ord < len(df); ord++ {
-		idf[ord] = bm25.IDF(n, df[ord])
-		if req.IDF == bm25.IDFRSJ {
-			lex[ord] = bm25.RSJ(n, df[ord])
-		}
+		w.Set(ord, n, df[ord])
 	}
+	idf, lex := w.IDF, w.Lex
 	rk.IDF = idf[1:]
 	avgdl := bm25.AvgDL(sumLen, n)
 	slices.Sort(order) // no dependence on row order
