@@ -57,7 +57,9 @@ import (
 // timeout, a missing table) nothing of it is committed and every tenant's
 // records are written again in a transaction of the tenant's own, at
 // once, each on its own goroutine: only the failing tenant's requests see
-// the failure, and the committer goes on with the next batch. A tenant
+// the failure, and the committer goes on with the next batch. The tenant
+// whose statement failed is then kept out of shared transactions for
+// auditSoloFor, so a tenant in lasting trouble costs the others one. A tenant
 // whose insert wrote nothing (a stale head) is written again the same way.
 // A shared transaction whose outcome is unknown (the connection broke) is
 // not written again: its records may be committed, and writing them again
@@ -93,6 +95,12 @@ const (
 	auditSharedLockTimeout      = 100 * time.Millisecond
 	auditSharedStatementTimeout = time.Second
 )
+
+// auditSoloFor is how long a tenant whose statement failed a shared
+// transaction is kept out of shared ones: its records are written in
+// transactions of its own meanwhile, so a tenant in lasting trouble costs
+// the others one shared transaction, not one per batch.
+var auditSoloFor = 5 * time.Second // a variable for the tests
 
 // auditBatchTimeout bounds one batch's transaction. The batch runs on no
 // single request's context, so that one caller going away does not fail
@@ -144,7 +152,9 @@ type auditGroups struct {
 	// the writer of the tenant's batch takes or puts its entry; mu guards
 	// the map. It holds one entry per registered tenant at most: an
 	// append to a tenant that is not registered fails and puts none.
-	heads   map[string]auditHead
+	heads map[string]auditHead
+	// solo holds, per tenant kept out of shared transactions, until when.
+	solo    map[string]time.Time
 	records atomic.Int64
 	commits atomic.Int64
 	fast    atomic.Int64
@@ -163,12 +173,36 @@ func (g *auditGroups) takeHead(tenant string) (auditHead, bool) {
 	return h, ok
 }
 
-// peekHead returns tenant's known head and leaves it known.
-func (g *auditGroups) peekHead(tenant string) (auditHead, bool) {
+// keepSolo keeps tenant out of shared transactions for auditSoloFor.
+func (g *auditGroups) keepSolo(tenant string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	h, ok := g.heads[tenant]
-	return h, ok
+	now := time.Now()
+	for t, until := range g.solo {
+		if !now.Before(until) {
+			delete(g.solo, t)
+		}
+	}
+	if g.solo == nil {
+		g.solo = map[string]time.Time{}
+	}
+	g.solo[tenant] = now.Add(auditSoloFor)
+}
+
+// sharable reports whether tenant's records may join a shared transaction:
+// the store knows its head, can continue its chain (a keyed chain needs
+// key) and does not keep the tenant solo.
+func (g *auditGroups) sharable(tenant string, key []byte) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h, known := g.heads[tenant]
+	if until, ok := g.solo[tenant]; ok {
+		if time.Now().Before(until) {
+			return false
+		}
+		delete(g.solo, tenant)
+	}
+	return known && (h.keyID == "" || key != nil)
 }
 
 // putHead records h as tenant's head.
@@ -360,7 +394,7 @@ func (s *Store) commitBatch(key []byte, batch []tenantBatch) {
 			s.audit.finish(b)
 			continue
 		}
-		if h, known := s.audit.peekHead(b.tenant); known && (h.keyID == "" || key != nil) {
+		if s.audit.sharable(b.tenant, key) {
 			shared = append(shared, b)
 		} else {
 			solo = append(solo, b)
@@ -480,7 +514,12 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe):
-		// The database refused a statement: nothing was committed.
+		// The database refused a statement: nothing was committed. The
+		// statement of a tenant's lock or insert (the len(tags)th, from
+		// the third on) names the tenant in trouble.
+		if k := len(tags) - 2; k >= 0 && k/2 < len(items) {
+			s.audit.keepSolo(items[k/2].b.tenant)
+		}
 		s.audit.redone.Add(1)
 		for _, it := range items {
 			redo = append(redo, it.b)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -169,5 +170,98 @@ func TestAuditBatchRoundTrips(t *testing.T) {
 	}
 	if i != len(recs) {
 		t.Fatalf("%d rows of the batch, want %d", i, len(recs))
+	}
+}
+
+// TestAuditKeepSolo: a tenant whose statement fails a shared transaction
+// (here a trigger that raises) is written on its own for auditSoloFor, so
+// its next records stay out of the other tenants' shared transactions.
+func TestAuditKeepSolo(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	keys := &AuditKeyring{Active: "k1", Keys: map[string][]byte{"k1": make([]byte, MinAuditKeyBytes)}}
+	st, err := Open(ctx, dbURL, Options{MaxConns: 4, AuditKeys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	old := auditSoloFor
+	auditSoloFor = time.Hour // no test waits on it
+	t.Cleanup(func() { auditSoloFor = old })
+	for _, tn := range []string{"alpha", "beta", "gamma"} {
+		if _, err := st.CreateTenant(ctx, tn, index.DefaultSettings()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AppendAudit(ctx, tn, AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.pool.Exec(ctx, `CREATE FUNCTION public.boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.query = 'boom' THEN RAISE EXCEPTION 'injected'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER boom BEFORE INSERT ON cordon_t_alpha.audit FOR EACH ROW EXECUTE FUNCTION public.boom()`); err != nil {
+		t.Fatal(err)
+	}
+	batch := func(queries map[string]string) ([]tenantBatch, []*auditWaiter) {
+		var bs []tenantBatch
+		var ws []*auditWaiter
+		for _, tn := range []string{"alpha", "beta", "gamma"} {
+			q, ok := queries[tn]
+			if !ok {
+				continue
+			}
+			w := &auditWaiter{ctx: ctx, rec: AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: q, KeyID: "k1"}, done: make(chan struct{})}
+			bs = append(bs, tenantBatch{tenant: tn, q: &auditQueue{}, ws: []*auditWaiter{w}})
+			ws = append(ws, w)
+		}
+		return bs, ws
+	}
+	wait := func(ws []*auditWaiter) {
+		for _, w := range ws {
+			<-w.done
+		}
+	}
+	key := keys.Keys["k1"]
+	bs, ws := batch(map[string]string{"alpha": "boom", "beta": "b1"})
+	s0 := st.AuditStats()
+	st.commitBatch(key, bs)
+	wait(ws)
+	if ws[0].err == nil || ws[1].err != nil {
+		t.Fatalf("alpha %v, beta %v: want alpha's trigger to fail alpha only", ws[0].err, ws[1].err)
+	}
+	s1 := st.AuditStats()
+	if s1.SharedRedone-s0.SharedRedone != 1 {
+		t.Fatalf("stats %+v after %+v: want the shared transaction redone", s1, s0)
+	}
+	// alpha's head is known again after a record of its own (a failed
+	// batch leaves none), so only being kept solo keeps it out now: beta
+	// and gamma share, alpha commits alone.
+	if _, err := st.AppendAudit(ctx, "alpha", AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, known := st.audit.heads["alpha"]; !known {
+		t.Fatal("alpha's head is not known after its append")
+	}
+	s1 = st.AuditStats()
+	bs, ws = batch(map[string]string{"alpha": "a2", "beta": "b2", "gamma": "g2"})
+	st.commitBatch(key, bs)
+	wait(ws)
+	for _, w := range ws {
+		if w.err != nil {
+			t.Fatal(w.err)
+		}
+	}
+	s2 := st.AuditStats()
+	if d := s2.SharedCommits - s1.SharedCommits; d != 1 || s2.Commits-s1.Commits != 2 || s2.SharedRedone != s1.SharedRedone {
+		t.Fatalf("stats %+v after %+v: want beta and gamma in one shared commit and alpha in one of its own", s2, s1)
+	}
+	// Once the time is up, alpha shares again.
+	st.audit.mu.Lock()
+	st.audit.solo["alpha"] = time.Now().Add(-time.Second)
+	st.audit.mu.Unlock()
+	bs, ws = batch(map[string]string{"alpha": "a3", "beta": "b3"})
+	st.commitBatch(key, bs)
+	wait(ws)
+	if s3 := st.AuditStats(); s3.SharedCommits-s2.SharedCommits != 1 || s3.Commits-s2.Commits != 1 {
+		t.Fatalf("stats %+v after %+v: want alpha and beta in one shared commit again", s3, s2)
 	}
 }
