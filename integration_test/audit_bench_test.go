@@ -20,14 +20,21 @@ import (
 )
 
 // BenchmarkAuditAppend measures audit appends per second to one tenant
-// with 1, 8 and 32 concurrent appenders (keyed chain, one store with 16
-// connections), and the CPU each append costs: in this process
+// with 1, 8 and 32 concurrent appenders, and spread over 20 tenants with 8
+// and 32 (keyed chains, one store with 16 connections), and the CPU each
+// append costs: in this process
 // (cpu-us/append) and, when the database runs on this machine, in its
 // backends (pg-cpu-us/append). It uses only AppendAudit, so it runs
 // unchanged on any version of the store.
 func BenchmarkAuditAppend(b *testing.B) {
-	for _, clients := range []int{1, 8, 32} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+	for _, c := range []struct{ tenants, clients int }{{1, 1}, {1, 8}, {1, 32}, {20, 8}, {20, 32}} {
+		tenants, clients := c.tenants, c.clients
+		name := fmt.Sprintf("clients=%d", clients)
+		if tenants > 1 {
+			// Each append goes to the next of the tenants in turn.
+			name = fmt.Sprintf("tenants=%d,clients=%d", tenants, clients)
+		}
+		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			dbURL := newDatabase(b)
 			if _, err := postgres.Migrate(ctx, dbURL); err != nil {
@@ -38,8 +45,14 @@ func BenchmarkAuditAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			if _, err := st.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
-				b.Fatal(err)
+			names := []string{"acme"}
+			for i := 1; i < tenants; i++ {
+				names = append(names, fmt.Sprintf("acme%d", i))
+			}
+			for _, tn := range names {
+				if _, err := st.CreateTenant(ctx, tn, index.DefaultSettings()); err != nil {
+					b.Fatal(err)
+				}
 			}
 			var next atomic.Int64
 			var wg sync.WaitGroup
@@ -51,8 +64,8 @@ func BenchmarkAuditAppend(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for next.Add(1) <= int64(b.N) {
-						if _, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "PMT-771 hold"}); err != nil {
+					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+						if _, err := st.AppendAudit(ctx, names[i%int64(len(names))], postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "PMT-771 hold"}); err != nil {
 							b.Error(err)
 							return
 						}
