@@ -1,21 +1,17 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/internal/proccpu"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
@@ -57,7 +53,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			pg0, pgOK := backendCPU(ctx, st)
-			cpu0 := processCPU()
+			cpu0 := proccpu.Self()
 			b.ResetTimer()
 			start := time.Now()
 			for range clients {
@@ -77,7 +73,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 			if a := st.AuditStats(); a.Commits > 0 {
 				b.ReportMetric(float64(a.Records)/float64(a.Commits), "records/commit")
 			}
-			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-us/append")
+			b.ReportMetric(float64((proccpu.Self()-cpu0).Microseconds())/float64(b.N), "cpu-us/append")
 			if pg1, ok := backendCPU(ctx, st); ok && pgOK {
 				var d time.Duration
 				for pid, t := range pg1 {
@@ -87,15 +83,6 @@ func BenchmarkAuditAppend(b *testing.B) {
 			}
 		})
 	}
-}
-
-// processCPU is this process's user and system CPU time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // backendCPU is the CPU time of each backend of st's database, read from
@@ -109,24 +96,13 @@ func backendCPU(ctx context.Context, st *postgres.Store) (map[int32]time.Duratio
 	if err != nil {
 		return nil, false
 	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
 	out := map[int32]time.Duration{}
 	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		d, err := proccpu.Of(int(pid))
 		if err != nil {
 			return nil, false
 		}
-		// Fields after the command name: state is 3, utime 14, stime 15.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) < 13 {
-			return nil, false
-		}
-		u, err1 := strconv.ParseInt(f[11], 10, 64)
-		s, err2 := strconv.ParseInt(f[12], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, false
-		}
-		out[pid] = time.Duration(u+s) * time.Second / ticksPerSecond
+		out[pid] = d
 	}
 	return out, true
 }

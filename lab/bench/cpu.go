@@ -5,8 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/cordon-rag/cordon/internal/proccpu"
 )
 
 // cpuTimes is the CPU consumed so far by the bench process and by the
@@ -17,10 +18,6 @@ type cpuTimes struct {
 	dbSeen  bool // some backend of the database was found
 }
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
-// Linux architecture Go supports.
-const clockTicks = 100
-
 // readCPU samples the process's CPU (getrusage, every thread) and, when
 // database is not "", the CPU of the local backends whose process title is
 // "postgres: USER DATABASE ..." (Linux /proc; a server on another host or
@@ -28,11 +25,7 @@ const clockTicks = 100
 // backend that exits between two samples takes its CPU with it; the
 // systems keep their pools open while they are measured.
 func readCPU(database string) cpuTimes {
-	var c cpuTimes
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		c.process = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	c := cpuTimes{process: proccpu.Self()}
 	if database == "" {
 		return c
 	}
@@ -42,11 +35,11 @@ func readCPU(database string) cpuTimes {
 		if err != nil || !isBackendOf(cmd, database) {
 			continue
 		}
-		st, err := os.ReadFile(d + "/stat")
+		pid, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
 			continue
 		}
-		if t, ok := statCPU(st); ok {
+		if t, err := proccpu.Of(pid); err == nil {
 			c.db += t
 			c.dbSeen = true
 		}
@@ -64,25 +57,4 @@ func isBackendOf(cmdline []byte, database string) bool {
 	}
 	f := bytes.Fields(rest)
 	return len(f) >= 2 && string(f[1]) == database
-}
-
-// statCPU parses utime and stime (fields 14 and 15) of /proc/PID/stat. The
-// command name (field 2) is in parentheses and may hold spaces, so fields
-// are counted after its closing parenthesis.
-func statCPU(stat []byte) (time.Duration, bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(stat[i+1:])
-	// f[0] is field 3 (state), so utime (14) is f[11] and stime (15) f[12].
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseInt(string(f[11]), 10, 64)
-	s, err2 := strconv.ParseInt(string(f[12]), 10, 64)
-	if err1 != nil || err2 != nil || u < 0 || s < 0 {
-		return 0, false
-	}
-	return time.Duration(u+s) * time.Second / clockTicks, true
 }
