@@ -187,7 +187,8 @@ func auditTable(schema string) string { return pgx.Identifier{schema, "audit"}.S
 // first, AppendAudit returns its error and the record may still be
 // written.
 func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (AuditRecord, error) {
-	if _, err := SchemaName(tenant); err != nil {
+	schema, err := SchemaName(tenant)
+	if err != nil {
 		return r, err
 	}
 	var key []byte
@@ -196,7 +197,7 @@ func (s *Store) AppendAudit(ctx context.Context, tenant string, r AuditRecord) (
 		r.KeyID, key = k.Active, k.Keys[k.Active]
 	}
 	w := &auditWaiter{ctx: ctx, rec: r, done: make(chan struct{})}
-	if err := s.appendGrouped(ctx, tenant, key, w); err != nil {
+	if err := s.appendGrouped(ctx, tenant, schema, key, w); err != nil {
 		if errors.Is(err, ErrTenantNotFound) {
 			return r, fmt.Errorf("append audit: %w: %q", ErrTenantNotFound, tenant)
 		}

@@ -119,6 +119,7 @@ type auditWaiter struct {
 // of its records is being written, ready while it is listed in
 // auditGroups.ready. All are guarded by auditGroups.mu.
 type auditQueue struct {
+	schema  string // the tenant's
 	pending []*auditWaiter
 	running bool
 	ready   bool
@@ -217,7 +218,7 @@ func (g *auditGroups) putHead(tenant string, h auditHead) {
 
 // enqueue adds w to tenant's queue and reports whether the caller becomes
 // a committer (none was running).
-func (g *auditGroups) enqueue(tenant string, w *auditWaiter) (lead bool) {
+func (g *auditGroups) enqueue(tenant, schema string, w *auditWaiter) (lead bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.queues == nil {
@@ -225,7 +226,7 @@ func (g *auditGroups) enqueue(tenant string, w *auditWaiter) (lead bool) {
 	}
 	q := g.queues[tenant]
 	if q == nil {
-		q = &auditQueue{}
+		q = &auditQueue{schema: schema}
 		g.queues[tenant] = q
 	}
 	q.pending = append(q.pending, w)
@@ -333,8 +334,8 @@ func (s *Store) AuditStats() AuditStats {
 
 // appendGrouped queues w on the tenant's queue and returns once its batch
 // ended or ctx did.
-func (s *Store) appendGrouped(ctx context.Context, tenant string, key []byte, w *auditWaiter) error {
-	if s.audit.enqueue(tenant, w) {
+func (s *Store) appendGrouped(ctx context.Context, tenant, schema string, key []byte, w *auditWaiter) error {
+	if s.audit.enqueue(tenant, schema, w) {
 		// Commit batches until this request's record is done; then hand
 		// the rest to a goroutine, so this request answers.
 		for b := s.audit.takeBatch(); b != nil; b = s.audit.takeBatch() {
@@ -455,16 +456,8 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 	}
 	items := make([]item, 0, len(bs))
 	for _, b := range bs {
-		schema, err := SchemaName(b.tenant)
-		if err != nil {
-			for _, w := range b.ws {
-				w.err = err
-			}
-			s.release(b)
-			continue
-		}
 		head, _ := s.audit.takeHead(b.tenant)
-		items = append(items, item{b: b, schema: schema, lock: auditLockKey(schema), head: head})
+		items = append(items, item{b: b, schema: b.q.schema, lock: auditLockKey(b.q.schema), head: head})
 	}
 	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.lock, b.lock) })
 	fail := func(err error) {

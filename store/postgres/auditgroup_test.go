@@ -210,7 +210,11 @@ func TestAuditKeepSolo(t *testing.T) {
 				continue
 			}
 			w := &auditWaiter{ctx: ctx, rec: AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: q, KeyID: "k1"}, done: make(chan struct{})}
-			bs = append(bs, tenantBatch{tenant: tn, q: &auditQueue{}, ws: []*auditWaiter{w}})
+			schema, err := SchemaName(tn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs = append(bs, tenantBatch{tenant: tn, q: &auditQueue{schema: schema}, ws: []*auditWaiter{w}})
 			ws = append(ws, w)
 		}
 		return bs, ws
