@@ -62,7 +62,9 @@ func TestServerMetrics(t *testing.T) {
 				`cordon_db_pool_total_conns`, `cordon_db_pool_acquires_total`, `cordon_audit_append_failures_total 0`, `go_goroutines`,
 				// The two retrievals' records, one transaction each.
 				"cordon_audit_records_total 2\n", "cordon_audit_commits_total 2\n", "cordon_audit_shared_commits_total 0\n",
-				"cordon_audit_shared_redone_total 0\n", "cordon_audit_queued_records 0\n") {
+				"cordon_audit_shared_redone_total 0\n", "cordon_audit_queued_records 0\n",
+				"cordon_audit_oldest_queued_seconds 0\n", "cordon_audit_queue_waited_records_total 2\n",
+				"cordon_audit_queue_wait_seconds_total ", "cordon_audit_queue_wait_max_seconds ") {
 				if !strings.Contains(body, want) {
 					t.Errorf("/metrics lacks %s", want)
 				}

@@ -122,6 +122,25 @@ func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bo
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_audit_queued_records", Help: "Audit records waiting for a batch."},
 		auditValue(func(a postgres.AuditStats) int64 { return a.Queued })))
+	// How long records wait in their queue for a batch: a record never
+	// waits without a committer, so the oldest wait stays within one
+	// batch of its tenant (see store/postgres/auditgroup.go); alert on it.
+	auditSeconds := func(f func(a postgres.AuditStats) time.Duration) func() float64 {
+		return func() float64 {
+			if a, ok := audit(); ok {
+				return f(a).Seconds()
+			}
+			return 0
+		}
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_audit_oldest_queued_seconds", Help: "How long the oldest audit record queued now has waited for its batch (0: none queued)."},
+		auditSeconds(func(a postgres.AuditStats) time.Duration { return a.OldestQueued })))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_audit_queue_wait_max_seconds", Help: "The longest any audit record waited in its queue for a batch since start."},
+		auditSeconds(func(a postgres.AuditStats) time.Duration { return a.WaitMax })))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cordon_audit_queue_wait_seconds_total", Help: "Time audit records waited in their queue for a batch (divided by cordon_audit_queue_waited_records_total: the mean wait)."},
+		auditSeconds(func(a postgres.AuditStats) time.Duration { return a.WaitTotal })))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cordon_audit_queue_waited_records_total", Help: "Audit records taken from their queue into a batch."},
+		auditValue(func(a postgres.AuditStats) int64 { return a.Waited })))
 	gauge("cordon_db_pool_acquired_conns", "Connections in use.", func(s *pgxpool.Stat) float64 { return float64(s.AcquiredConns()) })
 	gauge("cordon_db_pool_idle_conns", "Idle connections.", func(s *pgxpool.Stat) float64 { return float64(s.IdleConns()) })
 	gauge("cordon_db_pool_total_conns", "Open connections.", func(s *pgxpool.Stat) float64 { return float64(s.TotalConns()) })

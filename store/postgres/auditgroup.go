@@ -109,10 +109,11 @@ const auditBatchTimeout = 30 * time.Second
 
 // auditWaiter is one queued record and, once its batch ended, the outcome.
 type auditWaiter struct {
-	ctx  context.Context
-	rec  AuditRecord
-	err  error
-	done chan struct{}
+	ctx    context.Context
+	rec    AuditRecord
+	err    error
+	done   chan struct{}
+	queued time.Time // when it was queued
 }
 
 // auditQueue is one tenant's pending records. running is set while a batch
@@ -155,13 +156,18 @@ type auditGroups struct {
 	// append to a tenant that is not registered fails and puts none.
 	heads map[string]auditHead
 	// solo holds, per tenant kept out of shared transactions, until when.
-	solo    map[string]time.Time
-	records atomic.Int64
-	commits atomic.Int64
-	fast    atomic.Int64
-	stale   atomic.Int64
-	shared  atomic.Int64
-	redone  atomic.Int64
+	solo map[string]time.Time
+	// waited counts the records taken into a batch, waitNanos the time
+	// they waited in their queue for it, waitMax the longest such wait.
+	waited    atomic.Int64
+	waitNanos atomic.Int64
+	waitMax   atomic.Int64
+	records   atomic.Int64
+	commits   atomic.Int64
+	fast      atomic.Int64
+	stale     atomic.Int64
+	shared    atomic.Int64
+	redone    atomic.Int64
 }
 
 // takeHead removes tenant's known head and returns it: a batch that fails
@@ -229,6 +235,7 @@ func (g *auditGroups) enqueue(tenant, schema string, w *auditWaiter) (lead bool)
 		q = &auditQueue{schema: schema}
 		g.queues[tenant] = q
 	}
+	w.queued = time.Now()
 	q.pending = append(q.pending, w)
 	if !q.running && !q.ready {
 		q.ready = true
@@ -250,11 +257,15 @@ func (g *auditGroups) takeBatch() []tenantBatch {
 	defer g.mu.Unlock()
 	var out []tenantBatch
 	room := maxAuditBatch
+	now := time.Now()
 	for len(g.ready) > 0 && room > 0 {
 		t := g.ready[0]
 		g.ready = g.ready[1:]
 		q := g.queues[t]
 		n := min(len(q.pending), room)
+		for _, w := range q.pending[:n] {
+			g.observeWait(now.Sub(w.queued))
+		}
 		out = append(out, tenantBatch{tenant: t, q: q, ws: q.pending[:n:n]})
 		q.pending = q.pending[n:]
 		if len(q.pending) == 0 {
@@ -272,18 +283,43 @@ func (g *auditGroups) takeBatch() []tenantBatch {
 	return out
 }
 
+// observeWait counts one record's wait in its queue. Called under mu.
+func (g *auditGroups) observeWait(d time.Duration) {
+	g.waited.Add(1)
+	g.waitNanos.Add(int64(d))
+	if int64(d) > g.waitMax.Load() {
+		g.waitMax.Store(int64(d))
+	}
+}
+
 // finish ends b's batch: its tenant is listed as ready again when records
-// queued meanwhile, and forgotten otherwise.
-func (g *auditGroups) finish(b tenantBatch) {
+// queued meanwhile, and forgotten otherwise. It reports whether the caller
+// must start a committer: records became ready and none is running (a
+// batch written on a goroutine of its own ends after the committer
+// stopped), so that no record ever waits without one.
+func (g *auditGroups) finish(b tenantBatch) (start bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b.q.running = false
-	if len(b.q.pending) > 0 {
-		b.q.ready = true
-		g.ready = append(g.ready, b.tenant)
-		return
+	if len(b.q.pending) == 0 {
+		delete(g.queues, b.tenant)
+		return false
 	}
-	delete(g.queues, b.tenant)
+	b.q.ready = true
+	g.ready = append(g.ready, b.tenant)
+	if g.committers < auditCommitters {
+		g.committers++
+		return true
+	}
+	return false
+}
+
+// stranded reports whether records are ready while no committer runs: the
+// state finish and enqueue never leave (for the tests).
+func (g *auditGroups) stranded() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.ready) > 0 && g.committers == 0
 }
 
 // keepCommitting reports whether batches are ready; if none, the caller is
@@ -317,17 +353,34 @@ type AuditStats struct {
 	SharedCommits int64
 	SharedRedone  int64
 	Queued        int64
+	// OldestQueued is how long the oldest record queued now has waited
+	// for its batch (0 with none queued). A record waits at most for the
+	// batch of its tenant in flight (auditBatchTimeout) and the batch the
+	// committer is writing; a value above that means records are stuck.
+	OldestQueued time.Duration
+	// Waited counts the records taken into a batch, WaitTotal the time
+	// they waited in their queue for it and WaitMax the longest such wait.
+	Waited    int64
+	WaitTotal time.Duration
+	WaitMax   time.Duration
 }
 
 // AuditStats returns the store's audit append counters.
 func (s *Store) AuditStats() AuditStats {
 	st := AuditStats{Records: s.audit.records.Load(), Commits: s.audit.commits.Load(),
 		FastCommits: s.audit.fast.Load(), StaleHeads: s.audit.stale.Load(),
-		SharedCommits: s.audit.shared.Load(), SharedRedone: s.audit.redone.Load()}
+		SharedCommits: s.audit.shared.Load(), SharedRedone: s.audit.redone.Load(),
+		Waited: s.audit.waited.Load(), WaitTotal: time.Duration(s.audit.waitNanos.Load()),
+		WaitMax: time.Duration(s.audit.waitMax.Load())}
+	now := time.Now()
 	s.audit.mu.Lock()
 	defer s.audit.mu.Unlock()
 	for _, q := range s.audit.queues {
 		st.Queued += int64(len(q.pending))
+		if len(q.pending) > 0 {
+			// A queue's records are in arrival order.
+			st.OldestQueued = max(st.OldestQueued, now.Sub(q.pending[0].queued))
+		}
 	}
 	return st
 }
@@ -366,11 +419,20 @@ func (s *Store) drain(key []byte) {
 }
 
 // release ends b's batch and then releases its waiters, whose outcome is
-// set.
-func (s *Store) release(b tenantBatch) {
-	s.audit.finish(b)
+// set; when records of b's tenant queued meanwhile and no committer runs,
+// it starts one.
+func (s *Store) release(key []byte, b tenantBatch) {
+	s.finish(key, b)
 	for _, w := range b.ws {
 		close(w.done)
+	}
+}
+
+// finish ends b's batch, starting a committer when one is needed (see
+// [auditGroups.finish]).
+func (s *Store) finish(key []byte, b tenantBatch) {
+	if s.audit.finish(b) {
+		go s.drain(key)
 	}
 }
 
@@ -392,7 +454,7 @@ func (s *Store) commitBatch(key []byte, batch []tenantBatch) {
 		}
 		b.ws = live
 		if len(live) == 0 {
-			s.audit.finish(b)
+			s.finish(key, b)
 			continue
 		}
 		if s.audit.sharable(b.tenant, key) {
@@ -411,13 +473,13 @@ func (s *Store) commitBatch(key []byte, batch []tenantBatch) {
 	if len(solo) == 1 && len(shared) == 0 {
 		// One tenant (the common case): no goroutine.
 		s.commitTenant(key, solo[0])
-		s.release(solo[0])
+		s.release(key, solo[0])
 		return
 	}
 	for _, b := range solo {
 		go func() {
 			s.commitTenant(key, b)
-			s.release(b)
+			s.release(key, b)
 		}()
 	}
 }
@@ -465,7 +527,7 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 			for _, w := range it.b.ws {
 				w.err = err
 			}
-			s.release(it.b)
+			s.release(key, it.b)
 		}
 	}
 	c, err := s.pool.Acquire(ctx)
@@ -531,7 +593,7 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 		switch n := tags[3+2*i].RowsAffected(); {
 		case n == int64(len(it.recs)):
 			s.committed(it.b.tenant, it.b.ws, it.recs)
-			s.release(it.b)
+			s.release(key, it.b)
 		case n == 0:
 			// A stale head, or the tenant is gone: its own transaction
 			// tells which.
@@ -541,7 +603,7 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 			for _, w := range it.b.ws {
 				w.err = fmt.Errorf("audit batch: %d of %d records inserted", n, len(it.recs))
 			}
-			s.release(it.b)
+			s.release(key, it.b)
 		}
 	}
 	return redo
