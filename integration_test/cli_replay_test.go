@@ -2,6 +2,9 @@ package integration_test
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,5 +19,40 @@ func TestCLIReplayPostgresReset(t *testing.T) {
 		if got := cordonCLI(t, append(args, script)...); !bytes.Equal(got, want) {
 			t.Fatalf("run %d (%v): postgres output differs from memory\n%s", i+1, extra, firstDiff(want, got))
 		}
+	}
+}
+
+// TestCLIReplayUnknownModel: a script whose config names a model no
+// provider serves fails as a whole on both stores, alike: exit 1, nothing
+// on standard output, the same error naming the model.
+func TestCLIReplayUnknownModel(t *testing.T) {
+	dbURL := newDatabase(t)
+	script := filepath.Join(t.TempDir(), "model.json")
+	body := `{"config": {"model": "all-minilm", "dims": 384}, "steps": [
+		{"op": "put", "document": {"tenant": "um", "doc_id": "d", "text": "hello world", "classification": "public"}},
+		{"op": "retrieve", "principal": {"tenant": "um", "clearance": "public"}, "query": "hello"}]}`
+	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, args := range [][]string{
+		{"replay", script},
+		{"replay", "--store", "postgres", "--database-url", dbURL, script},
+		{"replay", "--store", "postgres", "--database-url", dbURL, "--cache-bytes", "100000000", script},
+	} {
+		code, stdout, stderr := runCLI(t, nil, args...)
+		if code != 1 || len(stdout) != 0 {
+			t.Fatalf("%v: exit %d, stdout %q; want exit 1 and no output", args, code, stdout)
+		}
+		if !strings.Contains(stderr, `embedding model not configured: "all-minilm"`) {
+			t.Fatalf("%v: stderr %q does not name the unserved model", args, stderr)
+		}
+		msgs = append(msgs, stderr)
+	}
+	if msgs[0] != msgs[1] || msgs[1] != msgs[2] {
+		t.Fatalf("the stores fail differently:\n%s\n%s\n%s", msgs[0], msgs[1], msgs[2])
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon.tenants`); n != 0 {
+		t.Fatalf("%d tenants created by a replay that failed", n)
 	}
 }

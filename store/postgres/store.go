@@ -108,6 +108,13 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		if err := opts.AutoCreate.Validate(); err != nil {
 			return nil, err
 		}
+		// As the memory store: tenants created with a model no provider
+		// serves could take no write, so the store is refused up front.
+		if spec := opts.AutoCreate.Spec(); !spec.IsHash() {
+			if _, err := opts.Models.Lookup(spec.Model); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if opts.AuditKeys != nil {
 		if err := opts.AuditKeys.Validate(); err != nil {
