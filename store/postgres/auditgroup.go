@@ -515,6 +515,9 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 		lock   string
 		head   auditHead
 		recs   []AuditRecord
+		// first and insert are the positions in the pipeline of the
+		// tenant's first statement (its lock) and of its insert.
+		first, insert int
 	}
 	items := make([]item, 0, len(bs))
 	for _, b := range bs {
@@ -550,7 +553,9 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 	for i := range items {
 		it := &items[i]
 		it.recs = chainAudit(it.b.ws, it.head, key)
+		it.first = b.Len()
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtext($1))`, it.lock)
+		it.insert = b.Len()
 		queueAuditInsert(b, it.b.tenant, it.schema, it.head, it.recs)
 	}
 	b.Queue(`COMMIT`)
@@ -570,10 +575,12 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 	switch {
 	case errors.As(err, &pe):
 		// The database refused a statement: nothing was committed. The
-		// statement of a tenant's lock or insert (the len(tags)th, from
-		// the third on) names the tenant in trouble.
-		if k := len(tags) - 2; k >= 0 && k/2 < len(items) {
-			s.audit.keepSolo(items[k/2].b.tenant)
+		// refused statement is the len(tags)th; when it is a tenant's
+		// lock or insert, it names the tenant in trouble.
+		for _, it := range items {
+			if it.first <= len(tags) && len(tags) <= it.insert {
+				s.audit.keepSolo(it.b.tenant)
+			}
 		}
 		s.audit.redone.Add(1)
 		for _, it := range items {
@@ -589,8 +596,8 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 	}
 	s.audit.commits.Add(1)
 	s.audit.shared.Add(1)
-	for i, it := range items {
-		switch n := tags[3+2*i].RowsAffected(); {
+	for _, it := range items {
+		switch n := tags[it.insert].RowsAffected(); {
 		case n == int64(len(it.recs)):
 			s.committed(it.b.tenant, it.b.ws, it.recs)
 			s.release(key, it.b)
