@@ -22,6 +22,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
+
+	"github.com/cordon-rag/cordon/internal/redact"
 )
 
 // The APIs [NewHTTP] speaks (HTTPConfig.API).
@@ -146,6 +148,8 @@ type HTTP struct {
 	queryPrefix string
 	client      *http.Client
 	clock       clock
+	// redactor hides the API key in what a server sends back.
+	redactor *redact.Redactor
 }
 
 var _ Embedder = (*HTTP)(nil)
@@ -223,7 +227,7 @@ func NewHTTP(c HTTPConfig) (*HTTP, error) {
 		timeout: cmpOr(c.Timeout, DefaultTimeout), retries: c.Retries,
 		backoff: cmpOr(c.Backoff, DefaultBackoff), maxBackoff: cmpOr(c.MaxBackoff, DefaultMaxBackoff),
 		docPrefix: c.DocPrefix, queryPrefix: c.QueryPrefix,
-		client: c.Client, clock: realClock,
+		client: c.Client, clock: realClock, redactor: redact.New(key),
 	}
 	switch {
 	case h.batch < 1 || h.batch > MaxBatch:
@@ -536,7 +540,9 @@ func (h *HTTP) statusFailure(resp *http.Response) *failure {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	code := resp.StatusCode
 	said := ""
-	if m := h.redact(errorMessage(b)); m != "" {
+	// The key is hidden in all that was read before the message is taken
+	// from it and cut short: a key cut in two would not be recognised.
+	if m := errorMessage([]byte(h.redactor.String(string(b)))); m != "" {
 		said = " (" + m + ")"
 	}
 	f := &failure{status: code, retry: code == http.StatusTooManyRequests || code >= 500}
@@ -594,13 +600,9 @@ func (h *HTTP) canceled(err error) error {
 	return fmt.Errorf("%s POST %s: %w", h.api.name, h.endpoint, err)
 }
 
-// redact removes the API key from a text that may echo it.
-func (h *HTTP) redact(s string) string {
-	if h.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, h.key, "[redacted]")
-}
+// redact hides the API key in a text that may echo it, in any encoding
+// package redact recognises.
+func (h *HTTP) redact(s string) string { return h.redactor.String(s) }
 
 // errorMessage is the message of an error answer: the "error" (a string, or
 // an object's "message") or "message" member of a JSON object, else the

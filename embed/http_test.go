@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cordon-rag/cordon/internal/redact/redacttest"
 )
 
 // request is what a test server received.
@@ -789,6 +791,44 @@ func TestHTTPAPIKey(t *testing.T) {
 	}
 	if want := "openai " + s.URL + "/v1/embeddings (model m/2)"; h.String() != want {
 		t.Fatalf("String() = %q, want %q", h.String(), want)
+	}
+}
+
+// TestHTTPAPIKeyEchoedEncoded: a provider's 401 that echoes the key in any
+// encoding (in a JSON string with "/" escaped as "\/", percent- or
+// HTML-encoded, quoted, base64 or hex), in the message Cordon reads or in a
+// member it does not, puts no recognisable form of it in the error; nor
+// does an echo cut by the message's 200-byte limit.
+func TestHTTPAPIKeyEchoedEncoded(t *testing.T) {
+	const key = "rk-Ab9/x+Yz=q_~.7Kp"
+	t.Setenv("CORDON_TEST_EMBED_KEY", key)
+	bodies := []struct {
+		name string
+		body func(echo string) string
+	}{
+		{"error member", func(echo string) string { return `{"error":"invalid key Bearer ` + echo + `"}` }},
+		{"other member", func(echo string) string { return `{"detail":"invalid key Bearer ` + echo + `"}` }},
+		{"plain text", func(echo string) string { return "invalid key Bearer " + echo }},
+		{"cut at 200 bytes", func(echo string) string { return `{"error":"` + strings.Repeat(".", 190) + echo + `"}` }},
+	}
+	for _, b := range bodies {
+		for _, e := range redacttest.Encodings {
+			t.Run(b.name+"/"+e.Name, func(t *testing.T) {
+				s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, body map[string]any) {
+					w.WriteHeader(http.StatusUnauthorized)
+					io.WriteString(w, b.body(e.Encode(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))))
+				})
+				h := mustHTTP(t, HTTPConfig{API: APIOpenAI, URL: s.URL, Model: "m", Dims: 2, KeyEnv: "CORDON_TEST_EMBED_KEY"})
+				_, err := h.Embed(context.Background(), []string{"a"}, Document)
+				checkErr(t, err, "401 Unauthorized", "check the API key")
+				if name, form, leak := redacttest.Leak(err.Error(), key); leak {
+					t.Fatalf("the error holds the key (%s %q): %v", name, form, err)
+				}
+				if strings.Contains(err.Error(), key[:8]) {
+					t.Fatalf("the error holds the key's start: %v", err)
+				}
+			})
+		}
 	}
 }
 
