@@ -632,7 +632,7 @@ func (h *HTTP) redirectMessage(resp *http.Response) string {
 		same = sameOrigin(target, origin)
 		// Without a query or credentials, which may carry a token.
 		target.User, target.RawQuery, target.ForceQuery, target.Fragment = nil, "", false, ""
-		to = target.String()
+		to = h.redact(target.String())
 	}
 	msg := fmt.Sprintf("the server redirected (%d %s) to %s", code, http.StatusText(code), to)
 	const fix = "set --embed-url to the address it redirects to"

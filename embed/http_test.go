@@ -951,6 +951,23 @@ func TestHTTPRedirects(t *testing.T) {
 	}
 }
 
+// TestHTTPRedirectKeyInLocation: a redirect whose target holds the API key
+// (in its path, percent-encoded, or in its query) is described without it.
+func TestHTTPRedirectKeyInLocation(t *testing.T) {
+	const key = "sk-redirect/0123+456789"
+	t.Setenv("CORDON_TEST_EMBED_KEY", key)
+	s := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		k := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		http.Redirect(w, r, "/auth/"+url.PathEscape(k)+"/v1/embeddings?key="+url.QueryEscape(k), http.StatusTemporaryRedirect)
+	})
+	h := mustHTTP(t, HTTPConfig{API: APIOpenAI, URL: s.URL, Model: "m", Dims: 2, KeyEnv: "CORDON_TEST_EMBED_KEY"})
+	_, err := h.Embed(context.Background(), []string{"a"}, Document)
+	checkErr(t, err, "redirected (307 Temporary Redirect) to "+s.URL+"/auth/[redacted]/v1/embeddings:")
+	if name, form, leak := redacttest.Leak(err.Error(), key); leak {
+		t.Fatalf("the error holds the key (%s %q): %v", name, form, err)
+	}
+}
+
 // Other answers' messages: a 404 says what to check for the model.
 func TestHTTPNotFound(t *testing.T) {
 	for _, tt := range []struct{ api, body, want string }{
