@@ -71,7 +71,7 @@ test/arm64: ## run the portable packages as GOARCH=arm64 under qemu-user-static 
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(PORTABLE_PKGS)
 
 .PHONY: fuzz
-fuzz: ## fuzz the tokenizer, chunker, replay decoder, postings array decoders, HTTP body, token-claims and embedding-answer decoders for FUZZTIME each
+fuzz: ## fuzz the tokenizer, chunker, replay decoder, postings array decoders, HTTP body, token-claims and embedding-answer decoders and the API-key redaction for FUZZTIME each
 	$(GO) test ./analysis/ -run '^$$' -fuzz '^FuzzTokenize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./chunk/ -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replay/ -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME)
@@ -83,6 +83,7 @@ fuzz: ## fuzz the tokenizer, chunker, replay decoder, postings array decoders, H
 	$(GO) test ./embed/ -run '^$$' -fuzz '^FuzzDecodeOpenAI$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./embed/ -run '^$$' -fuzz '^FuzzDecodeOllama$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./embed/ -run '^$$' -fuzz '^FuzzDecodeTEI$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/redact/ -run '^$$' -fuzz '^FuzzString$$' -fuzztime $(FUZZTIME)
 
 .PHONY: golden
 golden: ## regenerate the golden replay outputs in testdata/replay

@@ -20,7 +20,7 @@ type embedFlags struct {
 	dims, batch, concurrency, retries, burst                 *int
 	timeout                                                  *time.Duration
 	rate                                                     *float64
-	requestDims                                              *bool
+	requestDims, sameOrigin                                  *bool
 }
 
 func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
@@ -40,6 +40,8 @@ func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
 		burst:       fs.Int("embed-burst", 0, "requests that may go at once before --embed-rate spaces them (0: 1)"),
 		docPrefix:   fs.String("embed-doc-prefix", "", `prefix of every document text (e.g. "passage: ")`),
 		queryPrefix: fs.String("embed-query-prefix", "", `prefix of every query text (e.g. "query: ")`),
+		sameOrigin: fs.Bool("embed-same-origin-redirects", false,
+			"follow the server's redirects within the scheme, host and port of --embed-url (default: no redirect is followed)"),
 	}
 }
 
@@ -63,7 +65,8 @@ func (f *embedFlags) cachedRegistry(cacheDir string) (*embed.Registry, *embed.Ca
 	}
 	h, err := embed.NewHTTP(embed.HTTPConfig{API: *f.api, URL: *f.url, Model: *f.model, Dims: *f.dims, RequestDims: *f.requestDims,
 		KeyFile: *f.keyFile, KeyEnv: *f.keyEnv, Batch: *f.batch, Concurrency: *f.concurrency, Timeout: *f.timeout,
-		Retries: *f.retries, RateLimit: *f.rate, RateBurst: *f.burst, DocPrefix: *f.docPrefix, QueryPrefix: *f.queryPrefix})
+		Retries: *f.retries, RateLimit: *f.rate, RateBurst: *f.burst, DocPrefix: *f.docPrefix, QueryPrefix: *f.queryPrefix,
+		SameOriginRedirects: *f.sameOrigin})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
 	}

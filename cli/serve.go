@@ -235,7 +235,8 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
 		"shutdown_timeout", shutdown.String(), "metrics_addr", *metricsAddr, "metrics_tenant_labels", *metricsTenants,
 		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed,
-		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims}
+		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims,
+		"embed_same_origin_redirects", *embedding.sameOrigin}
 	attrs = append(attrs, reranker.logAttrs(env)...)
 	log.Info("config", append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","))...)
 	if embedWarning != "" {

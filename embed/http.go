@@ -22,6 +22,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
+
+	"github.com/cordon-rag/cordon/internal/redact"
 )
 
 // The APIs [NewHTTP] speaks (HTTPConfig.API).
@@ -120,8 +122,16 @@ type HTTPConfig struct {
 	// for models trained with them, e.g. "passage: " and "query: " for E5
 	// (--embed-doc-prefix, --embed-query-prefix).
 	DocPrefix, QueryPrefix string
+	// SameOriginRedirects follows a redirect whose target has the scheme,
+	// host and port of URL (--embed-same-origin-redirects); any other
+	// redirect is an error. Off, no redirect is followed: a redirect would
+	// send the texts, and on the same host the API key too, to an address
+	// the operator did not name.
+	SameOriginRedirects bool
 	// Client sends the requests; nil is a client of its own (per-request
-	// timeouts come from Timeout and the context, not the client).
+	// timeouts come from Timeout and the context, not the client). Its
+	// redirect policy is replaced by SameOriginRedirects' (a copy of the
+	// client is used).
 	Client *http.Client
 }
 
@@ -145,7 +155,10 @@ type HTTP struct {
 	docPrefix   string
 	queryPrefix string
 	client      *http.Client
+	sameOrigin  bool // SameOriginRedirects
 	clock       clock
+	// redactor hides the API key in what a server sends back.
+	redactor *redact.Redactor
 }
 
 var _ Embedder = (*HTTP)(nil)
@@ -223,7 +236,7 @@ func NewHTTP(c HTTPConfig) (*HTTP, error) {
 		timeout: cmpOr(c.Timeout, DefaultTimeout), retries: c.Retries,
 		backoff: cmpOr(c.Backoff, DefaultBackoff), maxBackoff: cmpOr(c.MaxBackoff, DefaultMaxBackoff),
 		docPrefix: c.DocPrefix, queryPrefix: c.QueryPrefix,
-		client: c.Client, clock: realClock,
+		sameOrigin: c.SameOriginRedirects, clock: realClock, redactor: redact.New(key),
 	}
 	switch {
 	case h.batch < 1 || h.batch > MaxBatch:
@@ -257,13 +270,46 @@ func NewHTTP(c HTTPConfig) (*HTTP, error) {
 	if h.maxResponse == 0 {
 		h.maxResponse = 1<<20 + int64(h.batch)*int64(h.dims)*48
 	}
-	if h.client == nil {
+	if c.Client != nil {
+		cl := *c.Client
+		h.client = &cl
+	} else {
 		// Keep a connection per concurrent batch (the default keeps 2).
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, h.concurrency)
 		h.client = &http.Client{Transport: t}
 	}
+	h.client.CheckRedirect = h.checkRedirect
 	return h, nil
+}
+
+// maxRedirects bounds the same-origin redirects of one request, as
+// net/http's default policy does.
+const maxRedirects = 10
+
+// checkRedirect is the client's redirect policy: a refused redirect ends
+// the request with the redirect as its answer (statusFailure describes it),
+// before anything is sent to its target.
+func (h *HTTP) checkRedirect(req *http.Request, via []*http.Request) error {
+	if !h.sameOrigin || !sameOrigin(req.URL, via[0].URL) || len(via) > maxRedirects {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (the scheme's default port when none is given).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 func cmpOr[T comparable](v, def T) T {
@@ -536,7 +582,9 @@ func (h *HTTP) statusFailure(resp *http.Response) *failure {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	code := resp.StatusCode
 	said := ""
-	if m := h.redact(errorMessage(b)); m != "" {
+	// The key is hidden in all that was read before the message is taken
+	// from it and cut short: a key cut in two would not be recognised.
+	if m := errorMessage([]byte(h.redactor.String(string(b)))); m != "" {
 		said = " (" + m + ")"
 	}
 	f := &failure{status: code, retry: code == http.StatusTooManyRequests || code >= 500}
@@ -545,6 +593,8 @@ func (h *HTTP) statusFailure(resp *http.Response) *failure {
 	}
 	answered := fmt.Sprintf("the server answered %d %s", code, http.StatusText(code))
 	switch {
+	case code >= 300 && code <= 399 && resp.Header.Get("Location") != "":
+		f.msg = h.redirectMessage(resp)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		f.msg = answered + said + ": check the API key (--embed-key-file or --embed-key-env)"
 	case code == http.StatusNotFound:
@@ -568,6 +618,34 @@ func (h *HTTP) statusFailure(resp *http.Response) *failure {
 		f.msg = answered + said + ": not an answer Cordon can use; check --embed-url"
 	}
 	return f
+}
+
+// redirectMessage describes a redirect that was not followed: where to,
+// and what to do.
+func (h *HTTP) redirectMessage(resp *http.Response) string {
+	code := resp.StatusCode
+	to := "an address that does not parse"
+	target, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
+	same := false
+	if err == nil {
+		origin, _ := url.Parse(h.endpoint) // checked by NewHTTP
+		same = sameOrigin(target, origin)
+		// Without a query or credentials, which may carry a token.
+		target.User, target.RawQuery, target.ForceQuery, target.Fragment = nil, "", false, ""
+		to = h.redact(target.String())
+	}
+	msg := fmt.Sprintf("the server redirected (%d %s) to %s", code, http.StatusText(code), to)
+	const fix = "set --embed-url to the address it redirects to"
+	switch {
+	case !h.sameOrigin && same:
+		return msg + ": Cordon does not follow redirects, so that the texts and the API key go nowhere else; " + fix +
+			", or allow redirects within the same scheme, host and port with --embed-same-origin-redirects"
+	case !h.sameOrigin || err != nil:
+		return msg + ": Cordon does not follow redirects, so that the texts and the API key go nowhere else; " + fix
+	case !same:
+		return msg + ", another origin: Cordon follows redirects only within the scheme, host and port of --embed-url (--embed-same-origin-redirects), so that the texts and the API key go nowhere else; " + fix
+	}
+	return fmt.Sprintf("%s: Cordon follows at most %d redirects; %s", msg, maxRedirects, fix)
 }
 
 // fail is the error of a batch that will not be retried.
@@ -594,13 +672,9 @@ func (h *HTTP) canceled(err error) error {
 	return fmt.Errorf("%s POST %s: %w", h.api.name, h.endpoint, err)
 }
 
-// redact removes the API key from a text that may echo it.
-func (h *HTTP) redact(s string) string {
-	if h.key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, h.key, "[redacted]")
-}
+// redact hides the API key in a text that may echo it, in any encoding
+// package redact recognises.
+func (h *HTTP) redact(s string) string { return h.redactor.String(s) }
 
 // errorMessage is the message of an error answer: the "error" (a string, or
 // an object's "message") or "message" member of a JSON object, else the

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cordon-rag/cordon/internal/redact/redacttest"
 )
 
 // request is what a test server received.
@@ -792,6 +796,178 @@ func TestHTTPAPIKey(t *testing.T) {
 	}
 }
 
+// TestHTTPAPIKeyEchoedEncoded: a provider's 401 that echoes the key in any
+// encoding (in a JSON string with "/" escaped as "\/", percent- or
+// HTML-encoded, quoted, base64 or hex), in the message Cordon reads or in a
+// member it does not, puts no recognisable form of it in the error; nor
+// does an echo cut by the message's 200-byte limit.
+func TestHTTPAPIKeyEchoedEncoded(t *testing.T) {
+	const key = "rk-Ab9/x+Yz=q_~.7Kp"
+	t.Setenv("CORDON_TEST_EMBED_KEY", key)
+	bodies := []struct {
+		name string
+		body func(echo string) string
+	}{
+		{"error member", func(echo string) string { return `{"error":"invalid key Bearer ` + echo + `"}` }},
+		{"other member", func(echo string) string { return `{"detail":"invalid key Bearer ` + echo + `"}` }},
+		{"plain text", func(echo string) string { return "invalid key Bearer " + echo }},
+		{"cut at 200 bytes", func(echo string) string { return `{"error":"` + strings.Repeat(".", 190) + echo + `"}` }},
+	}
+	for _, b := range bodies {
+		for _, e := range redacttest.Encodings {
+			t.Run(b.name+"/"+e.Name, func(t *testing.T) {
+				s := newServer(t, func(w http.ResponseWriter, r *http.Request, n int, body map[string]any) {
+					w.WriteHeader(http.StatusUnauthorized)
+					io.WriteString(w, b.body(e.Encode(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))))
+				})
+				h := mustHTTP(t, HTTPConfig{API: APIOpenAI, URL: s.URL, Model: "m", Dims: 2, KeyEnv: "CORDON_TEST_EMBED_KEY"})
+				_, err := h.Embed(context.Background(), []string{"a"}, Document)
+				checkErr(t, err, "401 Unauthorized", "check the API key")
+				if name, form, leak := redacttest.Leak(err.Error(), key); leak {
+					t.Fatalf("the error holds the key (%s %q): %v", name, form, err)
+				}
+				if strings.Contains(err.Error(), key[:8]) {
+					t.Fatalf("the error holds the key's start: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// recorder is a server that records what reaches it, whatever it is: a
+// redirect's target.
+type recorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string // "METHOD /path auth=... body=..."
+}
+
+func newRecorder(t *testing.T, answer http.HandlerFunc) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	rec.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		rec.mu.Lock()
+		rec.seen = append(rec.seen, fmt.Sprintf("%s %s auth=%q body=%q", r.Method, r.URL.Path, r.Header.Get("Authorization"), b))
+		rec.mu.Unlock()
+		answer(w, r)
+	}))
+	t.Cleanup(rec.Close)
+	return rec
+}
+
+func (rec *recorder) received() []string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]string(nil), rec.seen...)
+}
+
+// TestHTTPRedirects: a redirect is not followed by default, whatever the
+// status and whatever client sends the requests, so the texts and the API
+// key reach --embed-url's server only; the error says where the server
+// redirected and what to do. With SameOriginRedirects, a redirect to the
+// same scheme, host and port is followed and any other is refused.
+func TestHTTPRedirects(t *testing.T) {
+	const key = "sk-redirect-0123456789"
+	t.Setenv("CORDON_TEST_EMBED_KEY", key)
+	// elsewhere is another origin: the same host on another port.
+	elsewhere := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		reply(w, APIOpenAI, []string{"secret text 0"}, 2, 1)
+	})
+	followingClient := &http.Client{} // follows redirects, as http.Client does by default
+	tests := []struct {
+		name       string
+		status     int
+		target     string // "elsewhere", or a path on the same server
+		sameOrigin bool
+		client     *http.Client
+		wantErr    []string // empty: the call succeeds
+	}{
+		{"307 elsewhere", http.StatusTemporaryRedirect, "elsewhere", false, nil,
+			[]string{"redirected (307 Temporary Redirect) to " + elsewhere.URL + "/v1/embeddings", "Cordon does not follow redirects", "set --embed-url to the address it redirects to"}},
+		{"308 elsewhere", http.StatusPermanentRedirect, "elsewhere", false, nil, []string{"redirected (308 Permanent Redirect)"}},
+		{"301 elsewhere", http.StatusMovedPermanently, "elsewhere", false, nil, []string{"redirected (301 Moved Permanently)"}},
+		{"302 elsewhere", http.StatusFound, "elsewhere", false, nil, []string{"redirected (302 Found)"}},
+		{"303 elsewhere", http.StatusSeeOther, "elsewhere", false, nil, []string{"redirected (303 See Other)"}},
+		{"307 elsewhere, a following client", http.StatusTemporaryRedirect, "elsewhere", false, followingClient, []string{"Cordon does not follow redirects"}},
+		{"307 same origin, not allowed", http.StatusTemporaryRedirect, "/v2/embeddings", false, nil,
+			[]string{"/v2/embeddings", "Cordon does not follow redirects", "--embed-same-origin-redirects"}},
+		{"307 same origin, allowed", http.StatusTemporaryRedirect, "/v2/embeddings", true, nil, nil},
+		{"308 same origin, allowed, a following client", http.StatusPermanentRedirect, "/v2/embeddings", true, followingClient, nil},
+		{"307 elsewhere, same origin allowed", http.StatusTemporaryRedirect, "elsewhere", true, nil,
+			[]string{"redirected (307 Temporary Redirect) to " + elsewhere.URL + "/v1/embeddings", "another origin", "only within the scheme, host and port of --embed-url"}},
+		{"307 to itself, same origin allowed", http.StatusTemporaryRedirect, "/v1/embeddings", true, nil,
+			[]string{"redirected (307 Temporary Redirect)", "Cordon follows at most 10 redirects"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var origin *recorder
+			origin = newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/embeddings" {
+					target := tt.target
+					if target == "elsewhere" {
+						target = elsewhere.URL + "/v1/embeddings"
+					}
+					http.Redirect(w, r, target, tt.status)
+					return
+				}
+				var body map[string]any
+				if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+					http.Error(w, "no body", http.StatusBadRequest)
+					return
+				}
+				reply(w, APIOpenAI, inputs(body), 2, 1)
+			})
+			before := len(elsewhere.received())
+			h := mustHTTP(t, HTTPConfig{API: APIOpenAI, URL: origin.URL, Model: "m", Dims: 2, KeyEnv: "CORDON_TEST_EMBED_KEY",
+				SameOriginRedirects: tt.sameOrigin, Client: tt.client, Retries: 2})
+			vs, err := h.Embed(context.Background(), []string{"secret text 0"}, Document)
+			if got := elsewhere.received()[before:]; len(got) != 0 {
+				t.Fatalf("the other origin received %q", got)
+			}
+			if len(tt.wantErr) == 0 {
+				if err != nil || len(vs) != 1 {
+					t.Fatalf("Embed = %v, %v; want the vector from the redirect's target", vs, err)
+				}
+				got := origin.received()
+				if len(got) != 2 || got[1] != fmt.Sprintf("POST /v2/embeddings auth=%q body=%q", "Bearer "+key, `{"model":"m","input":["secret text 0"],"encoding_format":"float"}`) {
+					t.Fatalf("the server received %q, want the POST again at /v2/embeddings", got)
+				}
+				return
+			}
+			checkErr(t, err, tt.wantErr...)
+			if strings.Contains(err.Error(), key) {
+				t.Fatalf("the error holds the key: %v", err)
+			}
+			want := 1
+			if tt.sameOrigin && tt.target != "elsewhere" {
+				want = 1 + maxRedirects // the loop, followed until the bound
+			}
+			if got := origin.received(); len(got) != want {
+				t.Fatalf("the server received %d requests, want %d (a redirect is not retried): %q", len(got), want, got)
+			}
+		})
+	}
+}
+
+// TestHTTPRedirectKeyInLocation: a redirect whose target holds the API key
+// (in its path, percent-encoded, or in its query) is described without it.
+func TestHTTPRedirectKeyInLocation(t *testing.T) {
+	const key = "sk-redirect/0123+456789"
+	t.Setenv("CORDON_TEST_EMBED_KEY", key)
+	s := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		k := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		http.Redirect(w, r, "/auth/"+url.PathEscape(k)+"/v1/embeddings?key="+url.QueryEscape(k), http.StatusTemporaryRedirect)
+	})
+	h := mustHTTP(t, HTTPConfig{API: APIOpenAI, URL: s.URL, Model: "m", Dims: 2, KeyEnv: "CORDON_TEST_EMBED_KEY"})
+	_, err := h.Embed(context.Background(), []string{"a"}, Document)
+	checkErr(t, err, "redirected (307 Temporary Redirect) to "+s.URL+"/auth/[redacted]/v1/embeddings:")
+	if name, form, leak := redacttest.Leak(err.Error(), key); leak {
+		t.Fatalf("the error holds the key (%s %q): %v", name, form, err)
+	}
+}
+
 // Other answers' messages: a 404 says what to check for the model.
 func TestHTTPNotFound(t *testing.T) {
 	for _, tt := range []struct{ api, body, want string }{
@@ -922,5 +1098,27 @@ func TestHTTPInRegistry(t *testing.T) {
 	want := [][]int32{{127, 32, 32, 32}, {127, 0, 0, 0}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+func TestSameOrigin(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"http://h:8080/v1/embeddings", "http://h:8080/v2/other?x=1", true},
+		{"http://H/x", "http://h:80/y", true},
+		{"https://h/x", "https://h:443/y", true},
+		{"http://h:8080/x", "http://h:8081/x", false},
+		{"http://h/x", "https://h/x", false},
+		{"http://h/x", "http://h.evil/x", false},
+		{"https://h/x", "https://h:80/x", false},
+	}
+	for _, tt := range tests {
+		a, _ := url.Parse(tt.a)
+		b, _ := url.Parse(tt.b)
+		if got := sameOrigin(a, b); got != tt.want {
+			t.Errorf("sameOrigin(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
 	}
 }

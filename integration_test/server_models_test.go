@@ -112,3 +112,33 @@ func TestServeEmbeddingProbe(t *testing.T) {
 		t.Fatalf("no probe warning in the log:\n%s", logs.String())
 	}
 }
+
+// cordon serve does not follow its embedding server's redirects unless
+// --embed-same-origin-redirects allows those within the --embed-url's
+// origin: the probe at start says where the server redirected and what to
+// do, and with the flag it passes.
+func TestServeEmbeddingRedirects(t *testing.T) {
+	toy := &embedtest.Toy{Dims: 32}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", embedtest.Handler("toy-32", toy, 0))
+	mux.HandleFunc("/old/v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/v1/embeddings", http.StatusTemporaryRedirect)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dbURL := migrated(t)
+	env := map[string]string{"CORDON_JWT_HS256_SECRET": testSecret}
+	args := []string{"--database-url", dbURL, "--audit-unkeyed", "--listen", "127.0.0.1:0",
+		"--embed-url", srv.URL + "/old", "--embed-model", "toy-32", "--embed-dims", "32", "--embed-retries", "0"}
+	_, _, logs := startServe(t, env, args...)
+	for _, want := range []string{"the embedding server did not answer a probe", "redirected (307 Temporary Redirect) to " + srv.URL + "/v1/embeddings",
+		"Cordon does not follow redirects", "--embed-same-origin-redirects", `"embed_same_origin_redirects":false`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Fatalf("the log does not say %s:\n%s", want, logs.String())
+		}
+	}
+	_, _, logs = startServe(t, env, append(args, "--embed-same-origin-redirects")...)
+	if strings.Contains(logs.String(), "did not answer a probe") || !strings.Contains(logs.String(), `"embed_same_origin_redirects":true`) {
+		t.Fatalf("with --embed-same-origin-redirects the probe should pass:\n%s", logs.String())
+	}
+}

@@ -3,11 +3,13 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -398,5 +400,97 @@ func TestServerRequestTimeout(t *testing.T) {
 	p.release()
 	if r.status != http.StatusServiceUnavailable || r.errCode(t) != "unavailable" {
 		t.Fatalf("a request past its deadline: %d %s, want 503", r.status, r.body)
+	}
+}
+
+// TestServerMetricsLabelsBounded: over a real listener and database, with
+// tenant labels on, requests carrying made-up methods, random paths and
+// made-up tenant names in their URLs (without a token, with another
+// tenant's, and with valid tokens naming the made-up tenant) add no series
+// to /metrics: a second round of different made-up values leaves the series
+// as they were, and the only tenant named is the one that was served.
+func TestServerMetricsLabelsBounded(t *testing.T) {
+	a := startAPIServer(t, serverOpts{metrics: true, cfg: server.Config{MetricsTenantLabels: true}})
+	a.seed(t)
+	reader := tok(t, "p", "tenant=wholesale", "clearance=public", "reader")
+	// Redirects are answered, not followed: the router's own 307s count.
+	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, path, token, body string) {
+		t.Helper()
+		req, err := http.NewRequest(method, a.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	scrape := func() (series map[string]bool, tenants []string, body string) {
+		t.Helper()
+		body = a.get(t, a.metricsURL+"/metrics")
+		series = map[string]bool{}
+		for _, line := range strings.Split(body, "\n") {
+			if !strings.HasPrefix(line, "cordon_") {
+				continue
+			}
+			name, _, _ := strings.Cut(line, " ")
+			series[name] = true
+			if _, rest, ok := strings.Cut(name, `tenant="`); ok {
+				tn, _, _ := strings.Cut(rest, `"`)
+				if !slices.Contains(tenants, tn) {
+					tenants = append(tenants, tn)
+				}
+			}
+		}
+		return series, tenants, body
+	}
+	const query = `{"query": "treasury hold approval"}`
+	var words []string
+	round := func(r int) {
+		for i := range 20 {
+			word := fmt.Sprintf("zq%dx%02d", r, i)
+			words = append(words, word)
+			send(strings.ToUpper(word), "/healthz", "", "")
+			send(strings.ToUpper(word)+"ABCDEFGHIJ", "/v1/tenants/wholesale/retrieve", reader, query)
+			send("GET", "/"+word+"/"+word+"?"+word+"=1", "", "")
+			send("POST", "/v1/tenants/"+word+"/retrieve", "", query)
+			send("POST", "/v1/tenants/"+word+"/retrieve", reader, query)
+			send("PUT", "/v1/tenants/"+word+"/documents", reader, "")
+			// Valid tokens whose tenant is the made-up one.
+			own := tok(t, "u-"+word, "tenant="+word, "clearance=restricted", "reader", "writer", "auditor")
+			send("POST", "/v1/tenants/"+word+"/retrieve", own, query)
+			send("POST", "/v1/tenants/"+word+"/ground", own, `{"chunk_ids": ["x::0"]}`)
+			send("PUT", "/v1/tenants/"+word+"/documents/"+word, own, `{"text": "treasury"}`)
+			send("DELETE", "/v1/tenants/"+word+"/documents/"+word, own, "")
+		}
+		a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury"}), http.StatusOK)
+	}
+	round(1)
+	first, tenants, body := scrape()
+	if !slices.Equal(tenants, []string{"wholesale"}) {
+		t.Errorf("tenant labels %v, want only wholesale", tenants)
+	}
+	for _, w := range words {
+		if strings.Contains(strings.ToLower(body), w) {
+			t.Fatalf("/metrics carries the made-up %q", w)
+		}
+	}
+	round(2)
+	second, _, _ := scrape()
+	var added []string
+	for s := range second {
+		if !first[s] {
+			added = append(added, s)
+		}
+	}
+	if len(added) > 0 {
+		t.Fatalf("a second round of made-up values added %d series (%d, then %d), e.g. %v", len(added), len(first), len(second), added[:min(3, len(added))])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cordon-rag/cordon/internal/redact/redacttest"
 	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/server"
 )
@@ -208,5 +210,43 @@ func TestServerModelRerank(t *testing.T) {
 		if !strings.Contains(m, line+"\n") {
 			t.Errorf("/metrics lacks %s", line)
 		}
+	}
+}
+
+// TestServerRerankKeyNotLogged: a model server that answers 401 with the
+// API key echoed in any encoding (in a JSON string with "/" escaped as "\/",
+// as a provider did; percent- or HTML-encoded, base64, hex) sheds the stage,
+// and the request's log line says why (rerank_shed) without the key in any
+// encoding.
+func TestServerRerankKeyNotLogged(t *testing.T) {
+	const key = "rk-9fQ2/x+Lw7=Zp_Tc"
+	var encoding atomic.Int32 // index into redacttest.Encodings
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		e := redacttest.Encodings[encoding.Load()]
+		fmt.Fprintf(w, `{"error":"invalid key %s"}`, e.Encode(r.Header.Get("Authorization")))
+	}))
+	t.Cleanup(provider.Close)
+	client, err := rerank.New(rerank.Config{URL: provider.URL, API: rerank.TEI, Model: "bge-reranker-base", APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	a := startAPIServer(t, serverOpts{cfg: server.Config{Reranker: client, Logger: slog.New(slog.NewJSONHandler(logs, nil))}})
+	a.seed(t)
+	reader := tok(t, "alice", "tenant=wholesale", "clearance=confidential", "reader")
+	for i, e := range redacttest.Encodings {
+		encoding.Store(int32(i))
+		r := a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader,
+			map[string]any{"query": "treasury hold approval", "policy": map[string]any{"rerank": "model"}}), http.StatusOK)
+		if !strings.Contains(string(r.body), `"degraded":["rerank"]`) {
+			t.Fatalf("%s: the model's 401 did not shed the stage: %s", e.Name, r.body)
+		}
+	}
+	if n := strings.Count(logs.String(), `"rerank_shed":"error: rerank tei POST /rerank: reranker answered with an error status: status 401`); n != len(redacttest.Encodings) {
+		t.Fatalf("%d rerank_shed lines naming the 401, want %d:\n%s", n, len(redacttest.Encodings), logs)
+	}
+	if name, form, leak := redacttest.Leak(logs.String(), key); leak {
+		t.Fatalf("the log holds the key (%s %q):\n%s", name, form, logs)
 	}
 }

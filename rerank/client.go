@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/cordon-rag/cordon/internal/redact"
 )
 
 // API names a reranker wire format.
@@ -41,6 +43,9 @@ const (
 	DefaultMaxResponseBytes = 4 << 20
 	// MaxBatchSize bounds Config.BatchSize.
 	MaxBatchSize = 1024
+	// maxErrorBody is how much of an error answer is read for its message
+	// (and searched for an echoed key before its start is quoted).
+	maxErrorBody = 4 << 10
 )
 
 // Config configures a [Client].
@@ -56,7 +61,9 @@ type Config struct {
 	// ignores it.
 	Model string
 	// APIKey, when set, is sent as "Authorization: Bearer APIKey". It
-	// appears in no error or log line.
+	// appears in no error or log line: an error answer that echoes it, in
+	// any encoding package redact recognises, is quoted with the key
+	// hidden.
 	APIKey string
 	// BatchSize is the most passages per request (default
 	// [DefaultBatchSize], at most [MaxBatchSize]); Concurrency the most
@@ -81,6 +88,8 @@ type Client struct {
 	endpoint string
 	path     string
 	hc       *http.Client
+	// redactor hides the API key in error answers.
+	redactor *redact.Redactor
 }
 
 var _ Reranker = (*Client)(nil)
@@ -139,7 +148,7 @@ func New(cfg Config) (*Client, error) {
 		tr.MaxIdleConnsPerHost = 2 * cfg.Concurrency
 		hc = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &Client{cfg: cfg, endpoint: u.String(), path: u.EscapedPath(), hc: hc}, nil
+	return &Client{cfg: cfg, endpoint: u.String(), path: u.EscapedPath(), hc: hc, redactor: redact.New(cfg.APIKey)}, nil
 }
 
 // String describes c without its API key (fmt's %v and %+v use it).
@@ -256,12 +265,15 @@ func (c *Client) batch(ctx context.Context, query string, texts []string) ([]flo
 		return nil, c.transportError(ctx, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		// The key is hidden in all that was read before the quote is cut
+		// short: a key cut in two would not be recognised.
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return nil, c.errorf("%w: status %d: %s", ErrStatus, resp.StatusCode, snippet(c.redactor.String(string(raw))))
+	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.MaxResponseBytes+1))
 	if err != nil {
 		return nil, c.transportError(ctx, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, c.errorf("%w: status %d: %s", ErrStatus, resp.StatusCode, snippet(c.redact(string(raw))))
 	}
 	if int64(len(raw)) > c.cfg.MaxResponseBytes {
 		return nil, c.errorf("%w: response body over %d bytes", ErrBadResponse, c.cfg.MaxResponseBytes)
@@ -354,14 +366,6 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 		err = ue.Err
 	}
 	return c.errorf("%w", err)
-}
-
-// redact hides the API key in s, should a server echo it back.
-func (c *Client) redact(s string) string {
-	if c.cfg.APIKey == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, c.cfg.APIKey, "REDACTED")
 }
 
 // snippet is the start of an error response's body, for the error message:

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cordon-rag/cordon/internal/redact/redacttest"
 	"github.com/cordon-rag/cordon/rerank"
 )
 
@@ -361,6 +362,34 @@ func TestKeyNeverInErrors(t *testing.T) {
 	cfg := rerank.Config{APIKey: key}
 	if strings.Contains(fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg), key) {
 		t.Fatalf("the key leaks: %v", err)
+	}
+}
+
+// TestKeyNeverInErrorsEncoded: a provider's 401 that echoes the key in any
+// encoding (the key in a JSON string with "/" escaped as "\/", percent- or
+// HTML-encoded, quoted, base64 or hex) puts no recognisable form of it in
+// the error, and the message around it stays.
+func TestKeyNeverInErrorsEncoded(t *testing.T) {
+	const key = "rk-Ab9/x+Yz=q_~.7Kp"
+	for _, e := range redacttest.Encodings {
+		t.Run(e.Name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				fmt.Fprintf(w, `{"error":"invalid key Bearer %s"}`, e.Encode(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")))
+			}))
+			t.Cleanup(srv.Close)
+			c := newClient(t, rerank.Config{URL: srv.URL, API: rerank.TEI, APIKey: key})
+			_, err := c.Score(context.Background(), "q", []string{"a"})
+			if !errors.Is(err, rerank.ErrStatus) {
+				t.Fatalf("got %v, want a status error", err)
+			}
+			if name, form, leak := redacttest.Leak(err.Error(), key); leak {
+				t.Fatalf("the error holds the key (%s %q): %v", name, form, err)
+			}
+			if !strings.Contains(err.Error(), `{"error":"invalid key Bearer `) || !strings.Contains(err.Error(), "[redacted]") {
+				t.Fatalf("got %v, want the answer quoted with [redacted] for the key", err)
+			}
+		})
 	}
 }
 

@@ -36,5 +36,9 @@
 // # Secrets
 //
 // [Config.APIKey] is sent as a bearer token and appears in no error, log
-// line or String form: errors name the provider and the URL path only.
+// line or String form: errors name the provider and the URL path only, and
+// an error answer's body is quoted with the key hidden in every encoding a
+// server may echo it in (JSON escapes such as "\/" and "\u002b",
+// percent-encoding, quoting, HTML, base64, hex; see package
+// internal/redact).
 package rerank

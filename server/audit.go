@@ -12,20 +12,20 @@ import (
 // be written fails (a bank would rather refuse than answer unaudited): with
 // a 400 when the database refused a value of the request, else with a 503
 // (whatever failed, a trigger or constraint included, is the service's
-// trouble, not the caller's, and the request may be retried).
-func (s *Server) audit(r *http.Request, id Identity, rec postgres.AuditRecord) error {
+// trouble, not the caller's, and the request may be retried). recorded is
+// false when the token's tenant does not exist: there is nothing to audit
+// against, and a request over it found nothing.
+func (s *Server) audit(r *http.Request, id Identity, rec postgres.AuditRecord) (recorded bool, err error) {
 	rec.Sub, rec.RequestID = id.Sub, requestID(r.Context())
 	if _, err := s.store.AppendAudit(r.Context(), id.Tenant, rec); err != nil {
 		if errors.Is(err, postgres.ErrTenantNotFound) {
-			// Nothing to audit against: the tenant does not exist, and a
-			// retrieval over it found nothing.
-			return nil
+			return false, nil
 		}
 		s.metrics.auditFailures.Inc()
 		if toAPIError(err).Status == http.StatusBadRequest {
-			return fmt.Errorf("audit: %w", err)
+			return false, fmt.Errorf("audit: %w", err)
 		}
-		return fmt.Errorf("audit: %w: %w", errAuditUnavailable, err)
+		return false, fmt.Errorf("audit: %w: %w", errAuditUnavailable, err)
 	}
-	return nil
+	return true, nil
 }

@@ -198,7 +198,10 @@ func NewVerifier(ctx context.Context, cfg AuthConfig) (*Verifier, error) {
 		return nil, err
 	}
 	v := &Verifier{paths: paths, cache: newTokenCache(maxTokenCache), now: time.Now}
-	v.opts = []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Leeway), jwt.WithTimeFunc(func() time.Time { return v.now() })}
+	// iat is checked as nbf is: a token issued more than the leeway ahead
+	// of this clock is refused (golang-jwt skips iat unless asked).
+	v.opts = []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(cfg.Leeway),
+		jwt.WithTimeFunc(func() time.Time { return v.now() })}
 	v.leeway = cfg.Leeway
 	if cfg.Issuer != "" {
 		v.opts = append(v.opts, jwt.WithIssuer(cfg.Issuer))
@@ -273,8 +276,8 @@ func discoverJWKS(ctx context.Context, issuer string) (string, error) {
 	return doc.JWKSURI, nil
 }
 
-// Verify checks a token's signature, algorithm, expiry (required) and
-// Cordon's claims, and returns the identity it proves. The claims must be as
+// Verify checks a token's signature, algorithm, expiry (required), nbf and
+// iat (each with the leeway) and Cordon's claims, and returns the identity it proves. The claims must be as
 // strict as a request body ([checkClaims]); Cordon's claims are read where
 // [AuthConfig].Claims says.
 //
@@ -341,8 +344,12 @@ func (v *Verifier) verify(token string) (Identity, *tokenEntry, error) {
 	e.id = id
 	// exp is required: the parser refused a token without one.
 	e.until = rc.ExpiresAt.Add(v.leeway)
-	if rc.NotBefore != nil {
-		e.notBefore = rc.NotBefore.Add(-v.leeway)
+	// Valid from the later of nbf and iat (less the leeway): a clock set
+	// back before either refuses the remembered token as verifying would.
+	for _, from := range []*jwt.NumericDate{rc.NotBefore, rc.IssuedAt} {
+		if from != nil && from.Add(-v.leeway).After(e.notBefore) {
+			e.notBefore = from.Add(-v.leeway)
+		}
 	}
 	return id, e, nil
 }

@@ -123,7 +123,7 @@ func (s *Server) ground(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	policyText, _ := json.Marshal(map[string]float64{"threshold": threshold})
-	if err := s.audit(r, id, postgres.AuditRecord{Op: "ground", Query: query, Policy: string(policyText),
+	if _, err := s.audit(r, id, postgres.AuditRecord{Op: "ground", Query: query, Policy: string(policyText),
 		ChunkIDs: req.ChunkIDs, Degraded: []string{}, IndexVersion: version}); err != nil {
 		s.fail(w, r, err)
 		return
@@ -171,7 +171,7 @@ func (s *Server) assemble(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	policyText, _ := json.Marshal(map[string]any{"budget_tokens": *req.BudgetTokens, "instructions": req.Instructions,
 		"tool_schema": req.ToolSchema, "policy": req.Policy})
-	if err := s.audit(r, id, postgres.AuditRecord{Op: "assemble", Query: *req.Question, Policy: string(policyText),
+	if _, err := s.audit(r, id, postgres.AuditRecord{Op: "assemble", Query: *req.Question, Policy: string(policyText),
 		ChunkIDs: res.Included, Degraded: []string{}, IndexVersion: version}); err != nil {
 		s.fail(w, r, err)
 		return

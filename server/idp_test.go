@@ -258,12 +258,16 @@ func TestClaimPathsConfig(t *testing.T) {
 }
 
 // TestVerifyLeeway: a token that expired 20 s ago is accepted with 30 s of
-// leeway and refused with 5 s; likewise a token not valid for another 20 s.
+// leeway and refused with 5 s; likewise a token not valid for another 20 s,
+// and one issued (iat) 20 s in the future.
 // The tokens are minted with times in the past (or future); nothing sleeps.
 func TestVerifyLeeway(t *testing.T) {
 	now := time.Now()
 	expired := signMap(t, map[string]any{"sub": "u", "exp": now.Add(-20 * time.Second).Unix(), "tenant": "wholesale", "roles": []any{"reader"}})
 	early := signMap(t, map[string]any{"sub": "u", "exp": now.Add(time.Hour).Unix(), "nbf": now.Add(20 * time.Second).Unix(), "tenant": "wholesale"})
+	issued := func(d time.Duration) string {
+		return signMap(t, map[string]any{"sub": "u", "exp": now.Add(48 * time.Hour).Unix(), "iat": now.Add(d).Unix(), "tenant": "wholesale"})
+	}
 	tests := []struct {
 		name   string
 		leeway time.Duration
@@ -275,6 +279,10 @@ func TestVerifyLeeway(t *testing.T) {
 		{"expired 20s ago, default leeway", DefaultLeeway, expired, true},
 		{"valid in 20s, leeway 30s", 30 * time.Second, early, true},
 		{"valid in 20s, leeway 5s", 5 * time.Second, early, false},
+		{"issued in 20s, leeway 30s", 30 * time.Second, issued(20 * time.Second), true},
+		{"issued in 20s, leeway 5s", 5 * time.Second, issued(20 * time.Second), false},
+		{"issued a day ahead, default leeway", DefaultLeeway, issued(24 * time.Hour), false},
+		{"issued an hour ago, leeway 0s", 0, issued(-time.Hour), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,6 +291,34 @@ func TestVerifyLeeway(t *testing.T) {
 				t.Fatalf("Verify = %v, want accepted %v", err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestIssuedInTheFutureUnauthorized: over HTTP, a token issued (iat) a day
+// ahead of the server's clock is a 401 like any invalid token, every time
+// it is sent, and the request log says why.
+func TestIssuedInTheFutureUnauthorized(t *testing.T) {
+	v := newHS256Verifier(t, AuthConfig{Leeway: DefaultLeeway})
+	var logs bytes.Buffer
+	srv := New(Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, nil, v)
+	now := time.Now()
+	tok := signMap(t, map[string]any{"sub": "u", "exp": now.Add(48 * time.Hour).Unix(), "iat": now.Add(24 * time.Hour).Unix(),
+		"tenant": "wholesale", "roles": []any{"reader"}})
+	for i := range 2 {
+		req := httptest.NewRequest("POST", "/v1/tenants/wholesale/retrieve", strings.NewReader(`{"query": "x"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), `"unauthorized"`) {
+			t.Fatalf("request %d: got %d %s, want 401 unauthorized", i+1, rec.Code, rec.Body)
+		}
+	}
+	if want := "token used before issued"; !strings.Contains(logs.String(), want) {
+		t.Fatalf("the request log does not say %s:\n%s", want, logs.String())
+	}
+	if n := v.cache.len(); n != 0 {
+		t.Fatalf("%d tokens remembered, want 0", n)
 	}
 }
 

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"net/http"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,8 +19,27 @@ import (
 // (so two servers in one process, as in tests, do not collide). They are
 // served on a listener of their own ([Server.ServeMetrics]), never on the
 // API's: the funnel counters are what non-auditors must not see.
+//
+// # Label values
+//
+// No label takes a value a caller chooses: every series is a new histogram
+// or counter kept for the life of the process, so a value taken from a
+// request would let anyone who reaches the API grow the metrics without
+// bound. Each label comes from a fixed set:
+//
+//   - route: a registered route pattern, else "unmatched" ([metrics.request]);
+//   - method: one of [httpMethods], else "other";
+//   - code: a status code [http.StatusText] knows, else "other";
+//   - stage: retrieval's degraded stages (constants);
+//   - outcome: [rerank.Outcomes];
+//   - tenant (with Config.MetricsTenantLabels only): the tenant of a
+//     verified token whose retrieval was audited, so a tenant that exists
+//     (a retrieval over one that does not has no audit chain and is not
+//     counted), never the URL's text on its own.
 type metrics struct {
 	reg *prometheus.Registry
+	// routes are the route patterns a request's route label may name.
+	routes []string
 	// tenantLabels adds a tenant label to the retrieval counters; off by
 	// default (Config.MetricsTenantLabels), since per-tenant series name
 	// every tenant and grow with their number.
@@ -149,6 +171,30 @@ func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bo
 	counterFunc("cordon_db_pool_empty_acquires_total", "Acquisitions that had to wait for a connection.", func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) })
 	counterFunc("cordon_db_pool_acquire_wait_seconds_total", "Time spent waiting for connections.", func(s *pgxpool.Stat) float64 { return s.AcquireDuration().Seconds() })
 	return m
+}
+
+// httpMethods are the request methods the latency histogram names (RFC
+// 9110's and PATCH); any other token a caller sends as a method is counted
+// as "other".
+var httpMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace}
+
+// request observes one API request's latency. pattern is the route the
+// mux chose (r.Pattern): a route outside m.routes, the catch-all included,
+// is "unmatched".
+func (m *metrics) request(pattern, method string, code int, d time.Duration) {
+	route := "unmatched"
+	if slices.Contains(m.routes, pattern) {
+		route = pattern
+	}
+	if !slices.Contains(httpMethods, method) {
+		method = "other"
+	}
+	status := "other"
+	if http.StatusText(code) != "" {
+		status = strconv.Itoa(code)
+	}
+	m.latency.WithLabelValues(route, method, status).Observe(d.Seconds())
 }
 
 // rerankCall counts one model reranker call.

@@ -86,7 +86,6 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, err)
 		return
 	}
-	s.metrics.retrieval(id.Tenant, res.Considered, res.ExcludedByEntitlement, res.ExcludedByFreshness, res.Degraded)
 	if m := res.Model; m != nil && m.Shed {
 		logInfo(r.Context()).shed = string(m.Outcome) + ": " + m.Err.Error()
 	}
@@ -123,13 +122,19 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		retrieval.PolicyPatch
 		Reranker *modelAudit `json:"reranker,omitempty"`
 	}{now, effective, auditModel(res.Model)})
-	if err := s.audit(r, id, postgres.AuditRecord{
+	recorded, err := s.audit(r, id, postgres.AuditRecord{
 		Op: "retrieve", Query: query, Policy: string(policyText), ChunkIDs: ids,
 		Considered: int64(res.Considered), ExcludedByEntitlement: int64(res.ExcludedByEntitlement),
 		ExcludedByFreshness: int64(res.ExcludedByFreshness), Degraded: res.Degraded, IndexVersion: version,
-	}); err != nil {
+	})
+	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	// Counted once audited, so only over a tenant that exists: a token
+	// naming any other tenant adds no tenant label.
+	if recorded {
+		s.metrics.retrieval(id.Tenant, res.Considered, res.ExcludedByEntitlement, res.ExcludedByFreshness, res.Degraded)
 	}
 	if id.Has(RoleAuditor) {
 		out.Considered, out.ExcludedByEntitlement, out.ExcludedByFreshness = &res.Considered, &res.ExcludedByEntitlement, &res.ExcludedByFreshness

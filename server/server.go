@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -172,6 +171,8 @@ func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(openAPI)
 	})
+	// The latency histogram names these patterns and no others.
+	s.metrics.routes = s.Routes()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if s.pathKnown(mux, r) {
 			writeError(w, errf(http.StatusMethodNotAllowed, "method_not_allowed", "method %s is not allowed here", r.Method))
@@ -349,7 +350,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				route = "unmatched"
 			}
 			d := time.Since(start)
-			s.metrics.latency.WithLabelValues(route, r.Method, strconv.Itoa(status)).Observe(d.Seconds())
+			s.metrics.request(r.Pattern, r.Method, status, d)
 			level := slog.LevelInfo
 			if rl.err != nil && status >= 500 {
 				level = slog.LevelError

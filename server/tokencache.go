@@ -19,8 +19,9 @@ import (
 // proved, under the SHA-256 of the token, and answers from memory while
 // every check would pass again:
 //
-//   - until exp (plus the leeway), as the expiry check would, and from nbf
-//     (minus the leeway) on, as the not-before check would;
+//   - until exp (plus the leeway), as the expiry check would, and from the
+//     later of nbf and iat (minus the leeway) on, as the not-before and
+//     issued-at checks would (a clock set back refuses it);
 //   - only while the key source still gives the key(s) the signature was
 //     verified with: the verifier's key function runs again for the token's
 //     header on every use, so a key removed from a JWKS or replaced stops
@@ -42,8 +43,9 @@ const maxTokenCache = 10000
 // tokenEntry is a verified token's identity and what a use must check.
 type tokenEntry struct {
 	id Identity
-	// notBefore is nbf minus the leeway (zero without nbf); until is exp
-	// plus the leeway. The token verifies at t with notBefore <= t < until.
+	// notBefore is the later of nbf and iat, minus the leeway (zero
+	// without either); until is exp plus the leeway. The token verifies at
+	// t with notBefore <= t < until.
 	notBefore, until time.Time
 	// header is the token's JOSE header, for the key function; keys is
 	// what the key function gave for it when the signature was verified.

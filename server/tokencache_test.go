@@ -20,26 +20,36 @@ func clockVerifier(t *testing.T, leeway time.Duration, now *time.Time) *Verifier
 }
 
 // A remembered token is accepted exactly while verifying it again would
-// accept it: from nbf and until exp, each with the leeway.
+// accept it: from nbf and from iat, until exp, each with the leeway (a
+// clock set back before iat refuses it, as verifying would).
 func TestTokenCacheExpiry(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	tests := []struct {
 		name   string
 		leeway time.Duration
 		nbf    time.Duration // from t0; 0: no nbf
+		iat    time.Duration // from t0; 0: no iat
 		exp    time.Duration // from t0
 		steps  []time.Duration
 		want   []bool // accepted at t0+steps[i]
 	}{
-		{"until exp", 0, 0, time.Minute,
+		{"until exp", 0, 0, 0, time.Minute,
 			[]time.Duration{0, 30 * time.Second, time.Minute - time.Second, time.Minute, 2 * time.Minute},
 			[]bool{true, true, true, false, false}},
-		{"leeway extends exp", 30 * time.Second, 0, time.Minute,
+		{"leeway extends exp", 30 * time.Second, 0, 0, time.Minute,
 			[]time.Duration{0, time.Minute, 89 * time.Second, 90 * time.Second},
 			[]bool{true, true, true, false}},
-		{"from nbf", 0, 10 * time.Second, time.Minute,
+		{"from nbf", 0, 10 * time.Second, 0, time.Minute,
 			[]time.Duration{0, 9 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute},
 			[]bool{false, false, true, true, false}},
+		// The clock set back before iat: the remembered token is refused
+		// as verifying it again would refuse it.
+		{"from iat, clock set back", 0, 0, 10 * time.Second, time.Minute,
+			[]time.Duration{10 * time.Second, 30 * time.Second, 9 * time.Second, time.Minute},
+			[]bool{true, true, false, false}},
+		{"leeway before iat, clock set back", 30 * time.Second, 0, time.Minute, 2 * time.Minute,
+			[]time.Duration{30 * time.Second, time.Minute, 2*time.Minute + 29*time.Second, 29 * time.Second},
+			[]bool{true, true, true, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,6 +58,9 @@ func TestTokenCacheExpiry(t *testing.T) {
 			c := map[string]any{"sub": "u", "exp": t0.Add(tt.exp).Unix(), "tenant": "wholesale", "roles": []any{"reader"}}
 			if tt.nbf != 0 {
 				c["nbf"] = t0.Add(tt.nbf).Unix()
+			}
+			if tt.iat != 0 {
+				c["iat"] = t0.Add(tt.iat).Unix()
 			}
 			tok := signMap(t, c)
 			for i, step := range tt.steps {

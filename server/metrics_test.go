@@ -1,0 +1,191 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/cordon-rag/cordon/store/postgres"
+)
+
+// scrapeSeries reads srv's /metrics and returns every series of Cordon's
+// own families (name and labels, without the value), and each label's
+// values.
+func scrapeSeries(t *testing.T, srv *Server) (series []string, values map[string][]string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d", rec.Code)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	values = map[string][]string{}
+	for name, f := range families {
+		if !strings.HasPrefix(name, "cordon_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			series = append(series, name+labelString(m))
+			for _, l := range m.GetLabel() {
+				if !slices.Contains(values[l.GetName()], l.GetValue()) {
+					values[l.GetName()] = append(values[l.GetName()], l.GetValue())
+				}
+			}
+		}
+	}
+	sort.Strings(series)
+	return series, values
+}
+
+func labelString(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		parts = append(parts, l.GetName()+"="+strconv.Quote(l.GetValue()))
+	}
+	sort.Strings(parts)
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// TestMetricsLabelsBounded: no request, authenticated or not, can add a
+// label value of its choosing to the metrics. Made-up methods, random
+// paths, random tenant names in URLs (without a token, with another
+// tenant's token, with an invalid one) and paths the router redirects are
+// counted under a fixed set of methods, route patterns and codes; a second
+// round of different made-up values adds no series at all.
+func TestMetricsLabelsBounded(t *testing.T) {
+	srv := New(Config{MetricsTenantLabels: true}, nil, newHS256Verifier(t, AuthConfig{}))
+	own := signMap(t, map[string]any{"sub": "u", "exp": inAnHour(), "tenant": "wholesale", "roles": []any{"reader", "writer"}})
+	send := func(method, target, token string) {
+		t.Helper()
+		req := httptest.NewRequest("GET", "/", strings.NewReader(`{"query": "x"}`))
+		// httptest.NewRequest refuses some targets; the server sees
+		// whatever a client sends.
+		req.Method, req.RequestURI = method, target
+		u, err := req.URL.Parse(target)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, target, err)
+		}
+		req.URL = u
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		srv.Handler().ServeHTTP(httptest.NewRecorder(), req)
+	}
+	var madeUp []string
+	round := func(r int) {
+		for i := range 40 {
+			word := fmt.Sprintf("zq%dx%03d", r, i)
+			madeUp = append(madeUp, word)
+			method := strings.ToUpper(word)
+			send(method, "/healthz", "")
+			send(method, "/v1/tenants/"+word+"/retrieve", "")
+			send(method, "/"+word, "")
+			send("GET", "/"+word+"/"+word+"?"+word+"=1", "")
+			send("GET", "/v1/tenants/"+word+"/../../"+word, "")
+			send("POST", "/v1/tenants/"+word+"/retrieve", "")
+			send("POST", "/v1/tenants/"+word+"/retrieve", own)
+			send("POST", "/v1/tenants/"+word+"/retrieve", "not-a-token-"+word)
+			send("PATCH", "/v1/tenants/"+word, own)
+			// The router answers these with a redirect to .../documents/.
+			send("PUT", "/v1/tenants/"+word+"/documents", own)
+			send("DELETE", "/v1/tenants/"+word+"/documents", "")
+			send("PUT", "/v1/tenants/"+word+"/documents/"+word, "")
+			send("CONNECT", "/v1/tenants/"+word+"/documents", "")
+			send("HEAD", "/"+word, "")
+		}
+	}
+	round(1)
+	first, values := scrapeSeries(t, srv)
+	methods := []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE", "other"}
+	routes := append(srv.Routes(), "unmatched")
+	for _, v := range values["method"] {
+		if !slices.Contains(methods, v) {
+			t.Errorf("method label %q, want one of %v", v, methods)
+		}
+	}
+	for _, v := range values["route"] {
+		if !slices.Contains(routes, v) {
+			t.Errorf("route label %q, want one of %v", v, routes)
+		}
+	}
+	for _, v := range values["code"] {
+		if c, err := strconv.Atoi(v); err != nil || http.StatusText(c) == "" {
+			t.Errorf("code label %q, want a status code", v)
+		}
+	}
+	if tl := values["tenant"]; len(tl) != 0 {
+		t.Errorf("tenant labels %v, want none (no retrieval was served)", tl)
+	}
+	for _, s := range first {
+		for _, w := range madeUp {
+			if strings.Contains(strings.ToLower(s), w) {
+				t.Fatalf("series %s carries the made-up %q", s, w)
+			}
+		}
+	}
+	round(2)
+	second, _ := scrapeSeries(t, srv)
+	if !slices.Equal(first, second) {
+		var added []string
+		for _, s := range second {
+			if !slices.Contains(first, s) {
+				added = append(added, s)
+			}
+		}
+		t.Fatalf("a second round of made-up values added %d series (%d, then %d), e.g. %v", len(added), len(first), len(second), added[:min(3, len(added))])
+	}
+}
+
+// TestRequestLabels: the latency histogram's labels are taken from fixed
+// sets whatever the request carried.
+func TestRequestLabels(t *testing.T) {
+	tests := []struct {
+		name                        string
+		pattern, method             string
+		code                        int
+		wantRoute, wantMethod, want string
+	}{
+		{"known", "GET /healthz", "GET", 200, "GET /healthz", "GET", "200"},
+		{"HEAD on a GET route", "GET /healthz", "HEAD", 200, "GET /healthz", "HEAD", "200"},
+		{"made-up method", "", "ZQABCDEFGHIJ", 405, "unmatched", "other", "405"},
+		{"lower-case method", "", "get", 405, "unmatched", "other", "405"},
+		{"catch-all", "/", "GET", 404, "unmatched", "GET", "404"},
+		{"pattern not a route", "/v1/tenants/zq/documents/", "PUT", 307, "unmatched", "PUT", "307"},
+		{"unknown code", "GET /healthz", "GET", 999, "GET /healthz", "GET", "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMetrics(func() *pgxpool.Pool { return nil }, func() (postgres.AuditStats, bool) { return postgres.AuditStats{}, false }, false)
+			m.routes = []string{"GET /healthz"}
+			m.request(tt.pattern, tt.method, tt.code, time.Millisecond)
+			h, err := m.latency.GetMetricWithLabelValues(tt.wantRoute, tt.wantMethod, tt.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out dto.Metric
+			if err := h.(prometheus.Histogram).Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			if n := out.GetHistogram().GetSampleCount(); n != 1 {
+				t.Fatalf("got %d observations under route=%q method=%q code=%q, want 1", n, tt.wantRoute, tt.wantMethod, tt.want)
+			}
+		})
+	}
+}
