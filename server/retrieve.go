@@ -98,25 +98,21 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	// Every field that shapes the ranking, so two records that ranked
 	// differently never read the same.
+	// Fields that are off (expansion, qtf weighting, the plus-one idf, the
+	// model reranker's settings) are left out.
 	pol = res.Policy // the model defaults applied
-	rerank := string(pol.Rerank)
-	effective := retrieval.PolicyPatch{MaxStaleTicks: pol.MaxStaleTicks, EnableRerank: &pol.EnableRerank, MinScore: &pol.MinScore,
-		TopN: &pol.TopN, RerankDepth: &pol.RerankDepth, RRFK: &pol.RRFK, Limit: &pol.Limit,
-		RRFWeights: &retrieval.WeightsPatch{BM25: &pol.RRFWeights.BM25, Cosine: &pol.RRFWeights.Cosine},
-		Rerank:     &rerank, RerankBlend: &pol.RerankBlend, RerankDense: &pol.RerankDense, MaxChunksPerDoc: &pol.MaxChunksPerDoc}
-	if pol.PRFDocs > 0 {
-		// Expansion shapes the results: the audit record says it was on.
-		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = &pol.PRFDocs, &pol.PRFTerms, &pol.PRFWeight
+	effective := *pol.Patch()
+	if pol.PRFDocs == 0 {
+		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = nil, nil, nil
 	}
-	if pol.QTFK3 != 0 {
-		effective.QTFK3 = &pol.QTFK3
+	if pol.QTFK3 == 0 {
+		effective.QTFK3 = nil
 	}
-	if pol.IDF != bm25.IDFPlusOne {
-		idf := string(pol.IDF)
-		effective.IDF = &idf
+	if pol.IDF == bm25.IDFPlusOne {
+		effective.IDF = nil
 	}
-	if pol.Rerank == retrieval.RerankModel {
-		effective.RerankMinScore, effective.RerankBudgetMS = &pol.RerankMinScore, &pol.RerankBudgetMS
+	if pol.Rerank != retrieval.RerankModel {
+		effective.RerankMinScore, effective.RerankBudgetMS = nil, nil
 	}
 	policyText, _ := json.Marshal(struct {
 		NowTick int64 `json:"now_tick"`
