@@ -91,7 +91,7 @@ func TestPolicyPatchRoundTrip(t *testing.T) {
 		{"every field set", filled(t, 1)},
 		{"seed profile", retrieval.DefaultPolicy()},
 		{"service profile", retrieval.ServicePolicy()},
-		{"model profile", retrieval.ModelDefaults(nil).Apply(retrieval.ServicePolicy())},
+		{"model profile", retrieval.ModelDefaults().Apply(retrieval.ServicePolicy())},
 	}
 	for _, pt := range policies {
 		for _, bt := range bases {

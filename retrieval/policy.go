@@ -180,34 +180,17 @@ func ServicePolicy() Policy {
 }
 
 // ModelDefaults is the service profile's overlay for a tenant whose
-// embedding model is not hashing, without the fields request sets (a
-// request's own values always win). A sentence encoder's cosine carries
+// embedding model is not hashing: a sentence encoder's cosine carries
 // meaning the words do not, so fusion weighs the two rankings alike and
 // the rerank score mixes in the cosine: rrf_weights {"bm25": 1, "cosine":
 // 1}, rerank_blend 0.75, rerank_dense 0.15 (measured in docs/embeddings.md;
-// with hashing the same overlay loses, so it applies to models only). It
-// changes only the tail of the pipeline, never what the store ranks.
-func ModelDefaults(request *PolicyPatch) *PolicyPatch {
+// with hashing the same overlay loses, so it applies to models only). A
+// request's patch is applied over the profile with this overlay, so its own
+// values win. It sets only fields of the tail of the pipeline, never one
+// that decides what the store ranks.
+func ModelDefaults() *PolicyPatch {
 	bm25, cos, blend, dense := 1.0, 1.0, 0.75, 0.15
-	out := &PolicyPatch{RRFWeights: &WeightsPatch{BM25: &bm25, Cosine: &cos}, RerankBlend: &blend, RerankDense: &dense}
-	if request == nil {
-		return out
-	}
-	if w := request.RRFWeights; w != nil {
-		if w.BM25 != nil {
-			out.RRFWeights.BM25 = nil
-		}
-		if w.Cosine != nil {
-			out.RRFWeights.Cosine = nil
-		}
-	}
-	if request.RerankBlend != nil {
-		out.RerankBlend = nil
-	}
-	if request.RerankDense != nil {
-		out.RerankDense = nil
-	}
-	return out
+	return &PolicyPatch{RRFWeights: &WeightsPatch{BM25: &bm25, Cosine: &cos}, RerankBlend: &blend, RerankDense: &dense}
 }
 
 // Validate checks every field's range for a retriever without a model

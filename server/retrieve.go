@@ -36,13 +36,15 @@ func (s *Server) rerankBudgetMS(tenant string) int {
 
 // requestPolicy is a request's policy over the service profile
 // ([retrieval.ServicePolicy], with the tenant's rerank budget), validated
-// for rt and within maxPolicyInt.
-func (s *Server) requestPolicy(rt *retrieval.Retriever, tenant string, p *retrieval.PolicyPatch) (retrieval.Policy, error) {
+// for rt and within maxPolicyInt, and the request over the same profile
+// with [retrieval.ModelDefaults], the policy of a tenant whose embedding
+// model is not hashing (the retriever validates it for such a tenant).
+func (s *Server) requestPolicy(rt *retrieval.Retriever, tenant string, p *retrieval.PolicyPatch) (hash, model retrieval.Policy, err error) {
 	base := retrieval.ServicePolicy()
 	base.RerankBudgetMS = s.rerankBudgetMS(tenant)
-	pol := p.Apply(base)
+	pol, model := p.Apply(base), p.Apply(retrieval.ModelDefaults().Apply(base))
 	if err := rt.Validate(pol); err != nil {
-		return pol, err
+		return pol, model, err
 	}
 	// In a fixed order, so the same request always names the same field.
 	for _, f := range []struct {
@@ -50,10 +52,10 @@ func (s *Server) requestPolicy(rt *retrieval.Retriever, tenant string, p *retrie
 		v    int
 	}{{"top_n", pol.TopN}, {"rerank_depth", pol.RerankDepth}, {"limit", pol.Limit}, {"prf_docs", pol.PRFDocs}, {"prf_terms", pol.PRFTerms}} {
 		if f.v > maxPolicyInt {
-			return pol, errf(http.StatusBadRequest, "bad_request", "%s %d: at most %d", f.name, f.v, maxPolicyInt)
+			return pol, model, errf(http.StatusBadRequest, "bad_request", "%s %d: at most %d", f.name, f.v, maxPolicyInt)
 		}
 	}
-	return pol, nil
+	return pol, model, nil
 }
 
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
@@ -71,7 +73,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	rt := s.retriever()
-	pol, err := s.requestPolicy(rt, id.Tenant, req.Policy)
+	pol, modelPol, err := s.requestPolicy(rt, id.Tenant, req.Policy)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -80,8 +82,8 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	if req.NowTick != nil {
 		now = *req.NowTick
 	}
-	res, version, err := rt.RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol,
-		ModelDefaults: retrieval.ModelDefaults(req.Policy)})
+	res, version, err := rt.RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now,
+		Policy: pol, ModelPolicy: &modelPol})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -100,7 +102,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	// differently never read the same.
 	// Fields that are off (expansion, qtf weighting, the plus-one idf, the
 	// model reranker's settings) are left out.
-	pol = res.Policy // the model defaults applied
+	pol = res.Policy // the tenant's: with the model defaults for a model
 	effective := *pol.Patch()
 	if pol.PRFDocs == 0 {
 		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = nil, nil, nil
