@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
@@ -49,6 +51,10 @@ provider's names, dotted paths into nested objects included (Keycloak:
 no rerank_budget_ms (--rerank-budget-tenant NAME=DURATION, repeatable, for
 one tenant); a call that misses it is shed like rerank off, and the
 request still succeeds.
+
+What one retrieve may cost is bounded: --max-top-n, --max-rerank-depth,
+--max-limit, --max-prf-docs and --max-prf-terms are the largest policy
+values a request may give (400 beyond, naming the flag).
 
 Examples:
   export CORDON_DATABASE_URL=postgres://cordon@127.0.0.1:5432/cordon
@@ -176,6 +182,18 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	rerankBudget := envString(fs, env, "rerank-budget", "CORDON_RERANK_BUDGET", d.RerankBudget.String(), "model reranker latency budget of a request that sets no rerank_budget_ms")
 	var tenantBudgets repeatFlag
 	fs.Var(&tenantBudgets, "rerank-budget-tenant", "NAME=DURATION: one tenant's rerank budget (repeatable; default: the comma-separated $CORDON_RERANK_BUDGET_TENANTS)")
+	var limits retrieval.Limits
+	limitFlags := []struct {
+		name string
+		v    *int64
+		dst  *int
+	}{
+		{"max-top-n", i64("max-top-n", "CORDON_MAX_TOP_N", int64(d.Limits.TopN), "largest policy top_n a retrieve may ask for"), &limits.TopN},
+		{"max-rerank-depth", i64("max-rerank-depth", "CORDON_MAX_RERANK_DEPTH", int64(d.Limits.RerankDepth), "largest policy rerank_depth"), &limits.RerankDepth},
+		{"max-limit", i64("max-limit", "CORDON_MAX_LIMIT", int64(d.Limits.Limit), "largest policy limit"), &limits.Limit},
+		{"max-prf-docs", i64("max-prf-docs", "CORDON_MAX_PRF_DOCS", int64(d.Limits.PRFDocs), "largest policy prf_docs"), &limits.PRFDocs},
+		{"max-prf-terms", i64("max-prf-terms", "CORDON_MAX_PRF_TERMS", int64(d.Limits.PRFTerms), "largest policy prf_terms"), &limits.PRFTerms},
+	}
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -203,6 +221,19 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	keys, err := serveAuditKeys(*auditKeyFile, *auditKeyID, *auditUnkeyed)
 	if err != nil {
 		return err
+	}
+	for _, f := range limitFlags {
+		if *f.v < 1 || *f.v > retrieval.MaxLimit {
+			return fmt.Errorf("%w: --%s %d: want 1 to %d", errUsage, f.name, *f.v, retrieval.MaxLimit)
+		}
+		*f.dst = int(*f.v)
+	}
+	// A request that sets none of these fields takes the service
+	// profile's values, which must be within the limits.
+	var le *retrieval.LimitError
+	if err := retrieval.New(nil, retrieval.WithLimits(limits)).Validate(retrieval.ServicePolicy()); errors.As(err, &le) {
+		return fmt.Errorf("%w: --max-%s %d is below the service profile's %s %d, which every request that sets no %s takes",
+			errUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
 	}
 	budget, err := parseBudget("--rerank-budget", *rerankBudget)
 	if err != nil {
@@ -237,7 +268,11 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed,
 		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims}
 	attrs = append(attrs, reranker.logAttrs(env)...)
-	log.Info("config", append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","))...)
+	attrs = append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","))
+	for _, f := range limitFlags {
+		attrs = append(attrs, strings.ReplaceAll(f.name, "-", "_"), *f.dst)
+	}
+	log.Info("config", attrs...)
 	if embedWarning != "" {
 		log.Warn("the embedding server did not answer a probe; tenants on its model fail with 503 until it does", "error", embedWarning)
 	}
@@ -297,6 +332,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, MetricsTenantLabels: *metricsTenants, Logger: log,
 		Models:   models,
 		Reranker: rr, RerankBudget: budget, RerankBudgetTenant: budgets,
+		Limits: limits,
 	}, st, verifier)
 	// Both listeners stop together: when one fails, the other shuts down.
 	sctx, cancel := context.WithCancel(ctx)

@@ -50,11 +50,14 @@ type Retriever struct {
 	models *QueryModels
 	// reranker serves rerank "model"; nil: that kind is invalid.
 	reranker rerank.Reranker
+	// limits bound the policies it accepts.
+	limits Limits
 }
 
-// New returns a Retriever over store, with opts applied.
+// New returns a Retriever over store, with opts applied; it validates
+// policies within [DefaultLimits] unless [WithLimits] says otherwise.
 func New(store Store, opts ...Option) *Retriever {
-	r := &Retriever{store: store}
+	r := &Retriever{store: store, limits: DefaultLimits()}
 	for _, o := range opts {
 		o(r)
 	}

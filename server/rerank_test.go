@@ -98,15 +98,16 @@ func TestRerankBudgetPerTenant(t *testing.T) {
 			// A request's own budget wins over the tenant's, for both
 			// kinds of tenant.
 			rt := s.retriever()
-			pol, model, err := s.requestPolicy(rt, tt.tenant, &retrieval.PolicyPatch{RerankBudgetMS: new(int)})
-			if err == nil || rt.Validate(model) == nil {
+			pol, model := s.requestPolicies(tt.tenant, &retrieval.PolicyPatch{RerankBudgetMS: new(int)})
+			if rt.Validate(pol) == nil || rt.Validate(model) == nil {
 				t.Fatalf("budget 0 accepted: %+v", pol)
 			}
 			own := 42
-			if pol, model, err = s.requestPolicy(rt, tt.tenant, &retrieval.PolicyPatch{RerankBudgetMS: &own}); err != nil || pol.RerankBudgetMS != 42 || model.RerankBudgetMS != 42 {
+			pol, model = s.requestPolicies(tt.tenant, &retrieval.PolicyPatch{RerankBudgetMS: &own})
+			if err := rt.Validate(pol); err != nil || pol.RerankBudgetMS != 42 || model.RerankBudgetMS != 42 {
 				t.Fatalf("own budget: got %d and %d, %v; want 42", pol.RerankBudgetMS, model.RerankBudgetMS, err)
 			}
-			if pol, model, _ = s.requestPolicy(rt, tt.tenant, nil); pol.RerankBudgetMS != tt.want || model.RerankBudgetMS != tt.want {
+			if pol, model = s.requestPolicies(tt.tenant, nil); pol.RerankBudgetMS != tt.want || model.RerankBudgetMS != tt.want {
 				t.Fatalf("no budget in the request: got %d and %d, want %d", pol.RerankBudgetMS, model.RerankBudgetMS, tt.want)
 			}
 		})

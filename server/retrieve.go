@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cordon-rag/cordon/bm25"
@@ -10,17 +12,14 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-// maxPolicyInt bounds top_n, rerank_depth, limit, prf_docs and prf_terms so
-// a request cannot ask the database for an unbounded result.
-const maxPolicyInt = 10000
-
-// retriever is the pipeline over the server's store, with the model
-// reranker when one is configured.
+// retriever is the pipeline over the server's store, within the server's
+// policy limits, with the model reranker when one is configured.
 func (s *Server) retriever() *retrieval.Retriever {
-	if s.reranker == nil {
-		return retrieval.New(s.store).WithModels(s.queryModels)
+	opts := []retrieval.Option{retrieval.WithLimits(s.cfg.Limits)}
+	if s.reranker != nil {
+		opts = append(opts, retrieval.WithReranker(s.reranker))
 	}
-	return retrieval.New(s.store, retrieval.WithReranker(s.reranker)).WithModels(s.queryModels)
+	return retrieval.New(s.store, opts...).WithModels(s.queryModels)
 }
 
 // rerankBudgetMS is tenant's default rerank_budget_ms: its own budget, else
@@ -34,28 +33,22 @@ func (s *Server) rerankBudgetMS(tenant string) int {
 	return int(max(1, min(ms, retrieval.MaxRerankBudgetMS)))
 }
 
-// requestPolicy is a request's policy over the service profile
-// ([retrieval.ServicePolicy], with the tenant's rerank budget), validated
-// for rt and within maxPolicyInt, and the request over the same profile
-// with [retrieval.ModelDefaults], the policy of a tenant whose embedding
-// model is not hashing (the retriever validates it for such a tenant).
-func (s *Server) requestPolicy(rt *retrieval.Retriever, tenant string, p *retrieval.PolicyPatch) (hash, model retrieval.Policy, err error) {
+// requestPolicies are a request's policy over the service profile
+// ([retrieval.ServicePolicy], with the tenant's rerank budget) for a tenant
+// whose embedding model is hashing, and over the same profile with
+// [retrieval.ModelDefaults] for one whose model is not. The retriever
+// validates them.
+func (s *Server) requestPolicies(tenant string, p *retrieval.PolicyPatch) (hash, model retrieval.Policy) {
 	base := retrieval.ServicePolicy()
 	base.RerankBudgetMS = s.rerankBudgetMS(tenant)
-	pol, model := p.Apply(base), p.Apply(retrieval.ModelDefaults().Apply(base))
-	if err := rt.Validate(pol); err != nil {
-		return pol, model, err
-	}
-	// In a fixed order, so the same request always names the same field.
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"top_n", pol.TopN}, {"rerank_depth", pol.RerankDepth}, {"limit", pol.Limit}, {"prf_docs", pol.PRFDocs}, {"prf_terms", pol.PRFTerms}} {
-		if f.v > maxPolicyInt {
-			return pol, model, errf(http.StatusBadRequest, "bad_request", "%s %d: at most %d", f.name, f.v, maxPolicyInt)
-		}
-	}
-	return pol, model, nil
+	return p.Apply(base), p.Apply(retrieval.ModelDefaults().Apply(base))
+}
+
+// limitError is e as the service states it: the limit, and the flag that
+// sets it.
+func limitError(e *retrieval.LimitError) *apiError {
+	return errf(http.StatusBadRequest, "bad_request", "policy %s %d must be at most %d: this server's limit on what one retrieve may cost (cordon serve --max-%s)",
+		e.Field, e.Value, e.Max, strings.ReplaceAll(e.Field, "_", "-"))
 }
 
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
@@ -72,18 +65,16 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
 		return
 	}
-	rt := s.retriever()
-	pol, modelPol, err := s.requestPolicy(rt, id.Tenant, req.Policy)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
+	pol, modelPol := s.requestPolicies(id.Tenant, req.Policy)
 	now := s.cfg.Now().Unix()
 	if req.NowTick != nil {
 		now = *req.NowTick
 	}
-	res, version, err := rt.RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now,
+	res, version, err := s.retriever().RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now,
 		Policy: pol, ModelPolicy: &modelPol})
+	if le := (*retrieval.LimitError)(nil); errors.As(err, &le) {
+		err = limitError(le)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -61,6 +61,11 @@ type Config struct {
 	RerankBudget       time.Duration
 	RerankBudgetTenant map[string]time.Duration
 
+	// Limits bound the costly policy fields of a retrieve (top_n,
+	// rerank_depth, limit, prf_docs, prf_terms); a request over one is a
+	// 400 naming it. A zero field takes [retrieval.DefaultLimits]' value.
+	Limits retrieval.Limits
+
 	Logger *slog.Logger
 	// Models embeds the queries of tenants whose embedding model is not
 	// hashing (the store embeds their documents with the same providers).
@@ -83,6 +88,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:   30 * time.Second,
 		RequestTimeout:    30 * time.Second,
 		RerankBudget:      retrieval.DefaultRerankBudgetMS * time.Millisecond,
+		Limits:            retrieval.DefaultLimits(),
 	}
 }
 
@@ -108,6 +114,12 @@ func (c *Config) defaults() {
 	setD(&c.ShutdownTimeout, d.ShutdownTimeout)
 	setD(&c.RequestTimeout, d.RequestTimeout)
 	setD(&c.RerankBudget, d.RerankBudget)
+	for _, l := range []struct{ v, def *int }{{&c.Limits.TopN, &d.Limits.TopN}, {&c.Limits.RerankDepth, &d.Limits.RerankDepth},
+		{&c.Limits.Limit, &d.Limits.Limit}, {&c.Limits.PRFDocs, &d.Limits.PRFDocs}, {&c.Limits.PRFTerms, &d.Limits.PRFTerms}} {
+		if *l.v <= 0 {
+			*l.v = *l.def
+		}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
