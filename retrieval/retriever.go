@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
@@ -79,6 +80,11 @@ type Query struct {
 	// expansion (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight,
 	// qtf_k3, idf), must be equal, or the query is invalid.
 	ModelPolicy *Policy
+	// Reserve is the time the caller needs once the retrieval returns (the
+	// service's audit append): the model reranker's call ends Reserve
+	// before ctx's deadline, whatever the policy's rerank_budget_ms, and
+	// the stage is shed then. 0 lets the call run to ctx's deadline.
+	Reserve time.Duration
 }
 
 // Retrieve runs SPEC section 5 for q. Invalid input returns an error wrapping

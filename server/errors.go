@@ -53,6 +53,9 @@ var (
 	// errAuditUnavailable is wrapped by audit when a request's audit record
 	// could not be written.
 	errAuditUnavailable = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the audit log cannot be written; retry later"}
+	// errTimedOut is wrapped by audit when the request's deadline passed
+	// (or its caller left) before its audit record was written.
+	errTimedOut = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the request ran out of time before its audit record was written; retry later"}
 	// errInternal answers anything else (toAPIError); the details go to the
 	// log only.
 	errInternal = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}

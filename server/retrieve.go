@@ -44,6 +44,17 @@ func (s *Server) requestPolicies(tenant string, p *retrieval.PolicyPatch) (hash,
 	return p.Apply(base), p.Apply(retrieval.ModelDefaults().Apply(base))
 }
 
+// Audit reserve: a retrieve's model reranker call ends this long before
+// the request's deadline (a tenth of the request timeout, at least
+// auditReserveMin, at most half of it), so a slow model is shed in time for
+// the audit append that must follow.
+const auditReserveMin = 250 * time.Millisecond
+
+// auditReserve is the time a retrieve keeps for its audit append.
+func (s *Server) auditReserve() time.Duration {
+	return min(max(s.cfg.RequestTimeout/10, auditReserveMin), s.cfg.RequestTimeout/2)
+}
+
 // limitError is e as the service states it: the limit, and the flag that
 // sets it.
 func limitError(e *retrieval.LimitError) *apiError {
@@ -71,7 +82,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		now = *req.NowTick
 	}
 	res, version, err := s.retriever().RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now,
-		Policy: pol, ModelPolicy: &modelPol})
+		Policy: pol, ModelPolicy: &modelPol, Reserve: s.auditReserve()})
 	if le := (*retrieval.LimitError)(nil); errors.As(err, &le) {
 		err = limitError(le)
 	}

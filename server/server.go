@@ -362,6 +362,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 			d := time.Since(start)
 			s.metrics.latency.WithLabelValues(route, r.Method, strconv.Itoa(status)).Observe(d.Seconds())
+			if status >= 500 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				s.metrics.timeouts.Inc()
+			}
 			level := slog.LevelInfo
 			if rl.err != nil && status >= 500 {
 				level = slog.LevelError
