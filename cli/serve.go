@@ -54,7 +54,10 @@ request still succeeds.
 
 What one retrieve may cost is bounded: --max-top-n, --max-rerank-depth,
 --max-limit, --max-prf-docs and --max-prf-terms are the largest policy
-values a request may give (400 beyond, naming the flag).
+values a request may give (400 beyond, naming the flag). At most
+--tenant-retrieves retrieves of one tenant run at once and
+--tenant-retrieve-queue more wait; any beyond are refused with 429 and
+Retry-After, while other tenants are still served.
 
 Examples:
   export CORDON_DATABASE_URL=postgres://cordon@127.0.0.1:5432/cordon
@@ -194,6 +197,8 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		{"max-prf-docs", i64("max-prf-docs", "CORDON_MAX_PRF_DOCS", int64(d.Limits.PRFDocs), "largest policy prf_docs"), &limits.PRFDocs},
 		{"max-prf-terms", i64("max-prf-terms", "CORDON_MAX_PRF_TERMS", int64(d.Limits.PRFTerms), "largest policy prf_terms"), &limits.PRFTerms},
 	}
+	tenantRetrieves := i64("tenant-retrieves", "CORDON_TENANT_RETRIEVES", int64(d.TenantRetrieves), "retrieves of one tenant in progress at once (default: 2 x GOMAXPROCS)")
+	tenantQueue := i64("tenant-retrieve-queue", "CORDON_TENANT_RETRIEVE_QUEUE", -1, "retrieves of one tenant that wait for one in progress before the next is refused with 429 (-1: 4 x --tenant-retrieves; 0: none wait)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -235,6 +240,19 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		return fmt.Errorf("%w: --max-%s %d is below the service profile's %s %d, which every request that sets no %s takes",
 			errUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
 	}
+	if *tenantRetrieves < 1 || *tenantRetrieves > 10000 {
+		return fmt.Errorf("%w: --tenant-retrieves %d: want 1 to 10000", errUsage, *tenantRetrieves)
+	}
+	if *tenantQueue < -1 || *tenantQueue > 100000 {
+		return fmt.Errorf("%w: --tenant-retrieve-queue %d: want -1 (4 x --tenant-retrieves) or 0 to 100000", errUsage, *tenantQueue)
+	}
+	if *tenantQueue == -1 {
+		*tenantQueue = 4 * *tenantRetrieves
+	}
+	queue := int(*tenantQueue)
+	if queue == 0 {
+		queue = -1 // server.Config: none wait
+	}
 	budget, err := parseBudget("--rerank-budget", *rerankBudget)
 	if err != nil {
 		return err
@@ -272,7 +290,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	for _, f := range limitFlags {
 		attrs = append(attrs, strings.ReplaceAll(f.name, "-", "_"), *f.dst)
 	}
-	log.Info("config", attrs...)
+	log.Info("config", append(attrs, "tenant_retrieves", *tenantRetrieves, "tenant_retrieve_queue", *tenantQueue)...)
 	if embedWarning != "" {
 		log.Warn("the embedding server did not answer a probe; tenants on its model fail with 503 until it does", "error", embedWarning)
 	}
@@ -332,7 +350,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, MetricsTenantLabels: *metricsTenants, Logger: log,
 		Models:   models,
 		Reranker: rr, RerankBudget: budget, RerankBudgetTenant: budgets,
-		Limits: limits,
+		Limits: limits, TenantRetrieves: int(*tenantRetrieves), TenantQueue: queue,
 	}, st, verifier)
 	// Both listeners stop together: when one fails, the other shuts down.
 	sctx, cancel := context.WithCancel(ctx)

@@ -155,6 +155,73 @@ func TestServerAuditDeadlineIsATimeout(t *testing.T) {
 	}
 }
 
+// heldReranker holds every call until release is closed (or the call's
+// context ends), and says on entered when a call has arrived.
+type heldReranker struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldReranker) Name() string  { return "held" }
+func (h *heldReranker) Model() string { return "held-model" }
+func (h *heldReranker) Score(ctx context.Context, _ string, texts []string) ([]float64, error) {
+	h.entered <- struct{}{}
+	select {
+	case <-h.release:
+		return make([]float64, len(texts)), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestServerTenantRetrieveLimit: with one retrieve of a tenant allowed at a
+// time and none waiting, a second retrieve of that tenant, while the first
+// is held inside the reranker, is a 429 with Retry-After, counted in the
+// metrics, while another tenant is still served; once the first is done,
+// the tenant is served again.
+func TestServerTenantRetrieveLimit(t *testing.T) {
+	held := &heldReranker{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	a := startAPIServer(t, serverOpts{metrics: true, cfg: server.Config{Reranker: held, TenantRetrieves: 1, TenantQueue: -1}})
+	a.seed(t)
+	wholesale := tok(t, "alice", "tenant=wholesale", "clearance=confidential", "reader")
+	retail := tok(t, "bob", "tenant=retail", "reader")
+	type result struct {
+		r   resp
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		r, err := a.try("POST", "/v1/tenants/wholesale/retrieve", wholesale,
+			map[string]any{"query": "treasury hold approval", "policy": map[string]any{"rerank": "model", "rerank_budget_ms": 60000}})
+		first <- result{r, err}
+	}()
+	select {
+	case <-held.entered:
+	case res := <-first:
+		t.Fatalf("the first retrieve did not reach the reranker: %v %d %s", res.err, res.r.status, res.r.body)
+	}
+	busy := a.call(t, "POST", "/v1/tenants/wholesale/retrieve", wholesale, map[string]any{"query": "settlement"})
+	if busy.status != http.StatusTooManyRequests || busy.errCode(t) != "too_many_requests" || busy.header.Get("Retry-After") != "1" {
+		t.Fatalf("second wholesale retrieve: %d %v %s, want 429 too_many_requests with Retry-After 1", busy.status, busy.header, busy.body)
+	}
+	other := decodeRetrieve(t, a.want(t, a.call(t, "POST", "/v1/tenants/retail/retrieve", retail, map[string]any{"query": "treasury hold"}), http.StatusOK))
+	if string(other.Results) == "[]" {
+		t.Fatalf("retail found nothing: %s", other.Results)
+	}
+	close(held.release)
+	res := <-first
+	if res.err != nil || res.r.status != http.StatusOK {
+		t.Fatalf("the held retrieve: %v %d %s, want 200", res.err, res.r.status, res.r.body)
+	}
+	if d := decodeRetrieve(t, res.r).Degraded; len(d) != 0 {
+		t.Fatalf("the held retrieve was degraded %v, want the model's scores", d)
+	}
+	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", wholesale, map[string]any{"query": "settlement"}), http.StatusOK)
+	if m := a.get(t, a.metricsURL+"/metrics"); !strings.Contains(m, "cordon_retrieves_refused_total 1\n") {
+		t.Errorf("/metrics lacks cordon_retrieves_refused_total 1")
+	}
+}
+
 // TestServerPolicyLimits: the costly policy fields are bounded by the
 // server's limits end to end: at a limit the retrieve is served, above it
 // the answer is a 400 naming the field, the limit and the flag.

@@ -123,7 +123,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cordon"`)
 	}
-	if e.Status == http.StatusServiceUnavailable {
+	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.Status, errorBody{e})

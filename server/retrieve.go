@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -62,6 +63,15 @@ func limitError(e *retrieval.LimitError) *apiError {
 		e.Field, e.Value, e.Max, strings.ReplaceAll(e.Field, "_", "-"))
 }
 
+// errTooManyRetrieves answers a retrieve refused by the tenant gate;
+// errQueueTimedOut one whose request ended while it waited there.
+var (
+	errTooManyRetrieves = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
+		Message: "too many retrieves of this tenant are in progress; retry after the Retry-After delay"}
+	errQueueTimedOut = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "the request ran out of time waiting for other retrieves of this tenant to finish; retry later"}
+)
+
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	var req RetrieveRequest
 	if e := decodeJSONRequest(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
@@ -76,6 +86,17 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
 		return
 	}
+	release, err := s.retrieves.enter(r.Context(), id.Tenant)
+	if errors.Is(err, errTenantBusy) {
+		s.metrics.retrievesRefused.Inc()
+		s.fail(w, r, errTooManyRetrieves)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %w", errQueueTimedOut, err))
+		return
+	}
+	defer release()
 	pol, modelPol := s.requestPolicies(id.Tenant, req.Policy)
 	now := s.cfg.Now().Unix()
 	if req.NowTick != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -65,6 +66,12 @@ type Config struct {
 	// rerank_depth, limit, prf_docs, prf_terms); a request over one is a
 	// 400 naming it. A zero field takes [retrieval.DefaultLimits]' value.
 	Limits retrieval.Limits
+	// TenantRetrieves bounds one tenant's retrieves in progress at once
+	// (default 2 x GOMAXPROCS); TenantQueue more wait for one to finish
+	// (0 takes the default, 4 x TenantRetrieves; a negative value queues
+	// none), and any beyond are refused with 429 and Retry-After.
+	TenantRetrieves int
+	TenantQueue     int
 
 	Logger *slog.Logger
 	// Models embeds the queries of tenants whose embedding model is not
@@ -89,6 +96,8 @@ func DefaultConfig() Config {
 		RequestTimeout:    30 * time.Second,
 		RerankBudget:      retrieval.DefaultRerankBudgetMS * time.Millisecond,
 		Limits:            retrieval.DefaultLimits(),
+		TenantRetrieves:   2 * runtime.GOMAXPROCS(0),
+		TenantQueue:       8 * runtime.GOMAXPROCS(0),
 	}
 }
 
@@ -120,6 +129,15 @@ func (c *Config) defaults() {
 			*l.v = *l.def
 		}
 	}
+	if c.TenantRetrieves <= 0 {
+		c.TenantRetrieves = d.TenantRetrieves
+	}
+	switch {
+	case c.TenantQueue == 0:
+		c.TenantQueue = 4 * c.TenantRetrieves
+	case c.TenantQueue < 0:
+		c.TenantQueue = 0
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -138,7 +156,9 @@ type Server struct {
 	metrics     *metrics
 	// reranker is Config.Reranker with its calls counted; nil without one.
 	reranker rerank.Reranker
-	handler  http.Handler
+	// retrieves bounds each tenant's retrieves in progress.
+	retrieves *tenantGate
+	handler   http.Handler
 	// routes lists "METHOD /pattern" for every API route (the OpenAPI test
 	// compares them with openapi.yaml).
 	routes []string
@@ -150,7 +170,8 @@ var openAPI []byte
 // New returns a Server over st, authenticating with v.
 func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models)}
+	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models),
+		retrieves: newTenantGate(cfg.TenantRetrieves, cfg.TenantQueue)}
 	s.metrics = newMetrics(func() *pgxpool.Pool {
 		if st == nil { // tests of what is decided before the store
 			return nil
