@@ -2,13 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
 	"sync"
 )
-
-// errTenantBusy is returned by [tenantGate.enter] when the tenant has as
-// many retrieves in progress and waiting as the gate allows.
-var errTenantBusy = errors.New("the tenant's retrieves are at their limit")
 
 // tenantGate bounds each tenant's retrieves: at most limit run at once, at
 // most queue more wait (in arrival order) for one of them to finish, and

@@ -63,15 +63,6 @@ func limitError(e *retrieval.LimitError) *apiError {
 		e.Field, e.Value, e.Max, strings.ReplaceAll(e.Field, "_", "-"))
 }
 
-// errTooManyRetrieves answers a retrieve refused by the tenant gate;
-// errQueueTimedOut one whose request ended while it waited there.
-var (
-	errTooManyRetrieves = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
-		Message: "too many retrieves of this tenant are in progress; retry after the Retry-After delay"}
-	errQueueTimedOut = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
-		Message: "the request ran out of time waiting for other retrieves of this tenant to finish; retry later"}
-)
-
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	var req RetrieveRequest
 	if e := decodeJSONRequest(w, r, s.cfg.MaxBodyBytes, &req); e != nil {
