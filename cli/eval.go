@@ -297,7 +297,7 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	if *model != embed.Hash {
 		// The service's profile for a model tenant; --policy and
 		// --profile fields still win.
-		opts.Policy = retrieval.ModelDefaults(nil).Apply(opts.Policy)
+		opts.Policy = retrieval.ModelDefaults().Apply(opts.Policy)
 	}
 	if *rerankBudget != "" {
 		d, err := parseBudget("--rerank-budget", *rerankBudget)

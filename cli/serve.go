@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
@@ -49,6 +51,13 @@ provider's names, dotted paths into nested objects included (Keycloak:
 no rerank_budget_ms (--rerank-budget-tenant NAME=DURATION, repeatable, for
 one tenant); a call that misses it is shed like rerank off, and the
 request still succeeds.
+
+What one retrieve may cost is bounded: --max-top-n, --max-rerank-depth,
+--max-limit, --max-prf-docs and --max-prf-terms are the largest policy
+values a request may give (400 beyond, naming the flag). At most
+--tenant-retrieves retrieves of one tenant run at once and
+--tenant-retrieve-queue more wait; any beyond are refused with 429 and
+Retry-After, while other tenants are still served.
 
 Examples:
   export CORDON_DATABASE_URL=postgres://cordon@127.0.0.1:5432/cordon
@@ -176,6 +185,20 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	rerankBudget := envString(fs, env, "rerank-budget", "CORDON_RERANK_BUDGET", d.RerankBudget.String(), "model reranker latency budget of a request that sets no rerank_budget_ms")
 	var tenantBudgets repeatFlag
 	fs.Var(&tenantBudgets, "rerank-budget-tenant", "NAME=DURATION: one tenant's rerank budget (repeatable; default: the comma-separated $CORDON_RERANK_BUDGET_TENANTS)")
+	var limits retrieval.Limits
+	limitFlags := []struct {
+		name string
+		v    *int64
+		dst  *int
+	}{
+		{"max-top-n", i64("max-top-n", "CORDON_MAX_TOP_N", int64(d.Limits.TopN), "largest policy top_n a retrieve may ask for"), &limits.TopN},
+		{"max-rerank-depth", i64("max-rerank-depth", "CORDON_MAX_RERANK_DEPTH", int64(d.Limits.RerankDepth), "largest policy rerank_depth"), &limits.RerankDepth},
+		{"max-limit", i64("max-limit", "CORDON_MAX_LIMIT", int64(d.Limits.Limit), "largest policy limit"), &limits.Limit},
+		{"max-prf-docs", i64("max-prf-docs", "CORDON_MAX_PRF_DOCS", int64(d.Limits.PRFDocs), "largest policy prf_docs"), &limits.PRFDocs},
+		{"max-prf-terms", i64("max-prf-terms", "CORDON_MAX_PRF_TERMS", int64(d.Limits.PRFTerms), "largest policy prf_terms"), &limits.PRFTerms},
+	}
+	tenantRetrieves := i64("tenant-retrieves", "CORDON_TENANT_RETRIEVES", int64(d.TenantRetrieves), "retrieves of one tenant in progress at once (default: 2 x GOMAXPROCS)")
+	tenantQueue := i64("tenant-retrieve-queue", "CORDON_TENANT_RETRIEVE_QUEUE", -1, "retrieves of one tenant that wait for one in progress before the next is refused with 429 (-1: 4 x --tenant-retrieves; 0: none wait)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -203,6 +226,32 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	keys, err := serveAuditKeys(*auditKeyFile, *auditKeyID, *auditUnkeyed)
 	if err != nil {
 		return err
+	}
+	for _, f := range limitFlags {
+		if *f.v < 1 || *f.v > retrieval.MaxLimit {
+			return fmt.Errorf("%w: --%s %d: want 1 to %d", errUsage, f.name, *f.v, retrieval.MaxLimit)
+		}
+		*f.dst = int(*f.v)
+	}
+	// A request that sets none of these fields takes the service
+	// profile's values, which must be within the limits.
+	var le *retrieval.LimitError
+	if err := retrieval.New(nil, retrieval.WithLimits(limits)).Validate(retrieval.ServicePolicy()); errors.As(err, &le) {
+		return fmt.Errorf("%w: --max-%s %d is below the service profile's %s %d, which every request that sets no %s takes",
+			errUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
+	}
+	if *tenantRetrieves < 1 || *tenantRetrieves > 10000 {
+		return fmt.Errorf("%w: --tenant-retrieves %d: want 1 to 10000", errUsage, *tenantRetrieves)
+	}
+	if *tenantQueue < -1 || *tenantQueue > 100000 {
+		return fmt.Errorf("%w: --tenant-retrieve-queue %d: want -1 (4 x --tenant-retrieves) or 0 to 100000", errUsage, *tenantQueue)
+	}
+	if *tenantQueue == -1 {
+		*tenantQueue = 4 * *tenantRetrieves
+	}
+	queue := int(*tenantQueue)
+	if queue == 0 {
+		queue = -1 // server.Config: none wait
 	}
 	budget, err := parseBudget("--rerank-budget", *rerankBudget)
 	if err != nil {
@@ -238,7 +287,11 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims,
 		"embed_same_origin_redirects", *embedding.sameOrigin}
 	attrs = append(attrs, reranker.logAttrs(env)...)
-	log.Info("config", append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","))...)
+	attrs = append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","))
+	for _, f := range limitFlags {
+		attrs = append(attrs, strings.ReplaceAll(f.name, "-", "_"), *f.dst)
+	}
+	log.Info("config", append(attrs, "tenant_retrieves", *tenantRetrieves, "tenant_retrieve_queue", *tenantQueue)...)
 	if embedWarning != "" {
 		log.Warn("the embedding server did not answer a probe; tenants on its model fail with 503 until it does", "error", embedWarning)
 	}
@@ -298,6 +351,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, MetricsTenantLabels: *metricsTenants, Logger: log,
 		Models:   models,
 		Reranker: rr, RerankBudget: budget, RerankBudgetTenant: budgets,
+		Limits: limits, TenantRetrieves: int(*tenantRetrieves), TenantQueue: queue,
 	}, st, verifier)
 	// Both listeners stop together: when one fails, the other shuts down.
 	sctx, cancel := context.WithCancel(ctx)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
@@ -116,7 +117,7 @@ func checkAgainstReplay(t *testing.T, dbURL string, steps []any, vocab []string,
 	var queries []any
 	for _, v := range vocab {
 		queries = append(queries, map[string]any{"op": "retrieve", "principal": principal,
-			"query": v + " " + vocab[(len(v))%len(vocab)], "policy": map[string]any{"enable_rerank": false, "limit": 1000, "top_n": 1000}})
+			"query": v + " " + vocab[(len(v))%len(vocab)], "policy": map[string]any{"enable_rerank": false, "limit": retrieval.DefaultMaxLimit, "top_n": retrieval.DefaultMaxTopN}})
 	}
 	cfg := map[string]any{"max_words": 6, "overlap_words": 2}
 	refScript, _ := json.Marshal(map[string]any{"config": cfg, "steps": append(steps, queries...)})

@@ -1,11 +1,16 @@
 package retrieval_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
+	"github.com/cordon-rag/cordon/internal/proccpu"
+	"github.com/cordon-rag/cordon/lab/bench"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
@@ -40,4 +45,98 @@ func BenchmarkRerank(b *testing.B) {
 	for b.Loop() {
 		retrieval.Rerank(fused, retrieval.RerankInput{Terms: terms, Depth: retrieval.DefaultRerankDepth, MinScore: retrieval.DefaultMinScore, Kind: retrieval.RerankOverlap})
 	}
+}
+
+// BenchmarkPolicyCost retrieves the bench corpus's queries (lab/bench:
+// 2-8 Zipf terms, a confidential reader with one barrier) from one tenant
+// of 10,000 chunks on the in-memory index, under the service profile and
+// with one costly policy field raised at a time (and what it needs to take
+// effect: a top_n that fills rerank_depth or limit, expansion on for
+// prf_terms), then with every field at its default limit: what a caller
+// can make one retrieve cost. docs/benchmarks.md ("What one retrieve may
+// cost") holds the figures [retrieval.DefaultLimits] come from; x-default
+// is a run's CPU time per retrieve over the default policy's.
+func BenchmarkPolicyCost(b *testing.B) {
+	st, queries := policyCostCorpus(b)
+	rt := retrieval.New(st, retrieval.WithLimits(retrieval.Limits{TopN: retrieval.MaxLimit, RerankDepth: retrieval.MaxLimit,
+		Limit: retrieval.MaxLimit, PRFDocs: retrieval.MaxLimit, PRFTerms: retrieval.MaxLimit}))
+	// CPU time, not wall time, is what one request takes from the others,
+	// and it is what a machine shared with other work measures best; each
+	// run also reports it relative to the default policy's, run first.
+	var defaultCPU float64
+	run := func(name string, p retrieval.Policy) {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			start := proccpu.Self()
+			for b.Loop() {
+				q := queries[i%len(queries)]
+				i++
+				if _, err := rt.Retrieve(context.Background(), retrieval.Query{Principal: q.Principal, Text: q.Text, NowTick: q.NowTick, Policy: p}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := float64(proccpu.Self()-start) / float64(b.N)
+			if name == "default" {
+				defaultCPU = cpu
+			}
+			b.ReportMetric(cpu, "cpu-ns/op")
+			b.ReportMetric(cpu/defaultCPU, "x-default")
+		})
+	}
+	knobs := []struct {
+		name string
+		set  func(p *retrieval.Policy, v int)
+		vals []int
+	}{
+		{"top_n", func(p *retrieval.Policy, v int) { p.TopN = v }, []int{100, 200, 500, 1000, 10000}},
+		{"rerank_depth", func(p *retrieval.Policy, v int) { p.TopN, p.RerankDepth = max(p.TopN, v), v }, []int{100, 200, 500, 1000}},
+		{"limit", func(p *retrieval.Policy, v int) {
+			p.EnableRerank, p.MaxChunksPerDoc, p.TopN, p.Limit = false, 0, max(p.TopN, v/2), v
+		}, []int{100, 400, 1000, 10000}},
+		{"prf_docs", func(p *retrieval.Policy, v int) { p.TopN, p.PRFDocs = max(p.TopN, v), v }, []int{10, 50, 100, 200, 1000}},
+		{"prf_terms", func(p *retrieval.Policy, v int) { p.PRFDocs, p.PRFTerms = 10, v }, []int{10, 50, 100, 200, 1000, 10000}},
+	}
+	run("default", retrieval.ServicePolicy())
+	for _, k := range knobs {
+		for _, v := range k.vals {
+			p := retrieval.ServicePolicy()
+			k.set(&p, v)
+			run(fmt.Sprintf("%s=%d", k.name, v), p)
+		}
+	}
+	lim := retrieval.DefaultLimits()
+	p := retrieval.ServicePolicy()
+	p.TopN, p.RerankDepth, p.Limit, p.PRFDocs, p.PRFTerms, p.MaxChunksPerDoc = lim.TopN, lim.RerankDepth, lim.Limit, lim.PRFDocs, lim.PRFTerms, 0
+	run("all_at_limits", p)
+	p.EnableRerank = false
+	run("all_at_limits,enable_rerank=false", p)
+	p = retrieval.ServicePolicy()
+	p.PRFDocs, p.PRFTerms, p.TopN = 10000, 10000, 10000
+	run("prf_docs=10000,prf_terms=10000,top_n=10000", p)
+}
+
+// policyCostCorpus loads lab/bench's generated corpus (seed 1, one tenant of
+// 10,000 chunks) into the in-memory index, with 64 of its queries.
+func policyCostCorpus(b *testing.B) (*memindex.Store, []bench.Query) {
+	b.Helper()
+	g, err := bench.NewGenerator(bench.Config{Seed: 1, Chunks: 10000, Tenants: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := memindex.NewStore(index.DefaultSettings())
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := 0
+	err = g.Each(func(doc cordontype.Document, _ int) error {
+		docs++
+		_, err := st.Put(context.Background(), doc)
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d documents, %d chunks", docs, g.Config().Chunks)
+	return st, g.Queries(64)
 }

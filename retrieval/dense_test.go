@@ -3,6 +3,8 @@ package retrieval_test
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/cordon-rag/cordon/cordontype"
@@ -127,15 +129,65 @@ func TestRerankDense(t *testing.T) {
 	}
 }
 
-// The model overlay leaves out what the request set.
+// The model overlay sets the measured values and nothing the store ranks
+// with; a request applied over it keeps its own values.
 func TestModelDefaults(t *testing.T) {
-	one := 0.3
-	got := retrieval.ModelDefaults(&retrieval.PolicyPatch{RerankBlend: &one, RRFWeights: &retrieval.WeightsPatch{Cosine: &one}})
-	if got.RerankBlend != nil || got.RRFWeights.Cosine != nil || got.RRFWeights.BM25 == nil || *got.RerankDense != 0.15 {
-		t.Fatalf("overlay %+v", got)
+	base := retrieval.ServicePolicy()
+	pol := retrieval.ModelDefaults().Apply(base)
+	if pol.RRFWeights != (retrieval.Weights{BM25: 1, Cosine: 1}) || pol.RerankBlend != 0.75 || pol.RerankDense != 0.15 {
+		t.Fatalf("overlay applied: %+v", pol)
 	}
-	pol := got.Apply(retrieval.ServicePolicy())
-	if pol.RRFWeights.BM25 != 1 || pol.RerankDense != 0.15 || pol.RerankBlend != retrieval.ServicePolicy().RerankBlend {
-		t.Fatalf("applied: %+v", pol)
+	tail := base
+	tail.RRFWeights, tail.RerankBlend, tail.RerankDense = pol.RRFWeights, pol.RerankBlend, pol.RerankDense
+	if !reflect.DeepEqual(pol, tail) {
+		t.Fatalf("the overlay changed more than rrf_weights, rerank_blend and rerank_dense: %+v", pol)
+	}
+	one := 0.3
+	req := &retrieval.PolicyPatch{RerankBlend: &one, RRFWeights: &retrieval.WeightsPatch{Cosine: &one}}
+	got := req.Apply(pol)
+	if got.RerankBlend != 0.3 || got.RRFWeights.Cosine != 0.3 || got.RRFWeights.BM25 != 1 || got.RerankDense != 0.15 {
+		t.Fatalf("request over the overlay: %+v", got)
+	}
+}
+
+// TestModelPolicyRanksAlike: a query's model policy may differ from its
+// policy only in the tail of the pipeline; one that would rank otherwise
+// is refused before anything is ranked.
+func TestModelPolicyRanksAlike(t *testing.T) {
+	base := retrieval.ServicePolicy()
+	model := retrieval.ModelDefaults().Apply(base)
+	stale := int64(5)
+	tests := []struct {
+		name string
+		edit func(p *retrieval.Policy)
+		ok   bool
+	}{
+		{"the model defaults", nil, true},
+		{"another limit and rerank_depth", func(p *retrieval.Policy) { p.Limit, p.RerankDepth = 9, 7 }, true},
+		{"another top_n", func(p *retrieval.Policy) { p.TopN = 51 }, false},
+		{"a freshness contract", func(p *retrieval.Policy) { p.MaxStaleTicks = &stale }, false},
+		{"query expansion", func(p *retrieval.Policy) { p.PRFDocs = 3 }, false},
+		{"prf_terms", func(p *retrieval.Policy) { p.PRFTerms = 3 }, false},
+		{"prf_weight", func(p *retrieval.Policy) { p.PRFWeight = 0.3 }, false},
+		{"qtf_k3", func(p *retrieval.Policy) { p.QTFK3 = 2 }, false},
+		{"idf", func(p *retrieval.Policy) { p.IDF = "plus1" }, false},
+	}
+	st := newStore(t, corpus("wholesale")...)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := model
+			if tt.edit != nil {
+				tt.edit(&m)
+			}
+			q := retrieval.Query{Principal: principal("wholesale", cordontype.Restricted, "deal-x"), Text: "payment hold", NowTick: 120, Policy: base, ModelPolicy: &m}
+			res, err := retrieval.New(st).Retrieve(context.Background(), q)
+			if tt.ok != (err == nil) || (err != nil && (!errors.Is(err, retrieval.ErrInvalidPolicy) || !strings.Contains(err.Error(), "must rank as"))) {
+				t.Fatalf("got %v, want ok %v", err, tt.ok)
+			}
+			// The tenant hashes: the policy, not the model policy, ranked.
+			if err == nil && !reflect.DeepEqual(res.Policy, base) {
+				t.Fatalf("a hashing tenant ranked with %+v, want the policy %+v", res.Policy, base)
+			}
+		})
 	}
 }

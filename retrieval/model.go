@@ -33,18 +33,25 @@ type ModelRun struct {
 	Err      error
 }
 
-// Validate checks p for this retriever: [Policy.Validate], with rerank
-// "model" valid when the retriever has a model reranker.
+// WithLimits makes the retriever validate policies within l instead of
+// [DefaultLimits]; l must be valid ([Limits.Validate]).
+func WithLimits(l Limits) Option {
+	return func(r *Retriever) { r.limits = l }
+}
+
+// Validate checks p for this retriever: [Policy.Validate] within the
+// retriever's limits, with rerank "model" valid when the retriever has a
+// model reranker.
 func (r *Retriever) Validate(p Policy) error {
-	return p.validate(r.reranker != nil)
+	return p.validate(r.reranker != nil, r.limits)
 }
 
 // Finish is the end of the pipeline over the store's rankings rk for q,
 // terms q's distinct tokens as in the [RankRequest] behind rk: [Tail],
 // except for rerank "model" (enabled), where it first sends the query text
 // and the texts of the first rerank_depth fused chunks to the model
-// reranker, bounded by the policy's rerank_budget_ms. When the call times
-// out, fails, is refused by a breaker, or returns other than one finite
+// reranker, bounded by the policy's rerank_budget_ms and by q.Reserve
+// before ctx's deadline. When the call times out, fails, is refused by a breaker, or returns other than one finite
 // score per chunk, the stage is shed: the result is then exactly [Tail]'s
 // with enable_rerank false ("rerank" in Degraded, fused order, no rerank
 // scores). Result.Model reports the call either way.
@@ -61,18 +68,30 @@ func (r *Retriever) Finish(ctx context.Context, rk Rankings, terms []string, q Q
 		for i := range texts {
 			texts[i] = fused[i].Chunk.Text
 		}
-		scores = r.score(ctx, q.Text, texts, time.Duration(p.RerankBudgetMS)*time.Millisecond, run)
+		scores = r.score(ctx, q.Text, texts, time.Duration(p.RerankBudgetMS)*time.Millisecond, q.Reserve, run)
 	}
 	res := tail(rk, fused, terms, p, scores)
 	res.Model = run
 	return res
 }
 
-// score calls the model reranker within budget and records the outcome in
-// run; nil when the stage is to be shed.
-func (r *Retriever) score(ctx context.Context, query string, texts []string, budget time.Duration, run *ModelRun) []float64 {
+// score calls the model reranker within budget, and so that it ends reserve
+// before ctx's deadline, and records the outcome in run; nil when the stage
+// is to be shed. When ctx's deadline leaves no time for the call, the model
+// is not called and the stage is shed as a timeout.
+func (r *Retriever) score(ctx context.Context, query string, texts []string, budget, reserve time.Duration, run *ModelRun) []float64 {
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	if dl, ok := ctx.Deadline(); ok && reserve > 0 {
+		var cancelReserve context.CancelFunc
+		bctx, cancelReserve = context.WithDeadline(bctx, dl.Add(-reserve))
+		defer cancelReserve()
+		if bctx.Err() != nil {
+			run.Outcome, run.Shed = rerank.Timeout, true
+			run.Err = fmt.Errorf("rerank %s: not called: %w: the request's deadline leaves no time for the model", r.reranker.Name(), context.DeadlineExceeded)
+			return nil
+		}
+	}
 	scores, err := r.reranker.Score(bctx, query, texts)
 	if err == nil {
 		err = checkScores(scores, len(texts))

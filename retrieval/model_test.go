@@ -33,6 +33,7 @@ type modelCall struct {
 	texts    []string
 	budget   time.Duration // time left until the deadline, at the call
 	deadline bool
+	at       time.Time // the deadline
 }
 
 func (f *fakeModel) Name() string  { return "fake" }
@@ -41,7 +42,7 @@ func (f *fakeModel) Model() string { return "fake-cross-encoder" }
 func (f *fakeModel) Score(ctx context.Context, query string, texts []string) ([]float64, error) {
 	dl, ok := ctx.Deadline()
 	f.mu.Lock()
-	f.calls = append(f.calls, modelCall{query: query, texts: slices.Clone(texts), budget: time.Until(dl), deadline: ok})
+	f.calls = append(f.calls, modelCall{query: query, texts: slices.Clone(texts), budget: time.Until(dl), deadline: ok, at: dl})
 	f.mu.Unlock()
 	out := make([]float64, len(texts))
 	for i, t := range texts {
@@ -311,6 +312,59 @@ func TestModelBudget(t *testing.T) {
 	}
 	if c := m.calls[0]; !c.deadline || c.budget > 5*time.Millisecond {
 		t.Errorf("the call had %v left, want at most the caller's 5ms", c.budget)
+	}
+}
+
+// TestModelReserve: a query's Reserve ends the model call that long before
+// the caller's deadline when that comes before the budget's, and when the
+// deadline leaves no time at all the model is not called and the stage is
+// shed as a timeout, exactly as enable_rerank false.
+func TestModelReserve(t *testing.T) {
+	st := newStore(t, corpus("wholesale")...)
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	// An hour left, a minute of budget, 59m30s reserved: the call ends
+	// 30s from now, at the deadline less the reserve.
+	m := paymentModel()
+	q := paymentQuery(func(p *retrieval.Policy) { p.RerankBudgetMS = retrieval.MaxRerankBudgetMS })
+	q.Reserve = 59*time.Minute + 30*time.Second
+	res, err := retrieval.New(st, retrieval.WithReranker(m)).Retrieve(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.callCount() != 1 || !m.calls[0].at.Equal(deadline.Add(-q.Reserve)) {
+		t.Fatalf("calls %+v, want one ending at %v", m.calls, deadline.Add(-q.Reserve))
+	}
+	if len(res.Degraded) != 0 || res.Model.Shed {
+		t.Fatalf("degraded %q, model %+v: want the model's scores", res.Degraded, res.Model)
+	}
+
+	// Two hours reserved of the hour left: not called, shed.
+	m = paymentModel()
+	q.Reserve = 2 * time.Hour
+	res, err = retrieval.New(st, retrieval.WithReranker(m)).Retrieve(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := q
+	off.Policy.EnableRerank = false
+	if got, want := wire(t, res), wire(t, modelRetrieve(t, st, m, off)); got != want {
+		t.Fatalf("no time left: result\n  %s\nwant the enable_rerank=false result\n  %s", got, want)
+	}
+	if m.callCount() != 0 || res.Model == nil || !res.Model.Shed || res.Model.Outcome != rerank.Timeout ||
+		!errors.Is(res.Model.Err, context.DeadlineExceeded) || !strings.Contains(res.Model.Err.Error(), "leaves no time") {
+		t.Fatalf("no time left: %d calls, model %+v; want none, shed as a timeout", m.callCount(), res.Model)
+	}
+
+	// Without a deadline the reserve changes nothing: the budget bounds
+	// the call.
+	m = paymentModel()
+	if _, err := retrieval.New(st, retrieval.WithReranker(m)).Retrieve(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	if m.callCount() != 1 || !m.calls[0].deadline {
+		t.Fatalf("without a deadline: calls %+v, want one bounded by the budget", m.calls)
 	}
 }
 

@@ -79,6 +79,37 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	return pol
 }
 
+// Patch returns p as a patch that sets every field (max_stale_ticks only
+// when p sets it): p.Patch().Apply(base) is p for every base without a
+// freshness contract, and for every base when p has one (a patch cannot
+// remove a contract: absent and null keep the base's). It is the one
+// conversion of a policy to its wire form, for a request that must rank
+// exactly as p does whatever the server's profile, and for audit records.
+func (p Policy) Patch() *PolicyPatch {
+	out := &PolicyPatch{
+		EnableRerank:    &p.EnableRerank,
+		MinScore:        &p.MinScore,
+		TopN:            &p.TopN,
+		RerankDepth:     &p.RerankDepth,
+		RRFK:            &p.RRFK,
+		Limit:           &p.Limit,
+		RRFWeights:      &WeightsPatch{BM25: &p.RRFWeights.BM25, Cosine: &p.RRFWeights.Cosine},
+		RerankBlend:     &p.RerankBlend,
+		RerankDense:     &p.RerankDense,
+		MaxChunksPerDoc: &p.MaxChunksPerDoc,
+		PRFDocs:         &p.PRFDocs,
+		PRFTerms:        &p.PRFTerms,
+		PRFWeight:       &p.PRFWeight,
+		QTFK3:           &p.QTFK3,
+		RerankMinScore:  &p.RerankMinScore,
+		RerankBudgetMS:  &p.RerankBudgetMS,
+	}
+	set(&out.MaxStaleTicks, p.MaxStaleTicks)
+	rerank, idf := string(p.Rerank), string(p.IDF)
+	out.Rerank, out.IDF = &rerank, &idf
+	return out
+}
+
 // set points dst at a copy of *v when v is present.
 func set[T any](dst **T, v *T) {
 	if v != nil {

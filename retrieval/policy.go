@@ -180,44 +180,102 @@ func ServicePolicy() Policy {
 }
 
 // ModelDefaults is the service profile's overlay for a tenant whose
-// embedding model is not hashing, without the fields request sets (a
-// request's own values always win). A sentence encoder's cosine carries
+// embedding model is not hashing: a sentence encoder's cosine carries
 // meaning the words do not, so fusion weighs the two rankings alike and
 // the rerank score mixes in the cosine: rrf_weights {"bm25": 1, "cosine":
 // 1}, rerank_blend 0.75, rerank_dense 0.15 (measured in docs/embeddings.md;
-// with hashing the same overlay loses, so it applies to models only). It
-// changes only the tail of the pipeline, never what the store ranks.
-func ModelDefaults(request *PolicyPatch) *PolicyPatch {
+// with hashing the same overlay loses, so it applies to models only). A
+// request's patch is applied over the profile with this overlay, so its own
+// values win. It sets only fields of the tail of the pipeline, never one
+// that decides what the store ranks.
+func ModelDefaults() *PolicyPatch {
 	bm25, cos, blend, dense := 1.0, 1.0, 0.75, 0.15
-	out := &PolicyPatch{RRFWeights: &WeightsPatch{BM25: &bm25, Cosine: &cos}, RerankBlend: &blend, RerankDense: &dense}
-	if request == nil {
-		return out
-	}
-	if w := request.RRFWeights; w != nil {
-		if w.BM25 != nil {
-			out.RRFWeights.BM25 = nil
-		}
-		if w.Cosine != nil {
-			out.RRFWeights.Cosine = nil
-		}
-	}
-	if request.RerankBlend != nil {
-		out.RerankBlend = nil
-	}
-	if request.RerankDense != nil {
-		out.RerankDense = nil
-	}
-	return out
+	return &PolicyPatch{RRFWeights: &WeightsPatch{BM25: &bm25, Cosine: &cos}, RerankBlend: &blend, RerankDense: &dense}
 }
 
-// Validate checks every field's range for a retriever without a model
-// reranker, where rerank "model" is an error; [Retriever.Validate] checks
-// for the retriever at hand.
-func (p Policy) Validate() error { return p.validate(false) }
+// Limits bound the policy fields whose values set how much work one
+// retrieve does: the candidates kept per ranking (top_n), the chunks the
+// reranker reads (rerank_depth), the chunks returned (limit), and query
+// expansion's feedback chunks (prf_docs) and added terms (prf_terms). A
+// policy over a limit is invalid ([LimitError]). The service takes them
+// from cordon serve's --max-* flags; replay scripts and cordon eval
+// validate with [DefaultLimits], so every entry point refuses the same
+// values.
+type Limits struct {
+	TopN        int
+	RerankDepth int
+	Limit       int
+	PRFDocs     int
+	PRFTerms    int
+}
 
-// validate checks every field's range; model says whether a model reranker
-// can serve rerank "model".
-func (p Policy) validate(model bool) error {
+// The default limits, from the measured cost of one retrieve with each
+// field raised (docs/benchmarks.md, "What one retrieve may cost"): at these
+// values each field alone costs at most about 6 default retrieves, all of
+// them together about 12. MaxLimit bounds every limit a deployment may set.
+const (
+	DefaultMaxTopN        = 200
+	DefaultMaxRerankDepth = 200
+	// DefaultMaxLimit is twice DefaultMaxTopN: the fused list holds at
+	// most top_n chunks of each ranking, so no valid policy's list is cut
+	// by the limit alone.
+	DefaultMaxLimit    = 2 * DefaultMaxTopN
+	DefaultMaxPRFDocs  = 50
+	DefaultMaxPRFTerms = 50
+	MaxLimit           = 10000
+)
+
+// DefaultLimits returns the default limits.
+func DefaultLimits() Limits {
+	return Limits{TopN: DefaultMaxTopN, RerankDepth: DefaultMaxRerankDepth, Limit: DefaultMaxLimit,
+		PRFDocs: DefaultMaxPRFDocs, PRFTerms: DefaultMaxPRFTerms}
+}
+
+// Validate checks that every limit is in [1, MaxLimit].
+func (l Limits) Validate() error {
+	for _, f := range l.fields(Policy{}) {
+		if f.max < 1 || f.max > MaxLimit {
+			return fmt.Errorf("%w: the limit of %s, %d, must be in [1, %d]", ErrInvalidPolicy, f.name, f.max, MaxLimit)
+		}
+	}
+	return nil
+}
+
+// limited is a policy field a limit bounds: its name, p's value and the
+// limit.
+type limited struct {
+	name   string
+	v, max int
+}
+
+// fields lists the bounded fields of p, in the order they are checked.
+func (l Limits) fields(p Policy) []limited {
+	return []limited{{"top_n", p.TopN, l.TopN}, {"rerank_depth", p.RerankDepth, l.RerankDepth}, {"limit", p.Limit, l.Limit},
+		{"prf_docs", p.PRFDocs, l.PRFDocs}, {"prf_terms", p.PRFTerms, l.PRFTerms}}
+}
+
+// Validate checks every field's range, within [DefaultLimits], for a
+// retriever without a model reranker, where rerank "model" is an error;
+// [Retriever.Validate] checks for the retriever at hand and its limits.
+func (p Policy) Validate() error { return p.validate(false, DefaultLimits()) }
+
+// validate checks every field's range, then the fields lim bounds (top_n,
+// rerank_depth, limit, prf_docs, prf_terms, in that order); model says whether a model reranker can
+// serve rerank "model".
+func (p Policy) validate(model bool, lim Limits) error {
+	if err := p.validateRanges(model); err != nil {
+		return err
+	}
+	for _, f := range lim.fields(p) {
+		if f.v > f.max {
+			return &LimitError{Field: f.name, Value: f.v, Max: f.max}
+		}
+	}
+	return nil
+}
+
+// validateRanges checks every field's range, limits aside.
+func (p Policy) validateRanges(model bool) error {
 	switch {
 	case p.Limit < 1:
 		return fmt.Errorf("%w: limit %d must be >= 1", ErrInvalidPolicy, p.Limit)

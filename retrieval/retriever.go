@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
@@ -22,8 +23,8 @@ type Result struct {
 	// Expansion holds the terms query expansion added, best first; nil when
 	// the policy does not expand or nothing was added.
 	Expansion []string
-	// Policy is the policy that ranked: the query's, with its
-	// ModelDefaults applied when the tenant's model is not hashing.
+	// Policy is the policy that ranked: the query's ModelPolicy when the
+	// tenant's model is not hashing and the query has one, else its Policy.
 	Policy Policy
 	// Model says what the model reranker did; nil unless the policy's
 	// rerank kind is "model" with rerank enabled.
@@ -50,11 +51,14 @@ type Retriever struct {
 	models *QueryModels
 	// reranker serves rerank "model"; nil: that kind is invalid.
 	reranker rerank.Reranker
+	// limits bound the policies it accepts.
+	limits Limits
 }
 
-// New returns a Retriever over store, with opts applied.
+// New returns a Retriever over store, with opts applied; it validates
+// policies within [DefaultLimits] unless [WithLimits] says otherwise.
 func New(store Store, opts ...Option) *Retriever {
-	r := &Retriever{store: store}
+	r := &Retriever{store: store, limits: DefaultLimits()}
 	for _, o := range opts {
 		o(r)
 	}
@@ -68,11 +72,19 @@ type Query struct {
 	Text      string
 	NowTick   int64
 	Policy    Policy
-	// ModelDefaults, when set, is applied over Policy for a tenant whose
-	// embedding model is not hashing (see [ModelDefaults]); only its tail
-	// fields (rrf_k, rrf_weights, rerank, rerank_blend, rerank_dense,
-	// min_score, rerank_depth, limit, max_chunks_per_doc) take effect.
-	ModelDefaults *PolicyPatch
+	// ModelPolicy, when set, is the policy for a tenant whose embedding
+	// model is not hashing (the service's: the request over its profile with
+	// [ModelDefaults]); nil is Policy for every tenant. Which one applies
+	// is known once the store has ranked, so ModelPolicy must rank as
+	// Policy does: the fields that decide what the store ranks, and query
+	// expansion (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight,
+	// qtf_k3, idf), must be equal, or the query is invalid.
+	ModelPolicy *Policy
+	// Reserve is the time the caller needs once the retrieval returns (the
+	// service's audit append): the model reranker's call ends Reserve
+	// before ctx's deadline, whatever the policy's rerank_budget_ms, and
+	// the stage is shed then. 0 lets the call run to ctx's deadline.
+	Reserve time.Duration
 }
 
 // Retrieve runs SPEC section 5 for q. Invalid input returns an error wrapping
@@ -95,6 +107,9 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 	}
 	if err := r.Validate(q.Policy); err != nil {
 		return Result{}, 0, err
+	}
+	if q.ModelPolicy != nil && !ranksAs(*q.ModelPolicy, q.Policy) {
+		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3 and idf equal)", ErrInvalidPolicy)
 	}
 	tokens := analysis.Tokenize(q.Text)
 	terms := distinct(tokens)
@@ -125,29 +140,30 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 			expansion = added
 		}
 	}
-	pol := q.Policy
-	if req.Dense != nil && q.ModelDefaults != nil {
-		pol = tailOf(q.ModelDefaults.Apply(pol), pol)
-		if err := r.Validate(pol); err != nil {
+	if req.Dense != nil && q.ModelPolicy != nil {
+		// Valid for a hashing tenant is not valid for this one: the
+		// model's defaults may meet a request's own values (rerank_blend
+		// 0.9 with rerank_dense 0.15).
+		if err := r.Validate(*q.ModelPolicy); err != nil {
 			return Result{}, 0, fmt.Errorf("model defaults: %w", err)
 		}
+		q.Policy = *q.ModelPolicy
 	}
 	// The reranker reads the original terms and the first len(terms)
 	// entries of rk.IDF, theirs in either pass (the model reranker, the
 	// original query text).
-	q.Policy = pol
 	res := r.Finish(ctx, rk, terms, q)
 	res.Expansion = expansion
 	return res, version, nil
 }
 
-// tailOf is p with the fields that decide what the store ranks (and query
-// expansion) taken from ranked, the policy the rankings were made with.
-func tailOf(p, ranked Policy) Policy {
-	p.MaxStaleTicks, p.TopN = ranked.MaxStaleTicks, ranked.TopN
-	p.PRFDocs, p.PRFTerms, p.PRFWeight = ranked.PRFDocs, ranked.PRFTerms, ranked.PRFWeight
-	p.QTFK3, p.IDF = ranked.QTFK3, ranked.IDF
-	return p
+// ranksAs reports whether p and q agree on every field that decides what
+// the store ranks, query expansion included.
+func ranksAs(p, q Policy) bool {
+	stale := p.MaxStaleTicks == q.MaxStaleTicks ||
+		p.MaxStaleTicks != nil && q.MaxStaleTicks != nil && *p.MaxStaleTicks == *q.MaxStaleTicks
+	return stale && p.TopN == q.TopN && p.PRFDocs == q.PRFDocs && p.PRFTerms == q.PRFTerms &&
+		p.PRFWeight == q.PRFWeight && p.QTFK3 == q.QTFK3 && p.IDF == q.IDF
 }
 
 // rank asks the store for req's rankings and, from a [VersionedStore], the

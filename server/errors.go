@@ -53,6 +53,16 @@ var (
 	// errAuditUnavailable is wrapped by audit when a request's audit record
 	// could not be written.
 	errAuditUnavailable = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the audit log cannot be written; retry later"}
+	// errTimedOut is wrapped by audit when the request's deadline passed
+	// (or its caller left) before its audit record was written.
+	errTimedOut = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the request ran out of time before its audit record was written; retry later"}
+	// errTooManyRetrieves answers a retrieve refused by the tenant gate
+	// (errTenantBusy); errQueueTimedOut one whose request ended while it
+	// waited there.
+	errTooManyRetrieves = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
+		Message: "too many retrieves of this tenant are in progress; retry after the Retry-After delay"}
+	errQueueTimedOut = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
+		Message: "the request ran out of time waiting for other retrieves of this tenant to finish; retry later"}
 	// errInternal answers anything else (toAPIError); the details go to the
 	// log only.
 	errInternal = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
@@ -65,6 +75,9 @@ var (
 	// errLineTooLong is returned by readLine when an NDJSON batch line is
 	// over the document limit.
 	errLineTooLong = errors.New("line too long")
+	// errTenantBusy is returned by tenantGate.enter when the tenant has as
+	// many retrieves in progress and waiting as the gate allows.
+	errTenantBusy = errors.New("the tenant's retrieves are at their limit")
 )
 
 // errChunkChanged is ground's and assemble's answer when chunks the caller
@@ -120,7 +133,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cordon"`)
 	}
-	if e.Status == http.StatusServiceUnavailable {
+	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, e.Status, errorBody{e})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 const testHS256Secret = "0123456789abcdef0123456789abcdef"
@@ -164,5 +166,43 @@ func TestMetadataSizeLimit(t *testing.T) {
 	}
 	if _, err := req.document("wholesale", "d1"); err == nil || !strings.Contains(err.Error(), "the limit is 65536") {
 		t.Errorf("document() = %v, want the metadata limit", err)
+	}
+}
+
+// TestRetrievePolicyLimits: a policy field over the server's limit is a
+// 400 naming the field, the limit and the flag that sets it; the limits
+// are the server's configuration.
+func TestRetrievePolicyLimits(t *testing.T) {
+	def := newTestServer(t)
+	low := newRerankServer(t, Config{Limits: retrieval.Limits{TopN: 60, PRFTerms: 12}})
+	reader := testToken(t, RoleReader)
+	tests := []struct {
+		name   string
+		srv    *Server
+		policy string
+		want   string
+	}{
+		{"top_n", def, `{"top_n": 201}`, "policy top_n 201 must be at most 200: this server's limit on what one retrieve may cost (cordon serve --max-top-n)"},
+		{"rerank_depth", def, `{"rerank_depth": 10000}`, "policy rerank_depth 10000 must be at most 200: this server's limit on what one retrieve may cost (cordon serve --max-rerank-depth)"},
+		{"limit", def, `{"limit": 401}`, "policy limit 401 must be at most 400: this server's limit on what one retrieve may cost (cordon serve --max-limit)"},
+		{"prf_docs", def, `{"prf_docs": 10000, "prf_terms": 10000, "top_n": 10000}`, "policy top_n 10000 must be at most 200"},
+		{"prf_docs alone", def, `{"prf_docs": 51}`, "(cordon serve --max-prf-docs)"},
+		{"prf_terms", def, `{"prf_terms": 51}`, "policy prf_terms 51 must be at most 50: this server's limit on what one retrieve may cost (cordon serve --max-prf-terms)"},
+		{"a configured top_n limit", low, `{"top_n": 61}`, "policy top_n 61 must be at most 60: this server's limit on what one retrieve may cost (cordon serve --max-top-n)"},
+		{"a configured prf_terms limit", low, `{"prf_terms": 13}`, "policy prf_terms 13 must be at most 12"},
+		{"the other limits of a configured server are the defaults", low, `{"rerank_depth": 201}`, "policy rerank_depth 201 must be at most 200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/v1/tenants/wholesale/retrieve", strings.NewReader(`{"query": "hold", "policy": `+tt.policy+`}`))
+			req.Header.Set("Authorization", "Bearer "+reader)
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			tt.srv.Handler().ServeHTTP(rec, req)
+			var body errorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusBadRequest || body.Error.Code != "bad_request" || !strings.Contains(body.Error.Message, tt.want) {
+				t.Fatalf("got %d %s, want 400 bad_request with %q", rec.Code, rec.Body, tt.want)
+			}
+		})
 	}
 }

@@ -54,6 +54,10 @@ type metrics struct {
 	// The model reranker's calls, by outcome, and their latency.
 	rerankCalls   *prometheus.CounterVec
 	rerankLatency prometheus.Histogram
+	// retrievesRefused counts retrieves refused by the tenant gate (429);
+	// timeouts, requests whose deadline passed before they were answered.
+	retrievesRefused prometheus.Counter
+	timeouts         prometheus.Counter
 }
 
 func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bool), tenantLabels bool) *metrics {
@@ -170,6 +174,11 @@ func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bo
 	counterFunc("cordon_db_pool_acquires_total", "Connection acquisitions.", func(s *pgxpool.Stat) float64 { return float64(s.AcquireCount()) })
 	counterFunc("cordon_db_pool_empty_acquires_total", "Acquisitions that had to wait for a connection.", func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) })
 	counterFunc("cordon_db_pool_acquire_wait_seconds_total", "Time spent waiting for connections.", func(s *pgxpool.Stat) float64 { return s.AcquireDuration().Seconds() })
+	m.retrievesRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_retrieves_refused_total",
+		Help: "Retrieves refused with 429 because their tenant had --tenant-retrieves in progress and --tenant-retrieve-queue waiting."})
+	m.timeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_request_timeouts_total",
+		Help: "Requests whose deadline (--request-timeout) passed before they were answered, audit appends cut short included (answered 503; not audit failures)."})
+	m.reg.MustRegister(m.retrievesRefused, m.timeouts)
 	return m
 }
 

@@ -147,7 +147,8 @@ func TestOpenAPIMatchesBodies(t *testing.T) {
 }
 
 // TestOpenAPIPolicyDefaults checks that the Policy schema's defaults are
-// the service profile's (the server's default rerank budget included), and
+// the service profile's (the server's default rerank budget included), its
+// maximums the server's default limits, and
 // that its rerank enum lists exactly the kinds a retriever with a model
 // reranker accepts.
 func TestOpenAPIPolicyDefaults(t *testing.T) {
@@ -157,6 +158,7 @@ func TestOpenAPIPolicyDefaults(t *testing.T) {
 				Policy struct {
 					Properties map[string]struct {
 						Default    any            `yaml:"default"`
+						Maximum    any            `yaml:"maximum"`
 						Enum       []string       `yaml:"enum"`
 						Properties map[string]any `yaml:"properties"`
 					} `yaml:"properties"`
@@ -183,6 +185,14 @@ func TestOpenAPIPolicyDefaults(t *testing.T) {
 		}
 		if fmt.Sprint(got.Default) != fmt.Sprint(v) {
 			t.Errorf("Policy.%s default %v, the service profile's %v", name, got.Default, v)
+		}
+	}
+	// The documented maximums of the bounded fields are the default
+	// limits.
+	lim := DefaultConfig().Limits
+	for name, v := range map[string]int{"top_n": lim.TopN, "rerank_depth": lim.RerankDepth, "limit": lim.Limit, "prf_docs": lim.PRFDocs, "prf_terms": lim.PRFTerms} {
+		if got := props[name].Maximum; fmt.Sprint(got) != fmt.Sprint(v) {
+			t.Errorf("Policy.%s maximum %v, the default limit %d", name, got, v)
 		}
 	}
 	w := props["rrf_weights"].Properties

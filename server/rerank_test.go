@@ -95,17 +95,20 @@ func TestRerankBudgetPerTenant(t *testing.T) {
 			if got := s.rerankBudgetMS(tt.tenant); got != tt.want {
 				t.Fatalf("got %d ms, want %d", got, tt.want)
 			}
-			// A request's own budget wins over the tenant's.
-			pol, err := s.requestPolicy(s.retriever(), tt.tenant, &retrieval.PolicyPatch{RerankBudgetMS: new(int)})
-			if err == nil {
+			// A request's own budget wins over the tenant's, for both
+			// kinds of tenant.
+			rt := s.retriever()
+			pol, model := s.requestPolicies(tt.tenant, &retrieval.PolicyPatch{RerankBudgetMS: new(int)})
+			if rt.Validate(pol) == nil || rt.Validate(model) == nil {
 				t.Fatalf("budget 0 accepted: %+v", pol)
 			}
 			own := 42
-			if pol, err = s.requestPolicy(s.retriever(), tt.tenant, &retrieval.PolicyPatch{RerankBudgetMS: &own}); err != nil || pol.RerankBudgetMS != 42 {
-				t.Fatalf("own budget: got %d, %v; want 42", pol.RerankBudgetMS, err)
+			pol, model = s.requestPolicies(tt.tenant, &retrieval.PolicyPatch{RerankBudgetMS: &own})
+			if err := rt.Validate(pol); err != nil || pol.RerankBudgetMS != 42 || model.RerankBudgetMS != 42 {
+				t.Fatalf("own budget: got %d and %d, %v; want 42", pol.RerankBudgetMS, model.RerankBudgetMS, err)
 			}
-			if pol, _ = s.requestPolicy(s.retriever(), tt.tenant, nil); pol.RerankBudgetMS != tt.want {
-				t.Fatalf("no budget in the request: got %d, want %d", pol.RerankBudgetMS, tt.want)
+			if pol, model = s.requestPolicies(tt.tenant, nil); pol.RerankBudgetMS != tt.want || model.RerankBudgetMS != tt.want {
+				t.Fatalf("no budget in the request: got %d and %d, want %d", pol.RerankBudgetMS, model.RerankBudgetMS, tt.want)
 			}
 		})
 	}

@@ -2,7 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cordon-rag/cordon/bm25"
@@ -10,17 +13,14 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-// maxPolicyInt bounds top_n, rerank_depth, limit, prf_docs and prf_terms so
-// a request cannot ask the database for an unbounded result.
-const maxPolicyInt = 10000
-
-// retriever is the pipeline over the server's store, with the model
-// reranker when one is configured.
+// retriever is the pipeline over the server's store, within the server's
+// policy limits, with the model reranker when one is configured.
 func (s *Server) retriever() *retrieval.Retriever {
-	if s.reranker == nil {
-		return retrieval.New(s.store).WithModels(s.queryModels)
+	opts := []retrieval.Option{retrieval.WithLimits(s.cfg.Limits)}
+	if s.reranker != nil {
+		opts = append(opts, retrieval.WithReranker(s.reranker))
 	}
-	return retrieval.New(s.store, retrieval.WithReranker(s.reranker)).WithModels(s.queryModels)
+	return retrieval.New(s.store, opts...).WithModels(s.queryModels)
 }
 
 // rerankBudgetMS is tenant's default rerank_budget_ms: its own budget, else
@@ -34,26 +34,33 @@ func (s *Server) rerankBudgetMS(tenant string) int {
 	return int(max(1, min(ms, retrieval.MaxRerankBudgetMS)))
 }
 
-// requestPolicy is a request's policy over the service profile
-// ([retrieval.ServicePolicy], with the tenant's rerank budget), validated
-// for rt and within maxPolicyInt.
-func (s *Server) requestPolicy(rt *retrieval.Retriever, tenant string, p *retrieval.PolicyPatch) (retrieval.Policy, error) {
+// requestPolicies are a request's policy over the service profile
+// ([retrieval.ServicePolicy], with the tenant's rerank budget) for a tenant
+// whose embedding model is hashing, and over the same profile with
+// [retrieval.ModelDefaults] for one whose model is not. The retriever
+// validates them.
+func (s *Server) requestPolicies(tenant string, p *retrieval.PolicyPatch) (hash, model retrieval.Policy) {
 	base := retrieval.ServicePolicy()
 	base.RerankBudgetMS = s.rerankBudgetMS(tenant)
-	pol := p.Apply(base)
-	if err := rt.Validate(pol); err != nil {
-		return pol, err
-	}
-	// In a fixed order, so the same request always names the same field.
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"top_n", pol.TopN}, {"rerank_depth", pol.RerankDepth}, {"limit", pol.Limit}, {"prf_docs", pol.PRFDocs}, {"prf_terms", pol.PRFTerms}} {
-		if f.v > maxPolicyInt {
-			return pol, errf(http.StatusBadRequest, "bad_request", "%s %d: at most %d", f.name, f.v, maxPolicyInt)
-		}
-	}
-	return pol, nil
+	return p.Apply(base), p.Apply(retrieval.ModelDefaults().Apply(base))
+}
+
+// Audit reserve: a retrieve's model reranker call ends this long before
+// the request's deadline (a tenth of the request timeout, at least
+// auditReserveMin, at most half of it), so a slow model is shed in time for
+// the audit append that must follow.
+const auditReserveMin = 250 * time.Millisecond
+
+// auditReserve is the time a retrieve keeps for its audit append.
+func (s *Server) auditReserve() time.Duration {
+	return min(max(s.cfg.RequestTimeout/10, auditReserveMin), s.cfg.RequestTimeout/2)
+}
+
+// limitError is e as the service states it: the limit, and the flag that
+// sets it.
+func limitError(e *retrieval.LimitError) *apiError {
+	return errf(http.StatusBadRequest, "bad_request", "policy %s %d must be at most %d: this server's limit on what one retrieve may cost (cordon serve --max-%s)",
+		e.Field, e.Value, e.Max, strings.ReplaceAll(e.Field, "_", "-"))
 }
 
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
@@ -70,18 +77,27 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
 		return
 	}
-	rt := s.retriever()
-	pol, err := s.requestPolicy(rt, id.Tenant, req.Policy)
-	if err != nil {
-		s.fail(w, r, err)
+	release, err := s.retrieves.enter(r.Context(), id.Tenant)
+	if errors.Is(err, errTenantBusy) {
+		s.metrics.retrievesRefused.Inc()
+		s.fail(w, r, errTooManyRetrieves)
 		return
 	}
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("%w: %w", errQueueTimedOut, err))
+		return
+	}
+	defer release()
+	pol, modelPol := s.requestPolicies(id.Tenant, req.Policy)
 	now := s.cfg.Now().Unix()
 	if req.NowTick != nil {
 		now = *req.NowTick
 	}
-	res, version, err := rt.RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now, Policy: pol,
-		ModelDefaults: retrieval.ModelDefaults(req.Policy)})
+	res, version, err := s.retriever().RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now,
+		Policy: pol, ModelPolicy: &modelPol, Reserve: s.auditReserve()})
+	if le := (*retrieval.LimitError)(nil); errors.As(err, &le) {
+		err = limitError(le)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -97,25 +113,21 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	// Every field that shapes the ranking, so two records that ranked
 	// differently never read the same.
-	pol = res.Policy // the model defaults applied
-	rerank := string(pol.Rerank)
-	effective := retrieval.PolicyPatch{MaxStaleTicks: pol.MaxStaleTicks, EnableRerank: &pol.EnableRerank, MinScore: &pol.MinScore,
-		TopN: &pol.TopN, RerankDepth: &pol.RerankDepth, RRFK: &pol.RRFK, Limit: &pol.Limit,
-		RRFWeights: &retrieval.WeightsPatch{BM25: &pol.RRFWeights.BM25, Cosine: &pol.RRFWeights.Cosine},
-		Rerank:     &rerank, RerankBlend: &pol.RerankBlend, RerankDense: &pol.RerankDense, MaxChunksPerDoc: &pol.MaxChunksPerDoc}
-	if pol.PRFDocs > 0 {
-		// Expansion shapes the results: the audit record says it was on.
-		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = &pol.PRFDocs, &pol.PRFTerms, &pol.PRFWeight
+	// Fields that are off (expansion, qtf weighting, the plus-one idf, the
+	// model reranker's settings) are left out.
+	pol = res.Policy // the tenant's: with the model defaults for a model
+	effective := *pol.Patch()
+	if pol.PRFDocs == 0 {
+		effective.PRFDocs, effective.PRFTerms, effective.PRFWeight = nil, nil, nil
 	}
-	if pol.QTFK3 != 0 {
-		effective.QTFK3 = &pol.QTFK3
+	if pol.QTFK3 == 0 {
+		effective.QTFK3 = nil
 	}
-	if pol.IDF != bm25.IDFPlusOne {
-		idf := string(pol.IDF)
-		effective.IDF = &idf
+	if pol.IDF == bm25.IDFPlusOne {
+		effective.IDF = nil
 	}
-	if pol.Rerank == retrieval.RerankModel {
-		effective.RerankMinScore, effective.RerankBudgetMS = &pol.RerankMinScore, &pol.RerankBudgetMS
+	if pol.Rerank != retrieval.RerankModel {
+		effective.RerankMinScore, effective.RerankBudgetMS = nil, nil
 	}
 	policyText, _ := json.Marshal(struct {
 		NowTick int64 `json:"now_tick"`

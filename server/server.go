@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -60,6 +61,17 @@ type Config struct {
 	RerankBudget       time.Duration
 	RerankBudgetTenant map[string]time.Duration
 
+	// Limits bound the costly policy fields of a retrieve (top_n,
+	// rerank_depth, limit, prf_docs, prf_terms); a request over one is a
+	// 400 naming it. A zero field takes [retrieval.DefaultLimits]' value.
+	Limits retrieval.Limits
+	// TenantRetrieves bounds one tenant's retrieves in progress at once
+	// (default 2 x GOMAXPROCS); TenantQueue more wait for one to finish
+	// (0 takes the default, 4 x TenantRetrieves; a negative value queues
+	// none), and any beyond are refused with 429 and Retry-After.
+	TenantRetrieves int
+	TenantQueue     int
+
 	Logger *slog.Logger
 	// Models embeds the queries of tenants whose embedding model is not
 	// hashing (the store embeds their documents with the same providers).
@@ -82,6 +94,9 @@ func DefaultConfig() Config {
 		ShutdownTimeout:   30 * time.Second,
 		RequestTimeout:    30 * time.Second,
 		RerankBudget:      retrieval.DefaultRerankBudgetMS * time.Millisecond,
+		Limits:            retrieval.DefaultLimits(),
+		TenantRetrieves:   2 * runtime.GOMAXPROCS(0),
+		TenantQueue:       8 * runtime.GOMAXPROCS(0),
 	}
 }
 
@@ -107,6 +122,21 @@ func (c *Config) defaults() {
 	setD(&c.ShutdownTimeout, d.ShutdownTimeout)
 	setD(&c.RequestTimeout, d.RequestTimeout)
 	setD(&c.RerankBudget, d.RerankBudget)
+	for _, l := range []struct{ v, def *int }{{&c.Limits.TopN, &d.Limits.TopN}, {&c.Limits.RerankDepth, &d.Limits.RerankDepth},
+		{&c.Limits.Limit, &d.Limits.Limit}, {&c.Limits.PRFDocs, &d.Limits.PRFDocs}, {&c.Limits.PRFTerms, &d.Limits.PRFTerms}} {
+		if *l.v <= 0 {
+			*l.v = *l.def
+		}
+	}
+	if c.TenantRetrieves <= 0 {
+		c.TenantRetrieves = d.TenantRetrieves
+	}
+	switch {
+	case c.TenantQueue == 0:
+		c.TenantQueue = 4 * c.TenantRetrieves
+	case c.TenantQueue < 0:
+		c.TenantQueue = 0
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,7 +155,9 @@ type Server struct {
 	metrics     *metrics
 	// reranker is Config.Reranker with its calls counted; nil without one.
 	reranker rerank.Reranker
-	handler  http.Handler
+	// retrieves bounds each tenant's retrieves in progress.
+	retrieves *tenantGate
+	handler   http.Handler
 	// routes lists "METHOD /pattern" for every API route (the OpenAPI test
 	// compares them with openapi.yaml).
 	routes []string
@@ -137,7 +169,8 @@ var openAPI []byte
 // New returns a Server over st, authenticating with v.
 func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models)}
+	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models),
+		retrieves: newTenantGate(cfg.TenantRetrieves, cfg.TenantQueue)}
 	s.metrics = newMetrics(func() *pgxpool.Pool {
 		if st == nil { // tests of what is decided before the store
 			return nil
@@ -351,6 +384,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 			d := time.Since(start)
 			s.metrics.request(r.Pattern, r.Method, status, d)
+			if status >= 500 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				s.metrics.timeouts.Inc()
+			}
 			level := slog.LevelInfo
 			if rl.err != nil && status >= 500 {
 				level = slog.LevelError

@@ -73,7 +73,10 @@ func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheB
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	cl := &countingListener{Listener: ln}
-	srv := server.New(server.Config{}, st, v)
+	// Every client may have its retrieve in progress at once, even all on
+	// one tenant: the bench measures the service's work, not the per-tenant
+	// admission of cordon serve --tenant-retrieves.
+	srv := server.New(server.Config{TenantRetrieves: clients}, st, v)
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, cl) }()
@@ -190,20 +193,10 @@ func tenantPath(tenant, rest string) string {
 	return "/v1/tenants/" + url.PathEscape(tenant) + rest
 }
 
-// retrievePolicy is the bench policy (policy) as a request patch: every
-// field the server's profile sets differently is given, so the server ranks
-// exactly as the store-only systems do.
-func retrievePolicy(q Query) *retrieval.PolicyPatch {
-	p := policy(q)
-	rerank, idf := string(p.Rerank), string(p.IDF)
-	return &retrieval.PolicyPatch{
-		MaxStaleTicks: p.MaxStaleTicks, EnableRerank: &p.EnableRerank, MinScore: &p.MinScore, TopN: &p.TopN,
-		RerankDepth: &p.RerankDepth, RRFK: &p.RRFK, Limit: &p.Limit,
-		RRFWeights: &retrieval.WeightsPatch{BM25: &p.RRFWeights.BM25, Cosine: &p.RRFWeights.Cosine},
-		Rerank:     &rerank, RerankBlend: &p.RerankBlend, MaxChunksPerDoc: &p.MaxChunksPerDoc, PRFDocs: &p.PRFDocs,
-		QTFK3: &p.QTFK3, IDF: &idf,
-	}
-}
+// retrievePolicy is the bench policy (policy) as a request patch that sets
+// every field, so the server ranks exactly as the store-only systems do
+// whatever its profile.
+func retrievePolicy(q Query) *retrieval.PolicyPatch { return policy(q).Patch() }
 
 func (h *httpSystem) Query(ctx context.Context, q Query) ([]string, error) {
 	text, now := q.Text, q.NowTick

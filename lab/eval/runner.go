@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -600,7 +599,9 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 			all = sided(rk, rk.Dense)
 		default:
 			deep := s.Policy
-			deep.Limit = math.MaxInt // Tail truncates last: its first K are the pipeline's
+			// Tail truncates last, so the first K of the whole fused list
+			// (at most top_n chunks of each ranking) are the pipeline's.
+			deep.Limit = 2 * deep.TopN
 			var res retrieval.Result
 			if deep.PRFDocs > 0 {
 				// Query expansion ranks again with the expanded query:
