@@ -20,15 +20,18 @@ const cacheFraction = 4
 const cacheAuto = "auto"
 
 // cacheBudget resolves a budget flag: "auto" (or empty) is 1/cacheFraction
-// of the memory this process may use, a number is taken as is (in units of
-// unit bytes: 1 for --cache-bytes, 1 MiB for --cache-mib), and 0 turns the
-// in-memory path off. rule says how the budget was chosen, for the logs.
+// of the memory this process may use (0 where that is unknown: not Linux),
+// a number is taken as is (in units of unit bytes: 1 for --cache-bytes,
+// 1 MiB for --cache-mib), and 0 turns the in-memory path off. rule says how
+// the budget was chosen, for the logs.
 func cacheBudget(flagName, value string, unit int64) (budget int64, rule string, err error) {
 	v := strings.TrimSpace(value)
 	if v == "" || v == cacheAuto {
 		l, err := sysmem.Read()
 		if err != nil {
-			return 0, "", fmt.Errorf("%s auto: %w (pass a budget, or 0 to rank every query in SQL)", flagName, err)
+			// Not Linux: no figure to take a share of. Ranking in SQL is
+			// slower, never wrong, so the command still runs.
+			return 0, fmt.Sprintf("auto: off, the memory available is unknown (%v); pass %s to set a budget", err, flagName), nil
 		}
 		return l.Bytes / cacheFraction, fmt.Sprintf("auto: 1/%d of %d bytes (%s)", cacheFraction, l.Bytes, l.Source), nil
 	}
