@@ -241,8 +241,8 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 		}
 		c := s.Cache
 		fmt.Fprintf(w, "\n%s in memory: first query of a cold tenant %.1f ms (ranked in SQL while it loads); loads done %.2f s after it; "+
-			"%d loads (%d failed) in %.2f s, %d evictions, %d tenants held, peak %.0f MiB of %.0f; measured queries from memory %d, in SQL %d\n",
-			name, *s.ColdFirstQueryMS, *s.LoadedAfterS, c.Loads, c.LoadFailures, c.LoadS, c.Evictions, c.Tenants,
+			"%d loads (%d failed, %d declined: no room without evicting tenants in use) in %.2f s, %d evictions, %d tenants held, peak %.0f MiB of %.0f; measured queries from memory %d, in SQL %d\n",
+			name, *s.ColdFirstQueryMS, *s.LoadedAfterS, c.Loads, c.LoadFailures, c.Declined, c.LoadS, c.Evictions, c.Tenants,
 			float64(c.PeakBytes)/(1<<20), float64(rep.CacheBytes)/(1<<20), c.MemoryAnswers, c.SQLAnswers)
 	}
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.QPSRatioToCordon != nil {

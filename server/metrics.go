@@ -184,6 +184,7 @@ func (m *metrics) registerCache(stats func() (postgres.CacheStats, bool)) {
 		{"cordon_cache_load_failures_total", "Loads that ended without an index (the tenant did not fit the budget, or an error).", nil, func(c postgres.CacheStats) float64 { return float64(c.LoadFailures) }},
 		{"cordon_cache_load_seconds_total", "Time spent loading tenants, failed loads included.", nil, func(c postgres.CacheStats) float64 { return c.LoadTime.Seconds() }},
 		{"cordon_cache_evictions_total", "Indexes dropped, least recently used first, to make room for others.", nil, func(c postgres.CacheStats) float64 { return float64(c.Evictions) }},
+		{"cordon_cache_loads_declined_total", "Loads not started because the tenant would not fit without evicting tenants queried in the last 30 s (the budget is smaller than the tenants in use).", nil, func(c postgres.CacheStats) float64 { return float64(c.LoadsDeclined) }},
 		{"cordon_cache_answers_total", "Store queries by the path that answered: memory, or sql while the in-memory path is on.", prometheus.Labels{"path": "memory"}, func(c postgres.CacheStats) float64 { return float64(c.MemoryAnswers) }},
 		{"cordon_cache_answers_total", "Store queries by the path that answered: memory, or sql while the in-memory path is on.", prometheus.Labels{"path": "sql"}, func(c postgres.CacheStats) float64 { return float64(c.SQLAnswers) }},
 	} {

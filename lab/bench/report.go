@@ -108,6 +108,7 @@ type CacheResult struct {
 	LoadFailures  int64   `json:"load_failures"`
 	LoadS         float64 `json:"load_s"`
 	Evictions     int64   `json:"evictions"`
+	Declined      int64   `json:"loads_declined"`
 	PeakBytes     int64   `json:"peak_bytes"`
 	MemoryAnswers int64   `json:"memory_answers"`
 	SQLAnswers    int64   `json:"sql_answers"`

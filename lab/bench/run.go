@@ -397,7 +397,7 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 		res.MemoryBudgetBytes, res.MemoryUsedBytes = &st.Budget, &st.Bytes
 		res.Cache = &CacheResult{
 			Tenants: st.Tenants, Loads: st.Loads, LoadFailures: st.LoadFailures, LoadS: st.LoadTime.Seconds(),
-			Evictions: st.Evictions, PeakBytes: st.PeakBytes,
+			Evictions: st.Evictions, Declined: st.LoadsDeclined, PeakBytes: st.PeakBytes,
 			MemoryAnswers: st.MemoryAnswers - cache0.MemoryAnswers, SQLAnswers: st.SQLAnswers - cache0.SQLAnswers,
 		}
 	}

@@ -151,7 +151,9 @@ func TestCacheBudgetNeverExceeded(t *testing.T) {
 	for _, background := range []bool{false, true} {
 		t.Run(fmt.Sprintf("background=%v", background), func(t *testing.T) {
 			budget := 2*one + one/2
-			s := f.open(Options{CacheBytes: budget, CacheLoadInBackground: background})
+			// Any tenant no query reads may be evicted (evictMinIdle is
+			// TestCacheDoesNotThrash's).
+			s := f.open(Options{CacheBytes: budget, CacheLoadInBackground: background, evictMinIdle: -1})
 			for round := range 3 {
 				for i := range tenants {
 					f.check(fmt.Sprintf("round %d tenant %d", round, i), s, cacheQuery(fmt.Sprintf("t%d", i), "wire release payment"))
@@ -282,7 +284,7 @@ func TestCacheWritesDuringLoadAndEviction(t *testing.T) {
 
 	// Evict a by loading b under a budget that holds one of them.
 	one := s.CacheStats().Bytes
-	small := f.open(Options{CacheBytes: one + one/4, CacheLoadInBackground: true})
+	small := f.open(Options{CacheBytes: one + one/4, CacheLoadInBackground: true, evictMinIdle: -1})
 	f.check("a, small store", small, q)
 	waitLoads(t, small)
 	f.check("a from memory", small, q)
@@ -297,5 +299,38 @@ func TestCacheWritesDuringLoadAndEviction(t *testing.T) {
 	f.check("a reloaded", small, q)
 	if st := small.CacheStats(); st.PeakBytes > st.Budget {
 		t.Fatalf("%+v: more than the budget", st)
+	}
+}
+
+// TestCacheDoesNotThrash: when the tenants in use do not all fit, a tenant
+// that would need a recently queried one evicted is not loaded (no load is
+// even started): it is ranked in SQL, and the loaded tenants stay.
+func TestCacheDoesNotThrash(t *testing.T) {
+	f := newCacheFixture(t)
+	const tenants = 5
+	for i := range tenants {
+		fillTenant(f, fmt.Sprintf("t%d", i), 12)
+	}
+	probe := f.open(Options{CacheBytes: 1 << 30})
+	f.check("probe", probe, cacheQuery("t0", "wire release"))
+	one := probe.CacheStats().Bytes
+	for _, background := range []bool{false, true} {
+		t.Run(fmt.Sprintf("background=%v", background), func(t *testing.T) {
+			s := f.open(Options{CacheBytes: 2*one + one/2, CacheLoadInBackground: background, evictMinIdle: time.Hour})
+			for round := range 3 {
+				for i := range tenants {
+					f.check(fmt.Sprintf("round %d tenant %d", round, i), s, cacheQuery(fmt.Sprintf("t%d", i), "wire release payment"))
+					waitLoads(t, s)
+				}
+			}
+			st := s.CacheStats()
+			if st.Loads != 2 || st.Evictions != 0 || st.LoadFailures != 0 || st.Tenants != 2 || st.LoadsDeclined == 0 || st.PeakBytes > st.Budget {
+				t.Fatalf("%+v: want the first two tenants loaded and kept, the others declined, never evicted", st)
+			}
+			// The two loaded tenants answer from memory, the others in SQL.
+			if st.MemoryAnswers == 0 || st.SQLAnswers < 3*(tenants-2) {
+				t.Fatalf("%+v: want the loaded tenants from memory, the others in SQL", st)
+			}
+		})
 	}
 }

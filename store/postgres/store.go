@@ -82,6 +82,10 @@ type Options struct {
 	// read the stats row, before the documents; the package's tests hold
 	// loads there.
 	loadHook func(tenant string)
+	// evictMinIdle, when not 0, replaces evictMinIdle (negative: any
+	// tenant no query is reading may be evicted); the package's tests set
+	// it.
+	evictMinIdle time.Duration
 	// poolConfig, when set, changes the pool's configuration last; the
 	// package's tests count round trips on the wire with it.
 	poolConfig func(*pgxpool.Config)
@@ -151,7 +155,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	st := &Store{pool: pool, opts: opts, replicas: replicas}
 	if opts.CacheBytes > 0 {
-		st.cache = newCache(opts.CacheBytes, opts.CacheLoadInBackground)
+		st.cache = newCache(opts.CacheBytes, opts.CacheLoadInBackground, opts.evictMinIdle)
 		st.cache.hook = opts.loadHook
 	}
 	st.startLagMonitor()
