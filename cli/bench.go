@@ -19,7 +19,7 @@ func benchCommand() *command {
 		usage: `Usage:
   cordon bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
-               [--warmup N] [--warm-tenants=false] [--cache-mib M] [--serial N]
+               [--warmup N] [--warm-tenants=false] [--cache-mib auto|M] [--serial N]
                [--mix OPS] [--cpuprofile FILE]
                [--create-database=false] [--keep] [--json]
 
@@ -32,9 +32,16 @@ for each system ingests the corpus with W concurrent writers (one document
 per transaction, or B documents of one tenant with --batch: cordon's
 PutBatch) and runs the queries with C concurrent clients:
 
+  cordon      the headline: the Postgres store behind the retriever
+              (exact) as 'cordon serve' runs it with no tuning flags: the
+              in-memory query path within --cache-mib (default auto: a
+              quarter of the memory this process may use), tenants loaded
+              in the background while SQL answers; it also reports its
+              first query on a cold tenant and when the loads were done
+  cordon_sql  the same store with the in-memory path off ('cordon serve
+              --cache-bytes 0'): every query ranked in SQL, over cordon's
+              tables
   memory      the in-memory reference store (exact)
-  cordon      the Postgres store behind the retriever (exact), with its
-              in-memory query path within --cache-mib (0: ranked in SQL)
   http        the service path: the real server in this process on a
               loopback port (same store options, HS256 tokens minted per
               tenant, a generated audit key, every request audited) over
@@ -45,8 +52,9 @@ PutBatch) and runs the queries with C concurrent clients:
               RRF in SQL (approximate)
 
 Before measuring, each system answers one unmeasured query per tenant
-(--warm-tenants) and the first --warmup queries, so stores that load a
-tenant on first use are measured warm. Every system returns a top-10 list
+(--warm-tenants) and the first --warmup queries, and the run waits for the
+background loads these started, so stores that load a tenant on first use
+are measured warm. Every system returns a top-10 list
 under the same policy; recall@10 and the number of identical lists are
 measured against the memory store's lists (the reference), or cordon's when
 memory is not run. Latency is per query, with C clients queueing for the
@@ -111,7 +119,7 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 	warmup := fs.Int("warmup", 20, "unmeasured warm-up queries per system")
 	serial := fs.Int("serial", 0, "after the measured run, run the first N queries again with one client and report their latency (serial_p50_ms, serial_p95_ms, serial_p99_ms)")
 	warmTenants := fs.Bool("warm-tenants", true, "before measuring, one unmeasured query per tenant per system")
-	cacheMiB := fs.Int64("cache-mib", 2048, "cordon's in-memory query path budget in MiB (0: every query in SQL)")
+	cacheMiB := fs.String("cache-mib", cacheAuto, "cordon's in-memory query path budget in MiB; auto: as 'cordon serve' chooses it (a quarter of the memory this process may use); 0: every query in SQL")
 	create := fs.Bool("create-database", true, "run in a fresh database created on the server, dropped afterwards")
 	keep := fs.Bool("keep", false, "keep the bench database (or tenants) afterwards")
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
@@ -142,6 +150,10 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	cacheBytes, cacheRule, err := cacheBudget("--cache-mib", *cacheMiB, 1<<20)
+	if err != nil {
+		return err
+	}
 	opts := bench.Options{
 		DatabaseURL:    databaseURL(env, *dbURL),
 		CreateDatabase: *create,
@@ -156,7 +168,8 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 		Warmup:         *warmup,
 		Serial:         *serial,
 		WarmTenants:    *warmTenants,
-		CacheBytes:     *cacheMiB << 20,
+		CacheBytes:     cacheBytes,
+		CacheRule:      cacheRule,
 		Systems:        splitList(*systems),
 		Mix:            opMix,
 	}
@@ -186,6 +199,10 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 		fmt.Fprintf(w, ", %s", rep.Env.Postgres)
 	}
 	fmt.Fprint(w, "\n\n")
+	if rep.Systems[rep.Headline] != nil {
+		fmt.Fprintf(w, "%s is the headline: 'cordon serve' with no tuning flags (in-memory budget %.0f MiB, %s; tenants loaded in the background)\n\n",
+			rep.Headline, float64(rep.CacheBytes)/(1<<20), rep.CacheRule)
+	}
 	fmt.Fprintf(w, "%-11s %9s %9s %9s %8s %10s %10s %10s %10s %9s\n", "SYSTEM", "P50_MS", "P95_MS", "P99_MS", "QPS", "INGEST/S", "BYTES/CHK", "RECALL@10", "IDENTICAL", "HEAP_MIB")
 	opt := func(p *float64, format string) string {
 		if p == nil {
@@ -193,7 +210,7 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 		}
 		return fmt.Sprintf(format, *p)
 	}
-	for _, name := range bench.AllSystems {
+	for _, name := range bench.ReportOrder {
 		s := rep.Systems[name]
 		if s == nil {
 			continue
@@ -206,7 +223,7 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 			opt(s.IngestChunksPerS, "%.0f"), opt(s.BytesPerChunk, "%.0f"), opt(s.RecallAt10, "%.4f"), ident, float64(s.PeakHeapBytes)/(1<<20))
 	}
 	cpuLine := false
-	for _, name := range bench.AllSystems {
+	for _, name := range bench.ReportOrder {
 		s := rep.Systems[name]
 		if s == nil || s.CPUMsPerQuery == nil {
 			continue
@@ -216,6 +233,17 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 			cpuLine = true
 		}
 		fmt.Fprintf(w, "  %-11s %.3f + %s\n", name, *s.CPUMsPerQuery, opt(s.DBCPUMsPerQuery, "%.3f"))
+	}
+	for _, name := range bench.ReportOrder {
+		s := rep.Systems[name]
+		if s == nil || s.Cache == nil || s.ColdFirstQueryMS == nil || s.LoadedAfterS == nil {
+			continue
+		}
+		c := s.Cache
+		fmt.Fprintf(w, "\n%s in memory: first query of a cold tenant %.1f ms (ranked in SQL while it loads); loads done %.2f s after it; "+
+			"%d loads (%d failed, %d declined: no room without evicting tenants in use) in %.2f s, %d evictions, %d tenants held, peak %.0f MiB of %.0f; measured queries from memory %d, in SQL %d\n",
+			name, *s.ColdFirstQueryMS, *s.LoadedAfterS, c.Loads, c.LoadFailures, c.Declined, c.LoadS, c.Evictions, c.Tenants,
+			float64(c.PeakBytes)/(1<<20), float64(rep.CacheBytes)/(1<<20), c.MemoryAnswers, c.SQLAnswers)
 	}
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.QPSRatioToCordon != nil {
 		fmt.Fprintf(w, "\nhttp/cordon qps at %d clients: %.2f\n", rep.Concurrency, *h.QPSRatioToCordon)

@@ -84,8 +84,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 	}
 	nulls := map[string][]string{
-		"memory":    {"bytes_per_chunk"},
-		"sql_exact": {"ingest_chunks_per_s", "bytes_per_chunk"},
+		"memory":     {"bytes_per_chunk"},
+		"sql_exact":  {"ingest_chunks_per_s", "bytes_per_chunk"},
+		"cordon_sql": {"ingest_chunks_per_s", "bytes_per_chunk"},
 	}
 	for name, ks := range nulls {
 		for _, k := range ks {
@@ -107,7 +108,20 @@ func TestBenchEndToEnd(t *testing.T) {
 	if rep.Chunks != 300 || rep.Tenants != 2 || rep.Queries != 20 || rep.Reference != "memory" {
 		t.Errorf("got chunks %d, tenants %d, queries %d, reference %q; want 300, 2, 20, memory", rep.Chunks, rep.Tenants, rep.Queries, rep.Reference)
 	}
-	for _, name := range []string{"memory", "cordon"} {
+	// The headline is cordon as 'cordon serve' runs it by default: an
+	// automatic budget, the cold tenant answered while it loads, every
+	// measured query answered from memory; cordon_sql is its SQL path.
+	if rep.Headline != "cordon" || rep.CacheBytes <= 0 || !strings.HasPrefix(rep.CacheRule, "auto: ") {
+		t.Errorf("headline %q, budget %d (%q); want cordon with an automatic budget", rep.Headline, rep.CacheBytes, rep.CacheRule)
+	}
+	if c := rep.Systems["cordon"]; c.ColdFirstQueryMS == nil || c.LoadedAfterS == nil || c.Cache == nil ||
+		c.Cache.Loads != 2 || c.Cache.Tenants != 2 || c.Cache.SQLAnswers != 0 || c.Cache.MemoryAnswers == 0 || c.Cache.PeakBytes > rep.CacheBytes {
+		t.Errorf("cordon: cold %v, loaded after %v, cache %+v; want two tenants loaded before the measured run, which memory answered", c.ColdFirstQueryMS, c.LoadedAfterS, c.Cache)
+	}
+	if c := rep.Systems["cordon_sql"]; c.Cache != nil {
+		t.Errorf("cordon_sql has an in-memory path: %+v", c.Cache)
+	}
+	for _, name := range []string{"memory", "cordon", "cordon_sql"} {
 		s := rep.Systems[name]
 		if s.RecallAt10 == nil || *s.RecallAt10 != 1 {
 			t.Errorf("systems.%s.recall_at_10 = %v, want 1", name, s.RecallAt10)

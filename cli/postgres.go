@@ -420,7 +420,7 @@ func openPostgresReplay(ctx context.Context, url string, o replayOptions) (repla
 	var st *postgres.Store
 	open := func(ctx context.Context, s index.Settings) (replay.Store, error) {
 		var err error
-		st, err = postgres.Open(ctx, url, postgres.Options{AutoCreate: &s, CacheBytes: o.cacheBytes})
+		st, err = postgres.Open(ctx, url, postgres.Options{AutoCreate: &s, CacheBytes: o.cacheBytes, CacheLoadInBackground: true})
 		return st, err
 	}
 	return open, func() {

@@ -31,13 +31,16 @@ parsed or the store cannot be opened. SCRIPT.json may be "-" for stdin.
 Examples:
   cordon replay testdata/replay/basic.json
   cordon replay --store postgres --database-url "$CORDON_DATABASE_URL" script.json
-  cordon replay --store postgres --reset --yes --cache-bytes 1073741824 script.json
+  cordon replay --store postgres --reset --yes --cache-bytes 0 script.json
 
 Against Postgres, the replay applies the migrations and creates each tenant it
 meets with the script's config. Tenants that already exist keep their
 documents (and must have the same settings); --reset drops the script's
 tenants first, with all their documents, so that the output is comparable
-with --store memory: it needs --yes.
+with --store memory: it needs --yes. As with 'cordon serve', queries are
+ranked from an in-memory index within --cache-bytes (default auto), each
+tenant loaded in the background while SQL answers; --cache-bytes 0 ranks
+every query in SQL. The output is the same either way.
 ` + databaseHelp,
 		run: runReplay,
 	}
@@ -49,7 +52,7 @@ func runReplay(ctx context.Context, env Env, c *command, args []string) error {
 	dbURL := databaseFlag(fs)
 	reset := fs.Bool("reset", false, "postgres: first drop every tenant the script names (deletes their documents; needs --yes) so the replay starts empty")
 	yes := fs.Bool("yes", false, "confirm --reset: the script's tenants and their documents are deleted for good")
-	cacheBytes := fs.Int64("cache-bytes", 0, "postgres: rank through the in-memory query path with this memory budget (0: SQL path)")
+	cacheBytes := fs.String("cache-bytes", cacheAuto, "postgres: memory budget of the in-memory query path in bytes, as for serve (auto: a quarter of the memory this process may use; 0: SQL path)")
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -77,7 +80,11 @@ func runReplay(ctx context.Context, env Env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
-	o := replayOptions{cacheBytes: *cacheBytes}
+	budget, _, err := cacheBudget("--cache-bytes", *cacheBytes, 1)
+	if err != nil {
+		return err
+	}
+	o := replayOptions{cacheBytes: budget}
 	if *reset {
 		o.reset = replay.Tenants(data)
 	}

@@ -34,6 +34,16 @@ per line (at least 32 bytes of key), --audit-key-id the key to write with
 --audit-unkeyed (development only: the chain is then plain SHA-256, which
 anyone who can write the database can recompute).
 
+Queries are ranked from an in-memory index of each tenant, kept coherent
+with the database, within --cache-bytes: by default (auto) a quarter of the
+memory this process may use (the cgroup v2 memory.max or v1
+memory.limit_in_bytes of its control group, else the machine's memory),
+shared by the tenants, least recently used evicted first. A tenant's first
+query is ranked in SQL while the tenant loads in the background; a tenant
+larger than the budget is always ranked in SQL; results are the same
+either way. --cache-bytes 0 ranks every query in SQL. The budget and its
+source are logged at start (cache_bytes, cache_budget_rule).
+
 Metrics are served only with --metrics-addr, on a listener of their own
 (never on the API's), with aggregate counters unless --metrics-tenant-labels.
 
@@ -169,7 +179,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	var replicaURLs repeatFlag
 	fs.Var(&replicaURLs, "replica-url", "URL of a streaming replica to serve reads from (repeatable; default: the comma-separated $CORDON_REPLICA_URLS)")
 	replicaMaxLag := dur("replica-max-lag", "CORDON_REPLICA_MAX_LAG", 0, "serve reads without a consistency token from a replica only while it is at most this far behind the primary (0: any healthy replica)")
-	cacheBytes := i64("cache-bytes", "CORDON_CACHE_BYTES", 0, "memory budget of the in-memory query path (0: rank every query in SQL)")
+	cacheBytes := envString(fs, env, "cache-bytes", "CORDON_CACHE_BYTES", cacheAuto, "memory budget of the in-memory query path in bytes; auto: a quarter of the memory this process may use (cgroup limit, else physical memory); 0: rank every query in SQL")
 	maxBody := i64("max-body-bytes", "CORDON_MAX_BODY_BYTES", d.MaxBodyBytes, "limit of a JSON request body")
 	maxDoc := i64("max-document-bytes", "CORDON_MAX_DOCUMENT_BYTES", d.MaxDocumentBytes, "limit of a document PUT body")
 	maxBatch := i64("max-batch-bytes", "CORDON_MAX_BATCH_BYTES", d.MaxBatchBytes, "limit of an NDJSON batch body")
@@ -269,6 +279,10 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
+	cacheBudgetBytes, cacheRule, err := cacheBudget("--cache-bytes", *cacheBytes, 1)
+	if err != nil {
+		return err
+	}
 	url := databaseURL(env, *dbURL)
 	secret := env.Getenv("CORDON_JWT_HS256_SECRET")
 	secretState := "unset"
@@ -279,7 +293,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"jwks_file", *jwksFile, "jwks_url", *jwksURL, "oidc_issuer", *oidc, "jwt_issuer", *issuer, "jwt_audience", *audience,
 		"jwt_leeway", leeway.String(), "claim_tenant", *claimTenant, "claim_clearance", *claimClearance,
 		"claim_barriers", *claimBarriers, "claim_roles", *claimRoles,
-		"migrate", *migrate, "max_conns", *maxConns, "replica_max_lag", replicaMaxLag.String(), "cache_bytes", *cacheBytes, "max_body_bytes", *maxBody, "max_document_bytes", *maxDoc,
+		"migrate", *migrate, "max_conns", *maxConns, "replica_max_lag", replicaMaxLag.String(), "cache_bytes", cacheBudgetBytes, "cache_budget_rule", cacheRule, "max_body_bytes", *maxBody, "max_document_bytes", *maxDoc,
 		"max_batch_bytes", *maxBatch, "read_header_timeout", readHeader.String(), "read_timeout", read.String(),
 		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
 		"shutdown_timeout", shutdown.String(), "metrics_addr", *metricsAddr, "metrics_tenant_labels", *metricsTenants,
@@ -318,9 +332,6 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if *replicaMaxLag < 0 {
 		return fmt.Errorf("%w: --replica-max-lag %v must be >= 0", errUsage, *replicaMaxLag)
 	}
-	if *cacheBytes < 0 {
-		return fmt.Errorf("%w: --cache-bytes %d must be >= 0", errUsage, *cacheBytes)
-	}
 	if len(replicaURLs) == 0 {
 		for _, u := range strings.Split(env.Getenv("CORDON_REPLICA_URLS"), ",") {
 			if u = strings.TrimSpace(u); u != "" {
@@ -328,7 +339,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 			}
 		}
 	}
-	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: *cacheBytes, AuditKeys: keys, Replicas: replicaURLs, ReplicaMaxLag: *replicaMaxLag, Models: models})
+	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: cacheBudgetBytes, CacheLoadInBackground: true, AuditKeys: keys, Replicas: replicaURLs, ReplicaMaxLag: *replicaMaxLag, Models: models})
 	if err != nil {
 		return err
 	}

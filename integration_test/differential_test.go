@@ -35,19 +35,22 @@ func runMemory(t *testing.T, script []byte) []byte {
 // every tenant, so each script starts from an empty index.
 func runPostgres(t *testing.T, dbURL string, script []byte) []byte {
 	t.Helper()
-	return runPostgresWith(t, dbURL, script, 0)
+	return runPostgresWith(t, dbURL, script, postgres.Options{})
 }
 
-// runPostgresWith runs a script like runPostgres with the in-memory query
-// path given cacheBytes (0: every query ranked in SQL).
-func runPostgresWith(t *testing.T, dbURL string, script []byte, cacheBytes int64) []byte {
+// runPostgresWith runs a script like runPostgres with the store options
+// opts (CacheBytes 0: every query ranked in SQL); AutoCreate is the
+// script's.
+func runPostgresWith(t *testing.T, dbURL string, script []byte, opts postgres.Options) []byte {
 	t.Helper()
 	execSQL(t, dbURL, `SELECT cordon.drop_tenant(name) FROM cordon.tenants`)
 	var out bytes.Buffer
 	var st *postgres.Store
 	err := replay.Run(context.Background(), script, func(ctx context.Context, s index.Settings) (replay.Store, error) {
 		var err error
-		st, err = postgres.Open(ctx, dbURL, postgres.Options{AutoCreate: &s, CacheBytes: cacheBytes})
+		o := opts
+		o.AutoCreate = &s
+		st, err = postgres.Open(ctx, dbURL, o)
 		return st, err
 	}, &out)
 	if st != nil {
@@ -88,8 +91,17 @@ func TestDifferentialRandomScripts(t *testing.T) {
 		// which brings its cache up to date from the change log between
 		// the script's writes and reads.
 		if seed%2 == 0 {
-			if cached := runPostgresWith(t, dbURL, script, 1<<30); !bytes.Equal(cached, want) {
+			if cached := runPostgresWith(t, dbURL, script, postgres.Options{CacheBytes: 1 << 30}); !bytes.Equal(cached, want) {
 				t.Errorf("seed %d: the cached query path differs from the reference\n%s", seed, firstDiff(want, cached))
+			}
+		}
+		// Every fourth script loads its tenants in the background, as
+		// 'cordon serve' does: queries are answered in SQL until a load
+		// is in, with writes racing the loads.
+		if seed%4 == 1 {
+			opts := postgres.Options{CacheBytes: 1 << 30, CacheLoadInBackground: true}
+			if cached := runPostgresWith(t, dbURL, script, opts); !bytes.Equal(cached, want) {
+				t.Errorf("seed %d: the cached query path with background loads differs from the reference\n%s", seed, firstDiff(want, cached))
 			}
 		}
 		if !bytes.Equal(got, want) {
@@ -120,10 +132,11 @@ func TestDifferentialGoldenScripts(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := runMemory(t, script)
-			for _, cacheBytes := range []int64{0, 1 << 30} {
-				got := runPostgresWith(t, dbURL, script, cacheBytes)
+			for _, opts := range []postgres.Options{{}, {CacheBytes: 1 << 30}, {CacheBytes: 1 << 30, CacheLoadInBackground: true}} {
+				got := runPostgresWith(t, dbURL, script, opts)
 				if !bytes.Equal(got, want) {
-					t.Errorf("postgres output (cache budget %d) differs from the reference\n%s", cacheBytes, firstDiff(want, got))
+					t.Errorf("postgres output (cache budget %d, background loads %v) differs from the reference\n%s",
+						opts.CacheBytes, opts.CacheLoadInBackground, firstDiff(want, got))
 				}
 			}
 		})

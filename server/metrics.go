@@ -226,3 +226,42 @@ func (m *metrics) retrieval(tenant string, considered, exclEnt, exclFresh int, d
 		m.degraded.WithLabelValues(append([]string{d}, tl...)...).Inc()
 	}
 }
+
+// registerCache adds the gauges and counters of the store's in-memory query
+// path (postgres.CacheStats), read at each scrape.
+func (m *metrics) registerCache(stats func() (postgres.CacheStats, bool)) {
+	value := func(f func(c postgres.CacheStats) float64) func() float64 {
+		return func() float64 {
+			if c, ok := stats(); ok {
+				return f(c)
+			}
+			return 0
+		}
+	}
+	for _, g := range []struct {
+		name, help string
+		f          func(c postgres.CacheStats) float64
+	}{
+		{"cordon_cache_budget_bytes", "Memory budget of the in-memory query path (--cache-bytes; 0: off).", func(c postgres.CacheStats) float64 { return float64(c.Budget) }},
+		{"cordon_cache_bytes", "Bytes the in-memory indexes and the loads in progress hold, by the store's accounting; never above the budget.", func(c postgres.CacheStats) float64 { return float64(c.Bytes) }},
+		{"cordon_cache_tenants", "Tenants with an index in memory.", func(c postgres.CacheStats) float64 { return float64(c.Tenants) }},
+		{"cordon_cache_loads_in_progress", "Tenants being loaded in the background (their queries are ranked in SQL meanwhile).", func(c postgres.CacheStats) float64 { return float64(c.Loading) }},
+	} {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, value(g.f)))
+	}
+	for _, c := range []struct {
+		name, help string
+		labels     prometheus.Labels
+		f          func(c postgres.CacheStats) float64
+	}{
+		{"cordon_cache_loads_total", "Tenants loaded into memory whole.", nil, func(c postgres.CacheStats) float64 { return float64(c.Loads) }},
+		{"cordon_cache_load_failures_total", "Loads that ended without an index (the tenant did not fit the budget, or an error).", nil, func(c postgres.CacheStats) float64 { return float64(c.LoadFailures) }},
+		{"cordon_cache_load_seconds_total", "Time spent loading tenants, failed loads included.", nil, func(c postgres.CacheStats) float64 { return c.LoadTime.Seconds() }},
+		{"cordon_cache_evictions_total", "Indexes dropped, least recently used first, to make room for others.", nil, func(c postgres.CacheStats) float64 { return float64(c.Evictions) }},
+		{"cordon_cache_loads_declined_total", "Loads not started because the tenant would not fit without evicting tenants queried in the last 30 s (the budget is smaller than the tenants in use).", nil, func(c postgres.CacheStats) float64 { return float64(c.LoadsDeclined) }},
+		{"cordon_cache_answers_total", "Store queries by the path that answered: memory, or sql while the in-memory path is on.", prometheus.Labels{"path": "memory"}, func(c postgres.CacheStats) float64 { return float64(c.MemoryAnswers) }},
+		{"cordon_cache_answers_total", "Store queries by the path that answered: memory, or sql while the in-memory path is on.", prometheus.Labels{"path": "sql"}, func(c postgres.CacheStats) float64 { return float64(c.SQLAnswers) }},
+	} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help, ConstLabels: c.labels}, value(c.f)))
+	}
+}

@@ -182,6 +182,12 @@ func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 		}
 		return st.AuditStats(), true
 	}, cfg.MetricsTenantLabels)
+	s.metrics.registerCache(func() (postgres.CacheStats, bool) {
+		if st == nil {
+			return postgres.CacheStats{}, false
+		}
+		return st.CacheStats(), true
+	})
 	if cfg.Reranker != nil {
 		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
 	}

@@ -58,7 +58,7 @@ func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheB
 		return nil, err
 	}
 	keys := &postgres.AuditKeyring{Active: "bench", Keys: map[string][]byte{"bench": key}}
-	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: conns, CacheBytes: cacheBytes, AuditKeys: keys})
+	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: conns, CacheBytes: cacheBytes, CacheLoadInBackground: true, AuditKeys: keys})
 	if err != nil {
 		return nil, err
 	}

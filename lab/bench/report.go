@@ -16,9 +16,15 @@ type Report struct {
 	Writers     int `json:"writers"`
 	// Batch is the documents per ingest transaction.
 	Batch int `json:"batch"`
-	// CacheBytes is the cordon store's in-memory query path budget.
+	// CacheBytes is the cordon store's in-memory query path budget, and
+	// CacheRule how it was chosen ("auto: ...": the default of 'cordon
+	// serve').
 	CacheBytes int64  `json:"cache_bytes"`
-	Seed       uint64 `json:"seed"`
+	CacheRule  string `json:"cache_budget_rule,omitempty"`
+	// Headline is the system the report leads with: cordon as 'cordon
+	// serve' runs it by default.
+	Headline string `json:"headline"`
+	Seed     uint64 `json:"seed"`
 	// Reference is the system whose top-10 lists define recall and identity.
 	Reference string `json:"reference"`
 	// Mix is the http system's operation mix (empty: none ran).
@@ -60,6 +66,14 @@ type SystemResult struct {
 	// when the path is off).
 	MemoryBudgetBytes *int64 `json:"memory_budget_bytes,omitempty"`
 	MemoryUsedBytes   *int64 `json:"memory_used_bytes,omitempty"`
+	// ColdFirstQueryMS is the latency of the first query of a tenant not
+	// yet in memory (ranked in SQL while the tenant starts loading), and
+	// LoadedAfterS the time from its start until every load the warm-up
+	// queries started was done (cordon and http with the in-memory path).
+	ColdFirstQueryMS *float64 `json:"cold_first_query_ms,omitempty"`
+	LoadedAfterS     *float64 `json:"loaded_after_s,omitempty"`
+	// Cache is the in-memory path's work (omitted when it is off).
+	Cache *CacheResult `json:"cache,omitempty"`
 	// QPSRatioToCordon is the http system's qps over the cordon system's,
 	// same corpus, queries and clients: what the service path keeps of the
 	// store's throughput (http only, when cordon ran).
@@ -82,6 +96,22 @@ type SystemResult struct {
 	DBCPUMsPerQuery *float64 `json:"db_cpu_ms_per_query,omitempty"`
 	// Mix is the http system's mixed run (Options.Mix; omitted otherwise).
 	Mix *MixResult `json:"mix,omitempty"`
+}
+
+// CacheResult is what the in-memory query path did in a run
+// (postgres.CacheStats): tenants held at the end, loads of whole tenants
+// and their total time, evictions, the largest accounted size, and the
+// measured queries answered from memory and in SQL.
+type CacheResult struct {
+	Tenants       int     `json:"tenants"`
+	Loads         int64   `json:"loads"`
+	LoadFailures  int64   `json:"load_failures"`
+	LoadS         float64 `json:"load_s"`
+	Evictions     int64   `json:"evictions"`
+	Declined      int64   `json:"loads_declined"`
+	PeakBytes     int64   `json:"peak_bytes"`
+	MemoryAnswers int64   `json:"memory_answers"`
+	SQLAnswers    int64   `json:"sql_answers"`
 }
 
 // Env describes where the run happened.
@@ -114,7 +144,7 @@ func loadAvg() float64 {
 func newReport(o Options) *Report {
 	r := &Report{
 		Chunks: o.Chunks, Tenants: o.Tenants, Queries: o.Queries,
-		Concurrency: o.Concurrency, Writers: o.Writers, Batch: o.Batch, Seed: o.Seed, CacheBytes: o.CacheBytes,
+		Concurrency: o.Concurrency, Writers: o.Writers, Batch: o.Batch, Seed: o.Seed, CacheBytes: o.CacheBytes, CacheRule: o.CacheRule, Headline: Headline,
 		Systems: map[string]*SystemResult{},
 		Mix:     o.Mix.String(),
 		Env:     Env{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},

@@ -52,8 +52,11 @@ type Options struct {
 	// latency without queueing behind other clients.
 	Serial int
 	// CacheBytes is the cordon system's in-memory query path budget
-	// (postgres.Options.CacheBytes); 0 ranks every query in SQL.
+	// (postgres.Options.CacheBytes, tenants loaded in the background, as
+	// 'cordon serve' runs); 0 ranks every query in SQL. CacheRule says how
+	// it was chosen (reported).
 	CacheBytes int64
+	CacheRule  string
 	Systems    []string // subset of AllSystems, run in AllSystems order (none: DefaultSystems)
 	// Mix, when set, runs the http system's queries again as a mix of
 	// operations (retrieve, ground, assemble, put) after its measured
@@ -91,6 +94,9 @@ func (o *Options) validate() error {
 	}
 	if slices.Contains(o.Systems, SystemSQLExact) && !slices.Contains(o.Systems, SystemCordon) {
 		return errors.New("system sql_exact reads Cordon's tables: run it with cordon")
+	}
+	if slices.Contains(o.Systems, SystemCordonSQL) && !slices.Contains(o.Systems, SystemCordon) {
+		return errors.New("system cordon_sql reads the tables cordon writes: run it with cordon")
 	}
 	if slices.Contains(o.Systems, SystemHTTP) && !slices.Contains(o.Systems, SystemCordon) {
 		return errors.New("system http serves the tenants cordon ingests: run it with cordon")
@@ -219,6 +225,8 @@ func openSystem(ctx context.Context, name, dbURL string, conns int32, opts Optio
 		return newMemory()
 	case SystemCordon:
 		return newCordon(ctx, dbURL, conns, opts.CacheBytes)
+	case SystemCordonSQL:
+		return newCordonSQL(ctx, dbURL, conns)
 	case SystemHTTP:
 		return newHTTP(ctx, dbURL, conns, opts.Concurrency, opts.CacheBytes)
 	case SystemSQLExact:
@@ -295,6 +303,30 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 		res.CompactedBytesPerChunk = &b
 	}
 
+	// A store with the in-memory path: how its first query fares on a
+	// cold tenant (ranked in SQL while the tenant loads), and when the
+	// loads the warm-up starts are done; the run is measured after.
+	var cst *postgres.Store
+	switch c := sys.(type) {
+	case *cordonSystem:
+		cst = c.st
+	case *httpSystem:
+		cst = c.st
+	}
+	if cst != nil && cst.CacheStats().Budget == 0 {
+		cst = nil
+	}
+	var coldStart time.Time
+	if cst != nil {
+		q := queries[0]
+		q.Principal.Tenant = g.TenantName(0)
+		coldStart = time.Now()
+		if _, err := sys.Query(ctx, q); err != nil {
+			return nil, nil, fmt.Errorf("cold query of tenant %s: %w", q.Principal.Tenant, err)
+		}
+		v := ms(time.Since(coldStart))
+		res.ColdFirstQueryMS = &v
+	}
 	if opts.WarmTenants {
 		for t := range g.Config().Tenants {
 			q := queries[0]
@@ -308,6 +340,27 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 		if _, err := sys.Query(ctx, queries[i]); err != nil {
 			return nil, nil, fmt.Errorf("warm-up query %d: %w", i, err)
 		}
+	}
+	var cache0 postgres.CacheStats
+	if cst != nil {
+		stop := pr.every(func() string {
+			st := cst.CacheStats()
+			return fmt.Sprintf("[%s] loading tenants into memory: %d loaded, %d loading, %s", name, st.Loads, st.Loading, time.Since(coldStart).Round(time.Second))
+		})
+		for cst.CacheStats().Loading > 0 {
+			select {
+			case <-ctx.Done():
+				stop()
+				return nil, nil, ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		stop()
+		v := time.Since(coldStart).Seconds()
+		res.LoadedAfterS = &v
+		cache0 = cst.CacheStats()
+		pr.logf("[%s] cold tenant: first query %.1f ms (SQL); loads done %.2f s after it (%d loads, %.2f s of loading)\n",
+			name, *res.ColdFirstQueryMS, v, cache0.Loads, cache0.LoadTime.Seconds())
 	}
 	var audit0 postgres.AuditStats
 	if h, ok := sys.(*httpSystem); ok {
@@ -339,16 +392,14 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	res.P95 = ms(Percentile(lat, 95))
 	res.P99 = ms(Percentile(lat, 99))
 	res.QPS = float64(len(queries)) / wall.Seconds()
-	var cst *postgres.Store
-	switch c := sys.(type) {
-	case *cordonSystem:
-		cst = c.st
-	case *httpSystem:
-		cst = c.st
-	}
-	if cst != nil && opts.CacheBytes > 0 {
+	if cst != nil {
 		st := cst.CacheStats()
 		res.MemoryBudgetBytes, res.MemoryUsedBytes = &st.Budget, &st.Bytes
+		res.Cache = &CacheResult{
+			Tenants: st.Tenants, Loads: st.Loads, LoadFailures: st.LoadFailures, LoadS: st.LoadTime.Seconds(),
+			Evictions: st.Evictions, Declined: st.LoadsDeclined, PeakBytes: st.PeakBytes,
+			MemoryAnswers: st.MemoryAnswers - cache0.MemoryAnswers, SQLAnswers: st.SQLAnswers - cache0.SQLAnswers,
+		}
 	}
 	pr.logf("[%s] %d queries, %d clients: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms, %.0f qps\n",
 		name, len(queries), opts.Concurrency, res.P50, res.P95, res.P99, res.QPS)

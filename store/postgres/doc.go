@@ -66,4 +66,15 @@
 // transaction: a current cache answers in that one round trip. A cache that
 // is behind is brought forward from the change log in a snapshot, one that
 // does not fit falls back to SQL.
+//
+// The budget is never exceeded: the cache accounts every index's bytes plus
+// what loads in progress have reserved, and a load reserves each
+// document's bytes before adding it, evicting least recently used tenants
+// to make room (only tenants unqueried for 30 seconds, so tenants in use do
+// not evict each other); when room cannot be made the load gives up, or is
+// not started, and the tenant is ranked in SQL. With Options.CacheLoadInBackground (what 'cordon serve'
+// uses) a tenant not in memory is loaded in the background, in a snapshot
+// of its own, while its queries are ranked in SQL; one load per tenant at a
+// time, two at once. Store.CacheStats reports the budget, the bytes held,
+// loads, evictions and which path answered.
 package postgres

@@ -132,9 +132,14 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 	_, err := snapshotOn(ctx, c, tenant, func(tx pgx.Tx, t tenantInfo, st statsRow) error {
 		version = st.version
 		if s.cache != nil {
-			ok, err := s.cache.use(ctx, tx, t, st, mem)
+			ok, load, err := s.cache.use(ctx, tx, t, st, mem)
 			if err != nil || ok {
 				return err
+			}
+			if load {
+				// This query does not wait: SQL answers it while the
+				// tenant loads.
+				s.startLoad(tenant, t.schema)
 			}
 		}
 		return sql(tx, t, st)

@@ -42,6 +42,14 @@ type Options struct {
 	// log, and ranked in Go. A tenant that does not fit is ranked in SQL;
 	// both paths give the same results. 0 ranks every query in SQL.
 	CacheBytes int64
+	// CacheLoadInBackground, with CacheBytes, makes a query whose tenant is
+	// not in memory start loading it in the background and be ranked in
+	// SQL without waiting (one load per tenant at a time, two at once);
+	// later queries answer from memory once it is loaded. A tenant far
+	// behind its change log is reloaded the same way. Without it, such a
+	// query loads the tenant itself and waits. Results are the same
+	// either way.
+	CacheLoadInBackground bool
 	// AuditKeys keys the audit chains (see AppendAudit and VerifyAudit):
 	// rows are written with the active key and verified with every key.
 	// Nil writes unkeyed rows and cannot verify keyed ones.
@@ -70,6 +78,14 @@ type Options struct {
 	// tracer, when set, traces every statement of the pool's connections;
 	// the package's tests count round trips with it.
 	tracer pgx.QueryTracer
+	// loadHook, when set, runs in each background load after its snapshot
+	// read the stats row, before the documents; the package's tests hold
+	// loads there.
+	loadHook func(tenant string)
+	// evictMinIdle, when not 0, replaces evictMinIdle (negative: any
+	// tenant no query is reading may be evicted); the package's tests set
+	// it.
+	evictMinIdle time.Duration
 	// poolConfig, when set, changes the pool's configuration last; the
 	// package's tests count round trips on the wire with it.
 	poolConfig func(*pgxpool.Config)
@@ -146,7 +162,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	st := &Store{pool: pool, opts: opts, replicas: replicas}
 	if opts.CacheBytes > 0 {
-		st.cache = newCache(opts.CacheBytes)
+		st.cache = newCache(opts.CacheBytes, opts.CacheLoadInBackground, opts.evictMinIdle)
+		st.cache.hook = opts.loadHook
 	}
 	st.startLagMonitor()
 	return st, nil
@@ -194,8 +211,11 @@ func vectorTypeError(ctx context.Context, c *pgx.Conn, err error) error {
 	return fmt.Errorf("%w: the vector extension is installed in schema %q of database %q, which is not on role %q's search_path: ask your DBA to add it (ALTER ROLE ... SET search_path) or to install the extension in schema public", err, schema, db, role)
 }
 
-// Close closes the pools.
+// Close stops background loads and closes the pools.
 func (s *Store) Close() {
+	if s.cache != nil {
+		s.cache.close()
+	}
 	s.lag.close()
 	s.pool.Close()
 	closeReplicas(s.replicas)
