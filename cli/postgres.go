@@ -19,7 +19,7 @@ func migrateCommand() *command {
 	return &command{
 		name:    "migrate",
 		summary: "apply Cordon's database migrations (goose)",
-		usage: `Usage: cordon migrate [--database-url URL] [up|status|down-to VERSION]
+		usage: `Usage: cordon migrate [--database-url URL] [up [--service-role ROLE]|status [--json]|down-to VERSION]
 
 Applies the embedded goose migrations (migrations/*.sql) under a Postgres
 advisory lock: of two deploys migrating at once, one migrates and the other
@@ -33,32 +33,44 @@ superuser; a DBA can run it beforehand, and then Cordon's role needs none.
 The role needs CREATE on the database and on schema public (a database owner
 has both).
 
-  up               apply every pending migration (the default)
-  status           print the database's version and the latest known version
-                   (reads only)
+  up               apply every pending migration (the default); with
+                   --service-role ROLE ($CORDON_SERVICE_ROLE), then make ROLE a
+                   service role as 'cordon tenant grant ROLE' does, so that a
+                   deploy's one migration step leaves the database ready for
+                   the service
+  status           print the database's version, the latest known version and
+                   every migration with when it was applied (reads only;
+                   --json for one JSON object)
   down-to VERSION  roll back to VERSION (0 removes Cordon and every tenant schema)
 
 Examples:
   cordon migrate --database-url postgres://cordon@127.0.0.1:5432/cordon
-  CORDON_DATABASE_URL=postgres://... cordon migrate status
+  cordon migrate --service-role cordon_service
+  CORDON_DATABASE_URL=postgres://... cordon migrate status --json
 ` + databaseHelp,
 		run: runMigrate,
 		subs: []*command{
-			{name: "up", summary: "apply every pending migration", run: runMigrate, usage: `Usage: cordon migrate up [--database-url URL]
+			{name: "up", summary: "apply every pending migration", run: runMigrate, usage: `Usage: cordon migrate up [--database-url URL] [--service-role ROLE]
 
 Applies every pending migration under an advisory lock and prints the
-database's version. 'cordon migrate' alone does the same.
+database's version. 'cordon migrate' alone does the same. --service-role
+ROLE ($CORDON_SERVICE_ROLE; comma-separated for several) then makes ROLE a
+service role, as 'cordon tenant grant ROLE' does: run as the owner role, one
+step migrates and grants. The role must exist.
 ` + databaseHelp + `
 Example:
-  cordon migrate up --database-url postgres://cordon@127.0.0.1:5432/cordon
+  cordon migrate up --database-url postgres://cordon@127.0.0.1:5432/cordon --service-role cordon_service
 `},
-			{name: "status", summary: "print the database's and the latest version (reads only)", run: runMigrate, usage: `Usage: cordon migrate status [--database-url URL]
+			{name: "status", summary: "print the versions and every migration (reads only)", run: runMigrate, usage: `Usage: cordon migrate status [--database-url URL] [--json]
 
-Prints the database's migration version and the latest this binary knows.
-It only reads: a database never migrated is at version 0.
+Prints the database's migration version, the latest this binary knows, and
+every migration this binary holds with when the database applied it
+("pending" if not yet), as goose status does. It only reads: a database
+never migrated is at version 0. --json prints {"version", "latest",
+"pending", "migrations": [{"version", "name", "applied", "applied_at"}]}.
 ` + databaseHelp + `
 Example:
-  cordon migrate status --database-url "$URL"
+  cordon migrate status --database-url "$URL" --json
 `},
 			{name: "down-to", summary: "roll back to VERSION", run: runMigrate, usage: `Usage: cordon migrate down-to [--database-url URL] VERSION
 
@@ -227,13 +239,22 @@ func needDatabaseURL(env Env, flagValue string) (string, error) {
 func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	dbURL := databaseFlag(fs)
-	if err := parseFlags(fs, c, env, args); err != nil {
-		return err
-	}
 	action := "up"
 	if c.parent != nil {
 		action = c.name
-	} else if fs.NArg() > 0 {
+	}
+	var serviceRoles *string
+	var asJSON *bool
+	switch action {
+	case "up":
+		serviceRoles = serviceRoleFlag(fs, env)
+	case "status":
+		asJSON = fs.Bool("json", false, "print the versions and every migration as one JSON object")
+	}
+	if err := parseFlags(fs, c, env, args); err != nil {
+		return err
+	}
+	if c.parent == nil && fs.NArg() > 0 {
 		return fmt.Errorf("%w: unknown action %q (want up, status or down-to)", errUsage, fs.Arg(0))
 	}
 	wantArgs := 0
@@ -259,6 +280,9 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 		for _, r := range res {
 			fmt.Fprintf(env.Stdout, "applied %05d %s\n", r.Version, r.Source)
 		}
+		if err := grantServiceRoles(ctx, env, url, splitList(*serviceRoles)); err != nil {
+			return err
+		}
 		cur, latest, err := postgres.MigrationStatus(ctx, url)
 		if err != nil {
 			return err
@@ -266,12 +290,7 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 		fmt.Fprintf(env.Stdout, "database at version %d (latest %d)\n", cur, latest)
 		return nil
 	case "status":
-		cur, latest, err := postgres.MigrationStatus(ctx, url)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "database at version %d (latest %d)\n", cur, latest)
-		return nil
+		return printMigrationStatus(ctx, env, url, *asJSON)
 	case "down-to":
 		v, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 		if err != nil || v < 0 {

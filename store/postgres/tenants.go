@@ -161,7 +161,13 @@ func (s *Store) DropTenant(ctx context.Context, tenant string) (bool, error) {
 		return false, err
 	}
 	var dropped bool
-	if err := s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped); err != nil {
+	err := s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return false, fmt.Errorf("%w: the database role may not drop tenant %q (%s): drop it as the owner role, with 'cordon tenant drop --yes %s'",
+			ErrOwnerRequired, tenant, pe.Message, tenant)
+	}
+	if err != nil {
 		return false, fmt.Errorf("drop tenant %q: %w", tenant, classify(err))
 	}
 	return dropped, nil
