@@ -395,7 +395,8 @@ func (h httpSink) putBatch(ctx context.Context, docs []cordontype.Document) ([]e
 	if err != nil {
 		return nil, fmt.Errorf("read response: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	// 207: some lines failed; their outcomes are in the body as for 200.
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusMultiStatus {
 		return nil, fmt.Errorf("server answered %s: %s", resp.Status, strings.TrimSpace(string(raw)))
 	}
 	var out struct {
