@@ -382,3 +382,42 @@ func TestSettingsDimsFromModel(t *testing.T) {
 		})
 	}
 }
+
+// A keyring file readable by others, or by a group that is not this
+// process's, draws a warning; 0600, 0400 and the Kubernetes Secret volume's
+// 0440 with the process's own group do not.
+func TestAuditKeyFileWarning(t *testing.T) {
+	tests := []struct {
+		name      string
+		mode      os.FileMode
+		otherGid  bool
+		wantWords string // "" for no warning
+	}{
+		{"owner only", 0o600, false, ""},
+		{"owner read only", 0o400, false, ""},
+		{"own group", 0o440, false, ""},
+		{"others", 0o644, false, "readable by others"},
+		{"others only", 0o604, false, "readable by others"},
+		{"another group", 0o640, true, "readable by its group"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "audit.keys")
+			if err := os.WriteFile(p, []byte("k1 x\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			if tt.otherGid {
+				if err := os.Chown(p, -1, os.Getegid()+1); err != nil {
+					t.Skipf("cannot give the file another group (%v): needs root", err)
+				}
+			}
+			got := auditKeyFileWarning(p)
+			if tt.wantWords == "" && got != "" || tt.wantWords != "" && !strings.Contains(got, tt.wantWords) {
+				t.Fatalf("got %q, want %q", got, tt.wantWords)
+			}
+		})
+	}
+}
