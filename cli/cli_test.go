@@ -281,3 +281,143 @@ func TestServingBinaryHasNoPlotting(t *testing.T) {
 		}
 	}
 }
+
+// Each tenant subcommand takes only its own flags, and its help lists only
+// those; set without a flag changes nothing and says so.
+func TestTenantSubcommandFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"set without a flag", []string{"tenant", "set", "legacy", "--database-url", deadURL}, ExitUsage, "set changes nothing without a flag: give --bm25-statistics"},
+		{"list takes no --dims", []string{"tenant", "list", "--dims", "9", "--database-url", deadURL}, ExitUsage, "flag provided but not defined: -dims"},
+		{"drop takes no --model", []string{"tenant", "drop", "--yes", "--model", "x", "t1", "--database-url", deadURL}, ExitUsage, "flag provided but not defined: -model"},
+		{"set takes no --yes", []string{"tenant", "set", "--yes", "--bm25-statistics", "tenant", "t1", "--database-url", deadURL}, ExitUsage, "flag provided but not defined: -yes"},
+		{"grant takes no --bm25-statistics", []string{"tenant", "grant", "--bm25-statistics", "tenant", "r", "--database-url", deadURL}, ExitUsage, "flag provided but not defined: -bm25-statistics"},
+		{"create of an unknown model needs --dims", []string{"tenant", "create", "--model", "nomic-embed-text", "t1", "--database-url", deadURL}, ExitUsage, "--model nomic-embed-text needs --dims"},
+		{"set with a flag reaches the database", []string{"tenant", "set", "--bm25-statistics", "tenant", "t1", "--database-url", deadURL}, ExitError, "database unavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLIEnv(t, nil, tt.args...)
+			if code != tt.wantCode || !strings.Contains(stderr, tt.want) {
+				t.Errorf("got exit %d, stderr %q; want exit %d and %q", code, stderr, tt.wantCode, tt.want)
+			}
+		})
+	}
+
+	create := []string{"-dims", "-model", "-k1", "-b ", "-max-words", "-overlap-words", "-bm25-statistics"}
+	helps := []struct {
+		sub        string
+		want, deny []string
+	}{
+		{"create", create, []string{"-yes", "-json"}},
+		{"set", []string{"-bm25-statistics"}, []string{"-dims", "-model", "-max-words", "-yes", "-json"}},
+		{"drop", []string{"-yes"}, []string{"-dims", "-model", "-bm25-statistics", "-json"}},
+		{"list", []string{"-json"}, []string{"-dims", "-model", "-bm25-statistics", "-yes"}},
+		{"grant", nil, []string{"-dims", "-model", "-bm25-statistics", "-yes", "-json"}},
+		{"revoke", nil, []string{"-dims", "-model", "-bm25-statistics", "-yes", "-json"}},
+	}
+	for _, h := range helps {
+		t.Run("help "+h.sub, func(t *testing.T) {
+			code, out, _ := runCLIEnv(t, nil, "tenant", h.sub, "--help")
+			_, flags, _ := strings.Cut(out, "\nFlags:\n")
+			if code != ExitOK || !strings.Contains(flags, "-database-url") {
+				t.Fatalf("exit %d, no flag list:\n%s", code, out)
+			}
+			for _, f := range h.want {
+				if !strings.Contains(flags, "  "+f) {
+					t.Errorf("tenant %s --help lacks %s:\n%s", h.sub, f, flags)
+				}
+			}
+			for _, f := range h.deny {
+				if strings.Contains(flags, "  "+f) {
+					t.Errorf("tenant %s --help lists %s, another subcommand's flag:\n%s", h.sub, f, flags)
+				}
+			}
+		})
+	}
+
+	_, out, _ := runCLIEnv(t, nil, "tenant", "--help")
+	if first, _, _ := strings.Cut(out, "\n"); !strings.Contains(first, "reembed") {
+		t.Errorf("tenant usage line leaves out reembed: %q", first)
+	}
+}
+
+// Without --dims, a tenant's dimensions are its model's when the name fixes
+// them; any other model must say.
+func TestSettingsDimsFromModel(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{"hash by default", nil, 256, ""},
+		{"use-lite", []string{"--model", "use-lite"}, 512, ""},
+		{"use-lite with --dims", []string{"--model", "use-lite", "--dims", "128"}, 128, ""},
+		{"hash with --dims", []string{"--dims", "64"}, 64, ""},
+		{"unknown model", []string{"--model", "text-embedding-3-small"}, 0, "needs --dims"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &command{name: "create"}
+			fs := newFlagSet(c, Env{})
+			settings := settingsFlags(fs)
+			if err := parseFlags(fs, c, Env{}, tt.args); err != nil {
+				t.Fatal(err)
+			}
+			s, err := settings()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %+v, %v; want an error with %q", s, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || s.Dims != tt.want {
+				t.Fatalf("got dims %d, %v; want %d", s.Dims, err, tt.want)
+			}
+		})
+	}
+}
+
+// A keyring file readable by others, or by a group that is not this
+// process's, draws a warning; 0600, 0400 and the Kubernetes Secret volume's
+// 0440 with the process's own group do not.
+func TestAuditKeyFileWarning(t *testing.T) {
+	tests := []struct {
+		name      string
+		mode      os.FileMode
+		otherGid  bool
+		wantWords string // "" for no warning
+	}{
+		{"owner only", 0o600, false, ""},
+		{"owner read only", 0o400, false, ""},
+		{"own group", 0o440, false, ""},
+		{"others", 0o644, false, "readable by others"},
+		{"others only", 0o604, false, "readable by others"},
+		{"another group", 0o640, true, "readable by its group"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "audit.keys")
+			if err := os.WriteFile(p, []byte("k1 x\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			if tt.otherGid {
+				if err := os.Chown(p, -1, os.Getegid()+1); err != nil {
+					t.Skipf("cannot give the file another group (%v): needs root", err)
+				}
+			}
+			got := auditKeyFileWarning(p)
+			if tt.wantWords == "" && got != "" || tt.wantWords != "" && !strings.Contains(got, tt.wantWords) {
+				t.Fatalf("got %q, want %q", got, tt.wantWords)
+			}
+		})
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/embed/localmodel"
+	"github.com/cordon-rag/cordon/hashembed"
 )
 
 // embedFlags are the flags that configure an embedding provider: one HTTP
@@ -104,4 +106,22 @@ func (f *embedFlags) probe(ctx context.Context, reg *embed.Registry) (warning st
 		return "", fmt.Errorf("%w: --embed-dims %d: %w", errUsage, *f.dims, err)
 	}
 	return err.Error(), nil
+}
+
+// modelDims is the vector length of a model whose name fixes it: hashing's
+// default and the local sentence encoder's (embed/localmodel). Any other
+// model's length is the operator's to give.
+func modelDims(model string) (int, bool) {
+	switch model {
+	case embed.Hash:
+		return hashembed.DefaultDims, true
+	case localmodel.DefaultModelName:
+		return localmodel.Dims, true
+	}
+	return 0, false
+}
+
+// knownModelDims lists modelDims's models for messages: "hash 256, use-lite 512".
+func knownModelDims() string {
+	return fmt.Sprintf("%s %d, %s %d", embed.Hash, hashembed.DefaultDims, localmodel.DefaultModelName, localmodel.Dims)
 }

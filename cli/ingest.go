@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/blake2b"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
@@ -61,11 +62,15 @@ missing or changed (--force re-puts everything, e.g. after changing
 --classification); over HTTP every file is put again (the API does not
 expose content hashes). Progress with rate and ETA goes to stderr: a bar on a
 terminal, a plain line every 5 seconds otherwise (--quiet: none). Failures
-are listed at the end and make the exit status 1.
+are listed at the end and make the exit status 1. --json prints the summary
+as one object: {"tenant", "files", "ingested", "unchanged", "failed",
+"skipped", "skipped_by_reason", "failures": [{"path", "reason"}],
+"skipped_files" (with -v), "error" (what stopped it early)}.
 
 A tenant whose embedding model is not hash needs the server that serves it,
 given with the --embed-* flags as for 'cordon serve' (docs/embeddings.md);
-over HTTP, the Cordon server embeds.
+without them ingest stops before the first batch, naming the flags. Over
+HTTP, the Cordon server embeds.
 
 Examples:
   cordon ingest --tenant wholesale --classification internal docs/
@@ -327,9 +332,33 @@ func (s storeSink) hashes(ctx context.Context) (map[string][]byte, error) {
 	return s.st.DocumentHashes(ctx, s.tenant)
 }
 
+// fatalStoreError: an error every later batch would meet too stops the
+// ingest rather than being reported once per file.
 func fatalStoreError(err error) bool {
 	return errors.Is(err, postgres.ErrUnavailable) || errors.Is(err, postgres.ErrTenantNotFound) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		errors.Is(err, embed.ErrUnknownModel) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// checkIngestModels fails before the first batch when the tenant's models
+// (its own and, while it re-embeds, the target) are not hashing and the
+// --embed-* flags do not serve them with their dimensions: every document
+// would fail the same way.
+func checkIngestModels(ctx context.Context, st *postgres.Store, tenant string, f *embedFlags) error {
+	specs, err := st.WriteModels(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	for _, spec := range specs {
+		switch {
+		case spec.IsHash():
+		case *f.url == "" || *f.model != spec.Model:
+			return fmt.Errorf("%w: tenant %q embeds with %s, which no --embed-url serves here: give its embedding server, e.g. cordon ingest --embed-url URL --embed-model %s --embed-dims %d --tenant %s ... (docs/embeddings.md)",
+				errUsage, tenant, spec, spec.Model, spec.Dims, tenant)
+		case *f.dims != spec.Dims:
+			return fmt.Errorf("%w: tenant %q embeds with %s, but --embed-dims is %d: give --embed-dims %d", errUsage, tenant, spec, *f.dims, spec.Dims)
+		}
+	}
+	return nil
 }
 
 func (s storeSink) putBatch(ctx context.Context, docs []cordontype.Document) ([]error, error) {
@@ -395,7 +424,8 @@ func (h httpSink) putBatch(ctx context.Context, docs []cordontype.Document) ([]e
 	if err != nil {
 		return nil, fmt.Errorf("read response: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	// 207: some lines failed; their outcomes are in the body as for 200.
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusMultiStatus {
 		return nil, fmt.Errorf("server answered %s: %s", resp.Status, strings.TrimSpace(string(raw)))
 	}
 	var out struct {
@@ -451,6 +481,7 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	batchSize := fs.Int("batch", 64, "documents per batch (one transaction, or one documents:batch request)")
 	workers := fs.Int("workers", 4, "batches written in parallel")
 	timeout := fs.Duration("timeout", 5*time.Minute, "with --server: timeout of one batch request")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object (skipped files listed with -v)")
 	var barriers, include, exclude listFlag
 	fs.Var(&barriers, "barrier", "barrier label of every file (repeatable)")
 	fs.Var(&include, "include", "glob of extra files to take from folders, e.g. 'README' or '*.rst' (repeatable)")
@@ -506,6 +537,10 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		if err != nil {
 			return err
 		}
+		if err := checkIngestModels(ctx, st, *tenant, embedding); err != nil {
+			st.Close()
+			return err
+		}
 		sink = storeSink{st: st, tenant: *tenant}
 	}
 	defer sink.close()
@@ -514,7 +549,6 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		return err
 	}
 
-	type failure struct{ path, msg string }
 	var (
 		mu       sync.Mutex
 		failures []failure
@@ -631,7 +665,60 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		fatal = fmt.Errorf("interrupted after %d of %d files (re-run to resume): %w", done, len(files), ctx.Err())
 	}
 	slices.SortFunc(failures, func(a, b failure) int { return strings.Compare(a.path, b.path) })
-	fmt.Fprintf(env.Stdout, "ingested %d, unchanged %d, failed %d of %d files into tenant %s\n", put, unchanged, len(failures), len(files), *tenant)
+	if *asJSON {
+		sum := ingestSummary{Tenant: *tenant, Files: len(files), Ingested: put, Unchanged: unchanged, Failed: len(failures),
+			Skipped: len(skipped), SkippedBy: map[string]int{}, Failures: []ingestFailure{}}
+		for _, sk := range skipped {
+			sum.SkippedBy[sk.kind]++
+			if verbose {
+				sum.SkippedFiles = append(sum.SkippedFiles, ingestFailure{Path: sk.path, Reason: sk.detail})
+			}
+		}
+		for _, f := range failures {
+			sum.Failures = append(sum.Failures, ingestFailure{Path: f.path, Reason: f.msg})
+		}
+		if fatal != nil {
+			sum.Error = fatal.Error()
+		}
+		if err := writeJSON(env.Stdout, sum); err != nil {
+			return err
+		}
+	} else {
+		printIngestSummary(env, *tenant, len(files), put, unchanged, verbose, skipped, failures)
+	}
+	if fatal != nil {
+		return fatal
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%d files failed", len(failures))
+	}
+	return nil
+}
+
+// ingestSummary is the output of 'cordon ingest --json'.
+type ingestSummary struct {
+	Tenant       string          `json:"tenant"`
+	Files        int             `json:"files"`
+	Ingested     int             `json:"ingested"`
+	Unchanged    int             `json:"unchanged"`
+	Failed       int             `json:"failed"`
+	Skipped      int             `json:"skipped"`
+	SkippedBy    map[string]int  `json:"skipped_by_reason"`
+	Failures     []ingestFailure `json:"failures"`
+	SkippedFiles []ingestFailure `json:"skipped_files,omitempty"`
+	// Error is what stopped the ingest early (re-run to resume).
+	Error string `json:"error,omitempty"`
+}
+
+type ingestFailure struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+type failure struct{ path, msg string }
+
+func printIngestSummary(env Env, tenant string, files, put, unchanged int, verbose bool, skipped []skippedFile, failures []failure) {
+	fmt.Fprintf(env.Stdout, "ingested %d, unchanged %d, failed %d of %d files into tenant %s\n", put, unchanged, len(failures), files, tenant)
 	if len(skipped) > 0 {
 		more := " (-v lists them)"
 		if verbose {
@@ -647,11 +734,4 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	for _, f := range failures {
 		fmt.Fprintf(env.Stdout, "  FAILED %s: %s\n", f.path, f.msg)
 	}
-	if fatal != nil {
-		return fatal
-	}
-	if len(failures) > 0 {
-		return fmt.Errorf("%d files failed", len(failures))
-	}
-	return nil
 }

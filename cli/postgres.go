@@ -10,7 +10,6 @@ import (
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/chunk"
 	"github.com/cordon-rag/cordon/embed"
-	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -20,7 +19,7 @@ func migrateCommand() *command {
 	return &command{
 		name:    "migrate",
 		summary: "apply Cordon's database migrations (goose)",
-		usage: `Usage: cordon migrate [--database-url URL] [up|status|down-to VERSION]
+		usage: `Usage: cordon migrate [--database-url URL] [up [--service-role ROLE]|status [--json]|down-to VERSION]
 
 Applies the embedded goose migrations (migrations/*.sql) under a Postgres
 advisory lock: of two deploys migrating at once, one migrates and the other
@@ -34,32 +33,44 @@ superuser; a DBA can run it beforehand, and then Cordon's role needs none.
 The role needs CREATE on the database and on schema public (a database owner
 has both).
 
-  up               apply every pending migration (the default)
-  status           print the database's version and the latest known version
-                   (reads only)
+  up               apply every pending migration (the default); with
+                   --service-role ROLE ($CORDON_SERVICE_ROLE), then make ROLE a
+                   service role as 'cordon tenant grant ROLE' does, so that a
+                   deploy's one migration step leaves the database ready for
+                   the service
+  status           print the database's version, the latest known version and
+                   every migration with when it was applied (reads only;
+                   --json for one JSON object)
   down-to VERSION  roll back to VERSION (0 removes Cordon and every tenant schema)
 
 Examples:
   cordon migrate --database-url postgres://cordon@127.0.0.1:5432/cordon
-  CORDON_DATABASE_URL=postgres://... cordon migrate status
+  cordon migrate --service-role cordon_service
+  CORDON_DATABASE_URL=postgres://... cordon migrate status --json
 ` + databaseHelp,
 		run: runMigrate,
 		subs: []*command{
-			{name: "up", summary: "apply every pending migration", run: runMigrate, usage: `Usage: cordon migrate up [--database-url URL]
+			{name: "up", summary: "apply every pending migration", run: runMigrate, usage: `Usage: cordon migrate up [--database-url URL] [--service-role ROLE]
 
 Applies every pending migration under an advisory lock and prints the
-database's version. 'cordon migrate' alone does the same.
+database's version. 'cordon migrate' alone does the same. --service-role
+ROLE ($CORDON_SERVICE_ROLE; comma-separated for several) then makes ROLE a
+service role, as 'cordon tenant grant ROLE' does: run as the owner role, one
+step migrates and grants. The role must exist.
 ` + databaseHelp + `
 Example:
-  cordon migrate up --database-url postgres://cordon@127.0.0.1:5432/cordon
+  cordon migrate up --database-url postgres://cordon@127.0.0.1:5432/cordon --service-role cordon_service
 `},
-			{name: "status", summary: "print the database's and the latest version (reads only)", run: runMigrate, usage: `Usage: cordon migrate status [--database-url URL]
+			{name: "status", summary: "print the versions and every migration (reads only)", run: runMigrate, usage: `Usage: cordon migrate status [--database-url URL] [--json]
 
-Prints the database's migration version and the latest this binary knows.
-It only reads: a database never migrated is at version 0.
+Prints the database's migration version, the latest this binary knows, and
+every migration this binary holds with when the database applied it
+("pending" if not yet), as goose status does. It only reads: a database
+never migrated is at version 0. --json prints {"version", "latest",
+"pending", "migrations": [{"version", "name", "applied", "applied_at"}]}.
 ` + databaseHelp + `
 Example:
-  cordon migrate status --database-url "$URL"
+  cordon migrate status --database-url "$URL" --json
 `},
 			{name: "down-to", summary: "roll back to VERSION", run: runMigrate, usage: `Usage: cordon migrate down-to [--database-url URL] VERSION
 
@@ -77,7 +88,7 @@ func tenantCommand() *command {
 	return &command{
 		name:    "tenant",
 		summary: "create, drop or list tenants (one Postgres schema each)",
-		usage: `Usage: cordon tenant create|set|drop|list|grant|revoke [flags] [NAME|ROLE]
+		usage: `Usage: cordon tenant create|set|reembed|drop|list|grant|revoke [flags] [NAME|ROLE]
 
   create NAME   register a tenant and create its schema (idempotent); its index
                 settings are fixed at creation, except --bm25-statistics and
@@ -122,12 +133,13 @@ same settings again is not an error). Its index settings are fixed at
 creation, except --bm25-statistics and the embedding model ('cordon tenant
 reembed'). --model hash (the default) is signed feature hashing; any other
 name is a model that the servers writing and querying the tenant serve with
---embed-url (docs/embeddings.md), and --dims must be its vector length.
+--embed-url (docs/embeddings.md). --dims is the vector length: without it,
+the model's own (hash 256, use-lite 512); any other model needs --dims.
 'cordon tenant --help' says more.
 ` + databaseHelp + `
 Examples:
   cordon tenant create --dims 512 --max-words 120 --overlap-words 20 retail
-  cordon tenant create --model use-lite --dims 512 research
+  cordon tenant create --model use-lite research
 `},
 			reembedCommand(),
 			{name: "set", summary: "change a tenant's --bm25-statistics", run: runTenant, usage: `Usage: cordon tenant set [--database-url URL] --bm25-statistics entitled|tenant NAME
@@ -145,10 +157,12 @@ Removes tenant NAME, its schema and all its documents, for good.
 Example:
   cordon tenant drop --yes retail
 `},
-			{name: "list", summary: "list tenants, their settings and chunk counts", run: runTenant, usage: `Usage: cordon tenant list [--database-url URL]
+			{name: "list", summary: "list tenants, their settings and chunk counts", run: runTenant, usage: `Usage: cordon tenant list [--database-url URL] [--json]
 
 Lists the tenants with their settings and chunk counts, and the service
-roles.
+roles. --json prints one object: {"tenants": [{"name", "schema", "model",
+"dims", "k1", "b", "max_words", "overlap_words", "bm25_statistics",
+"chunks", "reembed"}], "service_roles": [...]}.
 ` + databaseHelp + `
 Example:
   cordon tenant list
@@ -225,13 +239,22 @@ func needDatabaseURL(env Env, flagValue string) (string, error) {
 func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 	fs := newFlagSet(c, env)
 	dbURL := databaseFlag(fs)
-	if err := parseFlags(fs, c, env, args); err != nil {
-		return err
-	}
 	action := "up"
 	if c.parent != nil {
 		action = c.name
-	} else if fs.NArg() > 0 {
+	}
+	var serviceRoles *string
+	var asJSON *bool
+	switch action {
+	case "up":
+		serviceRoles = serviceRoleFlag(fs, env)
+	case "status":
+		asJSON = fs.Bool("json", false, "print the versions and every migration as one JSON object")
+	}
+	if err := parseFlags(fs, c, env, args); err != nil {
+		return err
+	}
+	if c.parent == nil && fs.NArg() > 0 {
 		return fmt.Errorf("%w: unknown action %q (want up, status or down-to)", errUsage, fs.Arg(0))
 	}
 	wantArgs := 0
@@ -257,6 +280,9 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 		for _, r := range res {
 			fmt.Fprintf(env.Stdout, "applied %05d %s\n", r.Version, r.Source)
 		}
+		if err := grantServiceRoles(ctx, env, url, splitList(*serviceRoles)); err != nil {
+			return err
+		}
 		cur, latest, err := postgres.MigrationStatus(ctx, url)
 		if err != nil {
 			return err
@@ -264,12 +290,7 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 		fmt.Fprintf(env.Stdout, "database at version %d (latest %d)\n", cur, latest)
 		return nil
 	case "status":
-		cur, latest, err := postgres.MigrationStatus(ctx, url)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "database at version %d (latest %d)\n", cur, latest)
-		return nil
+		return printMigrationStatus(ctx, env, url, *asJSON)
 	case "down-to":
 		v, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 		if err != nil || v < 0 {
@@ -284,18 +305,28 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 	return nil
 }
 
-// settingsFlags registers the index-settings flags on fs.
-func settingsFlags(fs *flag.FlagSet) func() index.Settings {
-	model := fs.String("model", embed.Hash, "embedding model of the dense side: hash, or a model name an --embed-url server serves (then --dims is its vector length)")
-	dims := fs.Int("dims", hashembed.DefaultDims, "dense vector dimensions (1..16000)")
+// settingsFlags registers the index-settings flags on fs. Without --dims
+// the dimensions are the model's when its name fixes them (modelDims);
+// another model needs --dims.
+func settingsFlags(fs *flag.FlagSet) func() (index.Settings, error) {
+	model := fs.String("model", embed.Hash, "embedding model of the dense side: hash, or a model name an --embed-url server serves")
+	dims := fs.Int("dims", 0, fmt.Sprintf("dense vector dimensions (1..16000); default the model's: %s; another model needs it", knownModelDims()))
 	k1 := fs.Float64("k1", bm25.DefaultK1, "BM25 k1 (>= 0)")
 	b := fs.Float64("b", bm25.DefaultB, "BM25 b (0..1)")
 	maxWords := fs.Int("max-words", chunk.DefaultMaxWords, "words per chunk window")
 	overlap := fs.Int("overlap-words", chunk.DefaultOverlapWords, "words shared by consecutive windows (< max-words)")
 	scope := fs.String("bm25-statistics", string(bm25.DefaultScope), `BM25 statistics scope: "entitled" or "tenant"`)
-	return func() index.Settings {
-		return index.Settings{Model: *model, Dims: *dims, BM25: bm25.Params{K1: *k1, B: *b}, Chunking: chunk.Options{MaxWords: *maxWords, OverlapWords: *overlap},
-			Statistics: bm25.Scope(*scope)}
+	return func() (index.Settings, error) {
+		d := *dims
+		if d == 0 {
+			known, ok := modelDims(*model)
+			if !ok {
+				return index.Settings{}, fmt.Errorf("%w: --model %s needs --dims, its vector length (known without it: %s)", errUsage, *model, knownModelDims())
+			}
+			d = known
+		}
+		return index.Settings{Model: *model, Dims: d, BM25: bm25.Params{K1: *k1, B: *b}, Chunking: chunk.Options{MaxWords: *maxWords, OverlapWords: *overlap},
+			Statistics: bm25.Scope(*scope)}, nil
 	}
 }
 
@@ -303,8 +334,23 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 	action := c.name
 	fs := newFlagSet(c, env)
 	dbURL := databaseFlag(fs)
-	settings := settingsFlags(fs)
-	yes := fs.Bool("yes", false, "confirm 'drop': the tenant's documents are deleted for good")
+	// Each subcommand takes only its own flags, and its --help lists them.
+	var (
+		settings func() (index.Settings, error)
+		scope    *string
+		yes      *bool
+		asJSON   *bool
+	)
+	switch action {
+	case "create":
+		settings = settingsFlags(fs)
+	case "set":
+		scope = fs.String("bm25-statistics", "", `BM25 statistics scope: "entitled" or "tenant" (required: set changes only what a flag names)`)
+	case "drop":
+		yes = fs.Bool("yes", false, "confirm: the tenant's documents are deleted for good")
+	case "list":
+		asJSON = fs.Bool("json", false, "print the tenants and the service roles as one JSON object")
+	}
 	if err := parseFlags(fs, c, env, args); err != nil {
 		return err
 	}
@@ -315,13 +361,25 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 	if fs.NArg() != wantArgs {
 		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, action, wantArgs, fs.NArg())
 	}
-	if action == "set" {
-		if _, err := bm25.ParseScope(string(settings().Statistics)); err != nil {
+	var created index.Settings
+	switch action {
+	case "create":
+		s, err := settings()
+		if err != nil {
+			return err
+		}
+		created = s
+	case "set":
+		if *scope == "" {
+			return fmt.Errorf("%w: set changes nothing without a flag: give --bm25-statistics entitled|tenant", errUsage)
+		}
+		if _, err := bm25.ParseScope(*scope); err != nil {
 			return fmt.Errorf("%w: %w", errUsage, err)
 		}
-	}
-	if action == "drop" && !*yes {
-		return fmt.Errorf("%w: dropping tenant %q deletes all its documents; add --yes to confirm", errUsage, fs.Arg(0))
+	case "drop":
+		if !*yes {
+			return fmt.Errorf("%w: dropping tenant %q deletes all its documents; add --yes to confirm", errUsage, fs.Arg(0))
+		}
 	}
 	url, err := needDatabaseURL(env, *dbURL)
 	if err != nil {
@@ -334,17 +392,17 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 	defer st.Close()
 	switch action {
 	case "create":
-		created, err := st.CreateTenant(ctx, fs.Arg(0), settings())
+		isNew, err := st.CreateTenant(ctx, fs.Arg(0), created)
 		if err != nil {
 			return err
 		}
-		if created {
+		if isNew {
 			fmt.Fprintf(env.Stdout, "created tenant %s\n", fs.Arg(0))
 		} else {
 			fmt.Fprintf(env.Stdout, "tenant %s already exists with these settings\n", fs.Arg(0))
 		}
 	case "set":
-		scope := settings().Statistics
+		scope := bm25.Scope(*scope)
 		found, err := st.SetStatistics(ctx, fs.Arg(0), scope)
 		if err != nil {
 			return err
@@ -367,14 +425,17 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 		if err != nil {
 			return err
 		}
+		roles, err := st.ServiceRoles(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeTenantsJSON(env.Stdout, ts, roles)
+		}
 		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s %-16s %s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "MODEL", "REEMBED")
 		for _, t := range ts {
 			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d %-16s %s\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
 				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Settings.Spec().Model, t.Reembed)
-		}
-		roles, err := st.ServiceRoles(ctx)
-		if err != nil {
-			return err
 		}
 		if len(roles) > 0 {
 			fmt.Fprintf(env.Stdout, "service roles: %s\n", strings.Join(roles, ", "))

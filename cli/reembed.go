@@ -56,7 +56,7 @@ func runReembed(ctx context.Context, env Env, c *command, args []string) error {
 	dbURL := databaseFlag(fs)
 	embedding := addEmbedFlags(fs)
 	to := fs.String("to", "", "the target model: hash, or a model name the --embed-url server serves")
-	toDims := fs.Int("to-dims", 0, "the target model's vector length")
+	toDims := fs.Int("to-dims", 0, "the target model's vector length (default the model's when its name fixes it: "+knownModelDims()+")")
 	batch := fs.Int("batch", 256, "chunks embedded and stored per backfill step")
 	shadowFile := fs.String("shadow-queries", "", "file of shadow queries, one per line (default: the first words of 50 chunks spread over the tenant)")
 	shadowK := fs.Int("shadow-k", 10, "length of the top lists the shadow comparison compares")
@@ -81,7 +81,11 @@ func runReembed(ctx context.Context, env Env, c *command, args []string) error {
 		return fmt.Errorf("%w: give one of --to MODEL (optionally with --cutover), --cutover, --rollback, --finish or --status", errUsage)
 	}
 	if *to != "" && *toDims == 0 {
-		return fmt.Errorf("%w: --to %s needs --to-dims (the model's vector length)", errUsage, *to)
+		d, ok := modelDims(*to)
+		if !ok {
+			return fmt.Errorf("%w: --to %s needs --to-dims, the model's vector length (known without it: %s)", errUsage, *to, knownModelDims())
+		}
+		*toDims = d
 	}
 	if *batch < 1 || *shadowK < 1 {
 		return fmt.Errorf("%w: --batch and --shadow-k must be >= 1", errUsage)

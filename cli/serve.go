@@ -312,6 +312,9 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if *auditUnkeyed {
 		log.Warn("audit records are chained without a key (--audit-unkeyed): anyone who can write the database can rewrite the audit log undetected; development only")
 	}
+	if w := auditKeyFileWarning(*auditKeyFile); *auditKeyFile != "" && w != "" {
+		log.Warn(w)
+	}
 	verifier, err := server.NewVerifier(ctx, server.AuthConfig{HS256Secret: secret, JWKSFile: *jwksFile, JWKSURL: *jwksURL,
 		OIDCIssuer: *oidc, Issuer: *issuer, Audience: *audience, Leeway: *leeway, Claims: claimPaths})
 	if err != nil {

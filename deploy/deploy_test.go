@@ -3,20 +3,25 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -250,6 +255,10 @@ func get(t *testing.T, v any, path ...any) any {
 	return v
 }
 
+// TestCompose: the migration runs once as the database's owner and grants
+// the service role, which the service connects as and the database's init
+// script creates; the image is built with both base image digests, which
+// must be set.
 func TestCompose(t *testing.T) {
 	docs := yamlDocs(t, "compose.yaml")
 	if len(docs) != 1 {
@@ -271,6 +280,7 @@ func TestCompose(t *testing.T) {
 		want any
 	}{
 		{"migrate runs cordon migrate", []any{"services", "migrate", "command", 0}, "migrate"},
+		{"migrate grants the service role", []any{"services", "migrate", "command", 1}, "--service-role"},
 		{"migrate waits for a healthy database", []any{"services", "migrate", "depends_on", "postgres", "condition"}, "service_healthy"},
 		{"migrate runs once", []any{"services", "migrate", "restart"}, "no"},
 		{"cordon serves", []any{"services", "cordon", "command", 0}, "serve"},
@@ -279,6 +289,7 @@ func TestCompose(t *testing.T) {
 		{"metrics listener", []any{"services", "cordon", "environment", "CORDON_METRICS_ADDR"}, "0.0.0.0:9090"},
 		{"audit keyring from a secret", []any{"services", "cordon", "environment", "CORDON_AUDIT_KEY_FILE"}, "/run/secrets/audit_keys"},
 		{"API published on loopback", []any{"services", "cordon", "ports", 0}, "127.0.0.1:8080:8080"},
+		{"the init scripts are mounted", []any{"services", "postgres", "volumes", 1}, "./initdb:/docker-entrypoint-initdb.d:ro"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,15 +298,261 @@ func TestCompose(t *testing.T) {
 			}
 		})
 	}
-	if u := get(t, c, "services", "cordon", "environment", "CORDON_DATABASE_URL").(string); !strings.Contains(u, "@postgres:5432/") {
-		t.Errorf("database URL %q does not name the postgres service", u)
+	serviceURL := get(t, c, "services", "cordon", "environment", "CORDON_DATABASE_URL").(string)
+	ownerURL := get(t, c, "services", "migrate", "environment", "CORDON_DATABASE_URL").(string)
+	for _, u := range []string{serviceURL, ownerURL} {
+		if !strings.Contains(u, "@postgres:5432/") {
+			t.Errorf("database URL %q does not name the postgres service", u)
+		}
+	}
+	role := get(t, c, "services", "migrate", "command", 2)
+	if user := urlUser(t, serviceURL); user != role {
+		t.Errorf("the service connects as %q but the migration grants %q", user, role)
+	}
+	if user := urlUser(t, ownerURL); user != get(t, c, "services", "postgres", "environment", "POSTGRES_USER") || user == role {
+		t.Errorf("the migration connects as %q: want the database's owner, not the service role", user)
+	}
+	if r := get(t, c, "services", "postgres", "environment", "CORDON_SERVICE_ROLE"); r != role {
+		t.Errorf("the init script creates role %v, the migration grants %v", r, role)
+	}
+	for _, arg := range dockerfileDigestArgs(t) {
+		v, _ := get(t, c, "services", "migrate", "build", "args", arg).(string)
+		if !strings.HasPrefix(v, "${"+arg+":?") {
+			t.Errorf("build arg %s = %q: want it required from the environment (${%s:?...})", arg, v, arg)
+		}
 	}
 }
 
-// TestKubernetes: every manifest parses; the Deployment probes /healthz and
-// /readyz, runs non-root with requests, and runs the same image as the
-// migration Job; the Service reaches the API port; kustomization lists
-// every file.
+// urlUser is the user name of a database URL in the Compose file (its
+// ${VAR} parts are not expanded).
+func urlUser(t *testing.T, u string) string {
+	t.Helper()
+	rest, ok := strings.CutPrefix(u, "postgres://")
+	if !ok {
+		t.Fatalf("%q is not a postgres:// URL", u)
+	}
+	user, _, _ := strings.Cut(rest, ":")
+	return user
+}
+
+// TestComposeInitScript runs deploy/initdb's script with psql against the
+// test server, as the PostgreSQL image's entrypoint would, with a password
+// that needs quoting: the role exists, may log in, owns nothing and is no
+// superuser.
+func TestComposeInitScript(t *testing.T) {
+	dbURL := os.Getenv("CORDON_TEST_DATABASE_URL")
+	if dbURL == "" {
+		t.Skip("SKIPPING: no CORDON_TEST_DATABASE_URL: the init script was not run (the Compose test above checks its wiring)")
+	}
+	if _, err := exec.LookPath("psql"); err != nil {
+		t.Skip("SKIPPING: no psql (apt-get install postgresql-client): the init script was not run")
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	role := fmt.Sprintf("cordon_svc_deploy_%d", os.Getpid())
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP ROLE IF EXISTS `+pgx.Identifier{role}.Sanitize()) })
+	pass, _ := u.User.Password()
+	cmd := exec.Command("sh", "initdb/10-cordon-service-role.sh")
+	cmd.Env = append(os.Environ(), "PGHOST="+u.Hostname(), "PGPORT="+u.Port(), "PGPASSWORD="+pass, "PGSSLMODE=disable",
+		"POSTGRES_USER="+u.User.Username(), "POSTGRES_DB="+strings.TrimPrefix(u.Path, "/"),
+		"CORDON_SERVICE_ROLE="+role, `CORDON_SERVICE_PASSWORD=it's a "quoted" pass`)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("init script: %v\n%s", err, out)
+	}
+	var login, super, createRole, hasPassword bool
+	err = conn.QueryRow(ctx, `SELECT rolcanlogin, rolsuper, rolcreaterole, rolpassword IS NOT NULL FROM pg_authid WHERE rolname = $1`, role).
+		Scan(&login, &super, &createRole, &hasPassword)
+	if err != nil {
+		t.Fatalf("role %s after the init script: %v", role, err)
+	}
+	if !login || super || createRole || !hasPassword {
+		t.Fatalf("role %s: login %v, superuser %v, createrole %v, password %v", role, login, super, createRole, hasPassword)
+	}
+	cmd.Env = slices.DeleteFunc(slices.Clone(cmd.Env), func(e string) bool { return strings.HasPrefix(e, "CORDON_SERVICE_PASSWORD=") })
+	cmd.Stdout, cmd.Stderr = nil, nil
+	again := exec.Command("sh", "initdb/10-cordon-service-role.sh")
+	again.Env = cmd.Env
+	if out, err := again.CombinedOutput(); err == nil || !strings.Contains(string(out), "CORDON_SERVICE_PASSWORD") {
+		t.Fatalf("without a password the script ran: %v\n%s", err, out)
+	}
+}
+
+// dockerfileDigestArgs returns the build arguments that the Dockerfile's
+// FROM lines take their digests from.
+func dockerfileDigestArgs(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, in := range dockerfile(t) {
+		if in.cmd != "FROM" {
+			continue
+		}
+		_, digest, _ := strings.Cut(fromImage(in.args), "@")
+		if name, ok := strings.CutPrefix(digest, "${"); ok {
+			out = append(out, strings.TrimSuffix(name, "}"))
+		}
+	}
+	return out
+}
+
+// fromImage is the image a FROM instruction names (flags and AS dropped).
+func fromImage(args string) string {
+	for _, f := range strings.Fields(args) {
+		if !strings.HasPrefix(f, "--") {
+			return f
+		}
+	}
+	return ""
+}
+
+var sha256Digest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// TestDockerfileBaseImagesPinned: every base image is pinned by digest,
+// literally or through a build argument declared before the first FROM
+// whose default, if it has one, is a digest. No digest is made up: one
+// without a default must be given to build at all.
+func TestDockerfileBaseImagesPinned(t *testing.T) {
+	ins := dockerfile(t)
+	globalArgs := map[string]string{}
+	froms := 0
+	for _, in := range ins {
+		switch {
+		case in.cmd == "ARG" && in.stage < 0:
+			name, def, _ := strings.Cut(in.args, "=")
+			globalArgs[name] = def
+		case in.cmd == "FROM":
+			froms++
+			image := fromImage(in.args)
+			ref, digest, ok := strings.Cut(image, "@")
+			if !ok || !strings.Contains(ref, ":") {
+				t.Errorf("FROM %s: not pinned as name:tag@digest", image)
+				continue
+			}
+			if sha256Digest.MatchString(digest) {
+				continue
+			}
+			name, isArg := strings.CutPrefix(digest, "${")
+			name = strings.TrimSuffix(name, "}")
+			def, declared := globalArgs[name]
+			switch {
+			case !isArg:
+				t.Errorf("FROM %s: %q is not a sha256 digest", image, digest)
+			case !declared:
+				t.Errorf("FROM %s: build argument %s is not declared before the first FROM", image, name)
+			case def != "" && !sha256Digest.MatchString(def):
+				t.Errorf("FROM %s: %s defaults to %q, not a sha256 digest", image, name, def)
+			}
+		}
+	}
+	if froms < 2 {
+		t.Fatalf("%d FROM lines", froms)
+	}
+}
+
+// dockerignored reports whether the Dockerfile's .dockerignore patterns
+// leave path (slash-separated, relative to the context) out: a pattern
+// matches the path or one of its parent folders; "**" matches any number
+// of folders, "*" and "?" stay within one; a later "!" pattern takes a
+// match back (Docker's rules).
+func dockerignored(t *testing.T, patterns []string, path string) bool {
+	t.Helper()
+	out := false
+	for _, p := range patterns {
+		neg := strings.HasPrefix(p, "!")
+		p = strings.Trim(strings.TrimPrefix(p, "!"), "/")
+		var re strings.Builder
+		re.WriteString("^")
+		for i := 0; i < len(p); i++ {
+			switch {
+			case strings.HasPrefix(p[i:], "**/"):
+				re.WriteString("(.*/)?")
+				i += 2
+			case strings.HasPrefix(p[i:], "**"):
+				re.WriteString(".*")
+				i++
+			case p[i] == '*':
+				re.WriteString("[^/]*")
+			case p[i] == '?':
+				re.WriteString("[^/]")
+			default:
+				re.WriteString(regexp.QuoteMeta(p[i : i+1]))
+			}
+		}
+		re.WriteString("(/.*)?$")
+		if regexp.MustCompile(re.String()).MatchString(path) {
+			out = !neg
+		}
+	}
+	return out
+}
+
+// TestDockerignore: the build context leaves out keys, scratch folders and
+// node modules, and keeps every file the binary is built from.
+func TestDockerignore(t *testing.T) {
+	raw, err := os.ReadFile("Dockerfile.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			patterns = append(patterns, l)
+		}
+	}
+	for _, p := range []string{"deploy/audit.keys", "audit.keys", "etc/prod.keys", ".tmp/bench.json", "node_modules/x/index.js",
+		"embed/localmodel/node_modules/@tensorflow/tfjs/package.json", ".git/HEAD", "cordon", "cli/cli.test"} {
+		if !dockerignored(t, patterns, p) {
+			t.Errorf("%s is in the build context", p)
+		}
+	}
+	// Every file the binary is built from stays in the context.
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{if .Module}}{{if .Module.Main}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{range .EmbedFiles}} {{.}}{{end}}{{end}}{{end}}`, "../cmd/cordon").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"go.mod", "go.sum"}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		dir, err := filepath.Rel(root, f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range f[1:] {
+			files = append(files, filepath.ToSlash(filepath.Join(dir, name)))
+		}
+	}
+	if len(files) < 50 {
+		t.Fatalf("only %d source files listed", len(files))
+	}
+	for _, f := range files {
+		if dockerignored(t, patterns, f) {
+			t.Errorf("%s, which the binary is built from, is left out of the build context", f)
+		}
+	}
+}
+
+// TestKubernetes: every manifest parses; kustomization lists every file;
+// the Deployment migrates in an init container (same image, the owner's
+// URL, granting the role the service connects as) and serves with startup,
+// liveness and readiness probes, non-root with requests, under its own
+// service account; no fixed-name Job; a PodDisruptionBudget, a
+// NetworkPolicy that keeps the metrics port from API callers, scrape
+// annotations and a PodMonitor component; the Service reaches the API port
+// only.
 func TestKubernetes(t *testing.T) {
 	files, err := filepath.Glob("k8s/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -320,10 +577,15 @@ func TestKubernetes(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	for _, want := range []string{"ConfigMap", "Deployment", "Job", "Kustomization", "Namespace", "Secret", "Service"} {
+	for _, want := range []string{"ConfigMap", "Deployment", "Kustomization", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Secret", "Service", "ServiceAccount"} {
 		if len(byKind[want]) == 0 {
 			t.Errorf("no %s among %q", want, kinds)
 		}
+	}
+	// A Job's pod template is immutable: one with a fixed name fails the
+	// next 'kubectl apply -k' with a new image tag.
+	if len(byKind["Job"]) > 0 {
+		t.Errorf("a Job among the manifests: migrations run in the Deployment's init container")
 	}
 	var want []any
 	for _, f := range files {
@@ -337,27 +599,49 @@ func TestKubernetes(t *testing.T) {
 	}
 
 	dep := byKind["Deployment"][0]
+	selector := get(t, dep, "spec", "selector", "matchLabels").(map[string]any)
+	podLabels := get(t, dep, "spec", "template", "metadata", "labels").(map[string]any)
 	pod := get(t, dep, "spec", "template", "spec")
 	ctr := get(t, pod, "containers", 0)
-	job := byKind["Job"][0]
-	jobPod := get(t, job, "spec", "template", "spec")
-	jobCtr := get(t, jobPod, "containers", 0)
+	initCtr := get(t, pod, "initContainers", 0)
 
 	image := get(t, ctr, "image").(string)
 	kimg := get(t, byKind["Kustomization"][0], "images", 0, "name").(string)
-	if get(t, jobCtr, "image") != image || !strings.HasPrefix(image, kimg+":") {
-		t.Errorf("images: deployment %v, job %v, kustomization %v", image, get(t, jobCtr, "image"), kimg)
+	if get(t, initCtr, "image") != image || !strings.HasPrefix(image, kimg+":") {
+		t.Errorf("images: server %v, init container %v, kustomization %v", image, get(t, initCtr, "image"), kimg)
 	}
-	if args := get(t, jobCtr, "args"); !slices.Equal(args.([]any), []any{"migrate"}) {
-		t.Errorf("the Job runs %v, want cordon migrate", args)
-	}
-	if get(t, jobPod, "restartPolicy") != "Never" {
-		t.Errorf("the Job restarts its pod in place")
+	if args := get(t, initCtr, "args"); !slices.Equal(args.([]any), []any{"migrate"}) {
+		t.Errorf("the init container runs %v, want cordon migrate", args)
 	}
 	if args := get(t, ctr, "args"); !slices.Equal(args.([]any), []any{"serve"}) {
 		t.Errorf("the Deployment runs %v, want cordon serve", args)
 	}
-	probes := []struct{ probe, path string }{{"livenessProbe", "/healthz"}, {"readinessProbe", "/readyz"}}
+	envOf := func(c any) map[string]any {
+		out := map[string]any{}
+		for _, e := range get(t, c, "env").([]any) {
+			name := get(t, e, "name").(string)
+			if v, ok := e.(map[string]any)["value"]; ok {
+				out[name] = v
+			} else {
+				out[name] = get(t, e, "valueFrom", "secretKeyRef", "key")
+			}
+		}
+		return out
+	}
+	initEnv, srvEnv := envOf(initCtr), envOf(ctr)
+	if initEnv["CORDON_DATABASE_URL"] != "owner-url" || srvEnv["CORDON_DATABASE_URL"] != "service-url" {
+		t.Errorf("database URLs: init container %v, server %v; want owner-url and service-url", initEnv["CORDON_DATABASE_URL"], srvEnv["CORDON_DATABASE_URL"])
+	}
+	var serviceURL string
+	for _, s := range byKind["Secret"] {
+		if u, ok := get(t, s, "stringData").(map[string]any)["service-url"]; ok {
+			serviceURL = u.(string)
+		}
+	}
+	if serviceURL == "" || initEnv["CORDON_SERVICE_ROLE"] != urlUser(t, serviceURL) {
+		t.Errorf("the migration grants %v, but the service connects as %q", initEnv["CORDON_SERVICE_ROLE"], serviceURL)
+	}
+	probes := []struct{ probe, path string }{{"startupProbe", "/healthz"}, {"livenessProbe", "/healthz"}, {"readinessProbe", "/readyz"}}
 	for _, p := range probes {
 		if got := get(t, ctr, p.probe, "httpGet", "path"); got != p.path {
 			t.Errorf("%s path %v, want %s", p.probe, got, p.path)
@@ -366,25 +650,99 @@ func TestKubernetes(t *testing.T) {
 			t.Errorf("%s port %v, want the API port", p.probe, got)
 		}
 	}
-	for name, spec := range map[string]struct{ pod, ctr any }{"Deployment": {pod, ctr}, "Job": {jobPod, jobCtr}} {
-		if get(t, spec.pod, "securityContext", "runAsNonRoot") != true {
-			t.Errorf("%s: runAsNonRoot is not true", name)
-		}
-		if uid := get(t, spec.pod, "securityContext", "runAsUser"); uid == 0 {
-			t.Errorf("%s: runAsUser 0", name)
-		}
-		if get(t, spec.ctr, "securityContext", "allowPrivilegeEscalation") != false || get(t, spec.ctr, "securityContext", "readOnlyRootFilesystem") != true {
+	for name, c := range map[string]any{"server": ctr, "init container": initCtr} {
+		if get(t, c, "securityContext", "allowPrivilegeEscalation") != false || get(t, c, "securityContext", "readOnlyRootFilesystem") != true {
 			t.Errorf("%s: the container may escalate or write its root file system", name)
 		}
-		if drop := get(t, spec.ctr, "securityContext", "capabilities", "drop"); !slices.Equal(drop.([]any), []any{"ALL"}) {
+		if drop := get(t, c, "securityContext", "capabilities", "drop"); !slices.Equal(drop.([]any), []any{"ALL"}) {
 			t.Errorf("%s: capabilities drop %v", name, drop)
 		}
 		for _, r := range []string{"cpu", "memory"} {
-			if get(t, spec.ctr, "resources", "requests", r) == "" {
+			if get(t, c, "resources", "requests", r) == "" {
 				t.Errorf("%s: no %s request", name, r)
 			}
 		}
 	}
+	if get(t, pod, "securityContext", "runAsNonRoot") != true {
+		t.Errorf("runAsNonRoot is not true")
+	}
+	if uid := get(t, pod, "securityContext", "runAsUser"); uid == 0 {
+		t.Errorf("runAsUser 0")
+	}
+	if get(t, dep, "spec", "strategy", "rollingUpdate", "maxUnavailable") != 0 {
+		t.Errorf("a rollout may take serving pods away before new ones are ready")
+	}
+
+	sa := byKind["ServiceAccount"][0]
+	if get(t, pod, "serviceAccountName") != get(t, sa, "metadata", "name") {
+		t.Errorf("the pods run as service account %v, not %v", get(t, pod, "serviceAccountName"), get(t, sa, "metadata", "name"))
+	}
+	if get(t, sa, "automountServiceAccountToken") != false || get(t, pod, "automountServiceAccountToken") != false {
+		t.Errorf("a service account token is mounted")
+	}
+
+	pdb := byKind["PodDisruptionBudget"][0]
+	if !maps.Equal(get(t, pdb, "spec", "selector", "matchLabels").(map[string]any), selector) {
+		t.Errorf("the PodDisruptionBudget selects %v, the Deployment %v", get(t, pdb, "spec", "selector", "matchLabels"), selector)
+	}
+	if min, ok := get(t, pdb, "spec", "minAvailable").(int); !ok || min < 1 || min >= get(t, dep, "spec", "replicas").(int) {
+		t.Errorf("PodDisruptionBudget minAvailable %v: want at least 1 and fewer than the replicas", get(t, pdb, "spec", "minAvailable"))
+	}
+
+	// The NetworkPolicy selects the server pods; the API port is open, the
+	// metrics port only to named peers; no rule opens every port.
+	np := byKind["NetworkPolicy"][0]
+	if !maps.Equal(get(t, np, "spec", "podSelector", "matchLabels").(map[string]any), selector) {
+		t.Errorf("the NetworkPolicy selects %v, not the server pods", get(t, np, "spec", "podSelector", "matchLabels"))
+	}
+	if types := get(t, np, "spec", "policyTypes").([]any); !slices.Contains(types, any("Ingress")) {
+		t.Errorf("the NetworkPolicy does not restrict ingress: %v", types)
+	}
+	apiOpen, metricsScraped := false, false
+	for i, r := range get(t, np, "spec", "ingress").([]any) {
+		rule := r.(map[string]any)
+		from, _ := rule["from"].([]any)
+		ports, _ := rule["ports"].([]any)
+		if len(ports) == 0 {
+			t.Errorf("ingress rule %d opens every port", i)
+		}
+		for _, p := range ports {
+			switch port := get(t, p, "port"); port {
+			case "metrics", 9090:
+				if len(from) == 0 {
+					t.Errorf("ingress rule %d opens the metrics port to everyone", i)
+				}
+				metricsScraped = true
+			case "http", 8080:
+				apiOpen = true
+			default:
+				t.Errorf("ingress rule %d opens port %v", i, port)
+			}
+		}
+	}
+	if !apiOpen || !metricsScraped {
+		t.Errorf("NetworkPolicy: API port open %v, metrics reachable by monitoring %v", apiOpen, metricsScraped)
+	}
+
+	ann := get(t, dep, "spec", "template", "metadata", "annotations").(map[string]any)
+	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != "9090" || ann["prometheus.io/path"] != "/metrics" {
+		t.Errorf("scrape annotations %v", ann)
+	}
+	comp := yamlDocs(t, "k8s/podmonitor/kustomization.yaml")[0]
+	if get(t, comp, "kind") != "Component" || !slices.Equal(get(t, comp, "resources").([]any), []any{"podmonitor.yaml"}) {
+		t.Errorf("podmonitor component: %v", comp)
+	}
+	pm := yamlDocs(t, "k8s/podmonitor/podmonitor.yaml")[0]
+	if get(t, pm, "kind") != "PodMonitor" || !maps.Equal(get(t, pm, "spec", "selector", "matchLabels").(map[string]any), selector) ||
+		get(t, pm, "spec", "podMetricsEndpoints", 0, "port") != "metrics" {
+		t.Errorf("PodMonitor: %v", pm)
+	}
+	for k, v := range selector {
+		if podLabels[k] != v {
+			t.Errorf("pod label %s=%v, the selector wants %v", k, podLabels[k], v)
+		}
+	}
+
 	// The Service targets the container's API port, never metrics.
 	var ports []string
 	for _, p := range get(t, ctr, "ports").([]any) {

@@ -461,3 +461,73 @@ func TestMigrateRefusesBookkeepingElsewhere(t *testing.T) {
 		t.Fatalf("migrate after moving it back: applied %d, %v", len(res), err)
 	}
 }
+
+// TestUngrantedServiceRolesNameTheFix: a service role never granted fails
+// at start, and the service role dropping a tenant fails, each with a
+// message naming the owner's command that fixes it (as creating a tenant
+// does); 'cordon migrate --service-role' grants in the migration step.
+func TestUngrantedServiceRolesNameTheFix(t *testing.T) {
+	ctx := context.Background()
+	owner, svc := uniqueRole("cordon_own_"), uniqueRole("cordon_svc_")
+	loginRole(t, svc, false)
+	superURL, ownerURL := ownedDatabase(t, owner, false, false)
+	svcURL := asRole(superURL, svc)
+	ownerEnv := map[string]string{"CORDON_DATABASE_URL": ownerURL}
+	svcEnv := map[string]string{"CORDON_DATABASE_URL": svcURL}
+	cordon := func(env map[string]string, args ...string) string {
+		t.Helper()
+		code, out, errs := runCLI(t, env, args...)
+		if code != 0 {
+			t.Fatalf("cordon %s: exit %d: %s%s", strings.Join(args, " "), code, out, errs)
+		}
+		return out
+	}
+	cordon(ownerEnv, "migrate")
+	cordon(ownerEnv, "tenant", "create", "retail")
+
+	// Not granted: the store refuses to open, naming the grant.
+	_, err := postgres.Open(ctx, svcURL, postgres.Options{})
+	if !errors.Is(err, postgres.ErrNotServiceRole) || !strings.Contains(err.Error(), "cordon tenant grant "+svc) ||
+		!strings.Contains(err.Error(), "cordon migrate --service-role "+svc) {
+		t.Fatalf("open as an ungranted service role: %v", err)
+	}
+	code, _, errs := runCLI(t, map[string]string{"CORDON_DATABASE_URL": svcURL, "CORDON_JWT_HS256_SECRET": strings.Repeat("k", 32)},
+		"serve", "--audit-unkeyed", "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errs, "cordon tenant grant "+svc) || strings.Contains(errs, "SQLSTATE 42501)\n") {
+		t.Fatalf("serve as an ungranted service role: exit %d: %s", code, errs)
+	}
+
+	// A role that does not exist is named with what creates it.
+	code, _, errs = runCLI(t, ownerEnv, "migrate", "--service-role", "cordon_no_such_role")
+	if code != 1 || !strings.Contains(errs, "CREATE ROLE cordon_no_such_role") {
+		t.Fatalf("migrate --service-role for a missing role: exit %d: %s", code, errs)
+	}
+
+	// The migration step grants.
+	if out := cordon(ownerEnv, "migrate", "--service-role", svc); !strings.Contains(out, "granted service role "+svc) {
+		t.Fatalf("migrate --service-role: %q", out)
+	}
+	if out := cordon(ownerEnv, "tenant", "list"); !strings.Contains(out, "service roles: "+svc) {
+		t.Fatalf("tenant list after migrate --service-role: %q", out)
+	}
+
+	// Dropping a tenant as the service role names the owner's command.
+	code, _, errs = runCLI(t, svcEnv, "tenant", "drop", "--yes", "retail")
+	if code != 1 || !strings.Contains(errs, "owner role") || !strings.Contains(errs, "cordon tenant drop --yes retail") {
+		t.Fatalf("tenant drop as the service role: exit %d: %s", code, errs)
+	}
+	st, err := postgres.Open(ctx, svcURL, postgres.Options{})
+	if err != nil {
+		t.Fatalf("open as the granted role: %v", err)
+	}
+	defer st.Close()
+	if ok, err := st.TenantExists(ctx, "retail"); !ok || err != nil {
+		t.Fatalf("the granted role does not see tenant retail: %v, %v", ok, err)
+	}
+	if _, err := st.DropTenant(ctx, "retail"); !errors.Is(err, postgres.ErrOwnerRequired) {
+		t.Fatalf("DropTenant as the service role: %v, want ErrOwnerRequired", err)
+	}
+	if n := queryInt(t, superURL, `SELECT count(*) FROM pg_namespace WHERE nspname = 'cordon_t_retail'`); n != 1 {
+		t.Fatalf("a refused drop removed the schema")
+	}
+}

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -175,5 +176,82 @@ func TestReadmeBatchExample(t *testing.T) {
 	r := a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/documents:batch", tok(t, "w", "tenant=wholesale", "writer"), body, "application/x-ndjson"), http.StatusOK)
 	if m := r.json(t); m["succeeded"] != float64(2) || m["failed"] != float64(0) {
 		t.Fatalf("got %v, want 2 succeeded, 0 failed", m)
+	}
+}
+
+// TestIngestCLIModelTenantAndJSON: a tenant created with --model use-lite
+// and no --dims records the model's 512; ingesting into it without an
+// embedding server stops before the first batch with one error naming
+// 'cordon ingest --embed-url ...' (not one per file naming 'cordon serve');
+// tenant list and ingest print JSON with --json.
+func TestIngestCLIModelTenantAndJSON(t *testing.T) {
+	dbURL := migrated(t)
+	env := map[string]string{"CORDON_DATABASE_URL": dbURL}
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		code, out, errs := runCLI(t, env, args...)
+		if code != want {
+			t.Fatalf("cordon %s: exit %d, want %d\n%s\n%s", strings.Join(args, " "), code, want, out, errs)
+		}
+		return out, errs
+	}
+	run(0, "tenant", "create", "--model", "use-lite", "emb")
+	run(0, "tenant", "create", "plain")
+	out, _ := run(0, "tenant", "list", "--json")
+	var list struct {
+		Tenants []struct {
+			Name  string `json:"name"`
+			Model string `json:"model"`
+			Dims  int    `json:"dims"`
+		} `json:"tenants"`
+		ServiceRoles []string `json:"service_roles"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("tenant list --json: %v\n%s", err, out)
+	}
+	got := fmt.Sprint(list.Tenants)
+	if got != "[{emb use-lite 512} {plain hash 256}]" || list.ServiceRoles == nil {
+		t.Fatalf("tenant list --json: tenants %s, service roles %v", got, list.ServiceRoles)
+	}
+
+	files := map[string]string{"bad.md": "caf\xe9 latin-1", "notes/README": "not taken"}
+	for i := range 50 {
+		files[fmt.Sprintf("d/%02d.md", i)] = fmt.Sprintf("# Doc %d\nsettlement window %d", i, i)
+	}
+	dir := ingestTree(t, files)
+
+	out, errs := run(2, "ingest", "--tenant", "emb", "--batch", "1", "--quiet", dir)
+	if strings.Count(errs, "embeds with") != 1 || !strings.Contains(errs, "cordon ingest --embed-url URL --embed-model use-lite --embed-dims 512") ||
+		strings.Contains(errs, "cordon serve") || strings.Contains(out, "FAILED") {
+		t.Fatalf("ingest without an embedding server:\nstdout %s\nstderr %s", out, errs)
+	}
+	if ids := storedIDs(t, dbURL, "emb"); len(ids) != 0 {
+		t.Fatalf("stored %d documents", len(ids))
+	}
+
+	out, _ = run(1, "ingest", "--tenant", "plain", "--json", "--quiet", dir)
+	var sum struct {
+		Tenant    string         `json:"tenant"`
+		Files     int            `json:"files"`
+		Ingested  int            `json:"ingested"`
+		Unchanged int            `json:"unchanged"`
+		Failed    int            `json:"failed"`
+		Skipped   int            `json:"skipped"`
+		SkippedBy map[string]int `json:"skipped_by_reason"`
+		Failures  []struct {
+			Path   string `json:"path"`
+			Reason string `json:"reason"`
+		} `json:"failures"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("ingest --json: %v\n%s", err, out)
+	}
+	if sum.Tenant != "plain" || sum.Files != 51 || sum.Ingested != 50 || sum.Failed != 1 || sum.Skipped != 1 ||
+		sum.SkippedBy["not Markdown or text by name"] != 1 || len(sum.Failures) != 1 || sum.Failures[0].Path != filepath.Join(dir, "bad.md") {
+		t.Fatalf("ingest --json: %+v", sum)
+	}
+	out, _ = run(0, "ingest", "--tenant", "plain", "--json", "--quiet", "--exclude", "bad.md", dir)
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Unchanged != 50 || sum.Ingested != 0 || sum.Failed != 0 {
+		t.Fatalf("ingest --json again: %v %+v", err, sum)
 	}
 }

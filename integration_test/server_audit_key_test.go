@@ -171,7 +171,8 @@ func TestServerAuditKeyedChain(t *testing.T) {
 
 // TestServerAuditKeyRotation: rows written with an older key verify with
 // that key; a keyring without it reports which row and key id it cannot
-// verify; a wrong key under the right id is a break; a store without a key
+// verify; a wrong key under the right id is a key mismatch, not a break,
+// while a modified row under the right key is a break; a store without a key
 // cannot continue a keyed chain; an anchored head catches the removal of
 // the newest rows.
 func TestServerAuditKeyRotation(t *testing.T) {
@@ -214,16 +215,18 @@ func TestServerAuditKeyRotation(t *testing.T) {
 			var uk *postgres.AuditUnknownKeyError
 			return errors.As(err, &uk) && uk.Seq == 1 && uk.KeyID == "k1"
 		}, []string{"UNVERIFIABLE", "no keyring given"}},
+		// A wrong key is not tampering: no row of its id verifies, and the
+		// links hold.
 		{"another key under the old id", &postgres.AuditKeyring{Keys: map[string][]byte{"k1": testKeyring("other").Keys["other"], "k2": b.keys.Keys["k2"]}},
 			func(err error) bool {
-				var br *postgres.AuditBreak
-				return errors.As(err, &br) && br.Seq == 1
-			}, []string{"breaks at seq 1"}},
+				var mm *postgres.AuditKeyMismatchError
+				return errors.As(err, &mm) && mm.KeyID == "k1" && mm.Seq == 1 && mm.Rows == 2
+			}, []string{"KEY MISMATCH", `none of the 2 records keyed with key id "k1" (from seq 1)`}},
 		{"another key under the new id", &postgres.AuditKeyring{Keys: map[string][]byte{"k1": b.keys.Keys["k1"], "k2": testKeyring("other").Keys["other"]}},
 			func(err error) bool {
-				var br *postgres.AuditBreak
-				return errors.As(err, &br) && br.Seq == 3
-			}, []string{"breaks at seq 3"}},
+				var mm *postgres.AuditKeyMismatchError
+				return errors.As(err, &mm) && mm.KeyID == "k2" && mm.Seq == 3 && mm.Rows == 2
+			}, []string{"KEY MISMATCH", `key id "k2" (from seq 3)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -262,6 +265,38 @@ func TestServerAuditKeyRotation(t *testing.T) {
 	code, out = auditCLI(t, b.dbURL, both, "verify", "--tenant", "wholesale", "--anchor", anchor)
 	if code != 1 || !strings.Contains(out, "the chain ends at seq 3 but a head at seq 4 was anchored") {
 		t.Fatalf("cordon audit verify --anchor after removing the newest row = %d %q", code, out)
+	}
+
+	// --json says which: ok, a wrong key, tampering.
+	verifyJSON := func(keyFile string) (int, map[string]any) {
+		t.Helper()
+		code, stdout, _ := runCLI(t, nil, "audit", "verify", "--tenant", "wholesale", "--json", "--database-url", b.dbURL, "--audit-key-file", keyFile)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+			t.Fatalf("audit verify --json: %v: %q", err, stdout)
+		}
+		return code, v
+	}
+	if code, v := verifyJSON(both); code != 0 || v["status"] != "ok" || v["records"] != float64(3) || fmt.Sprint(v["key_ids"]) != "[k1 k2]" {
+		t.Fatalf("verify --json = %d %v", code, v)
+	}
+	wrong := keyringFile(t, &postgres.AuditKeyring{Keys: map[string][]byte{"k1": testKeyring("other").Keys["other"], "k2": b.keys.Keys["k2"]}})
+	if code, v := verifyJSON(wrong); code != 1 || v["status"] != "key_mismatch" || v["key_id"] != "k1" || v["seq"] != float64(1) {
+		t.Fatalf("verify --json with a wrong k1 = %d %v", code, v)
+	}
+	// The first row of k1 modified, the right keys: the second row of k1
+	// verifies, so the first was tampered with.
+	execSQL(t, b.dbURL, `BEGIN; SET LOCAL session_replication_role = replica; UPDATE cordon_t_wholesale.audit SET query = 'forged' WHERE seq = 1; COMMIT`)
+	var br *postgres.AuditBreak
+	if _, err := b.store.VerifyAudit(ctx, "wholesale"); !errors.As(err, &br) || br.Seq != 1 {
+		t.Fatalf("verify after modifying seq 1 = %v, want a break at seq 1", err)
+	}
+	if code, v := verifyJSON(both); code != 1 || v["status"] != "broken" || v["seq"] != float64(1) {
+		t.Fatalf("verify --json after modifying seq 1 = %d %v", code, v)
+	}
+	code, out = auditCLI(t, b.dbURL, both, "verify", "--tenant", "wholesale")
+	if code != 1 || !strings.Contains(out, "BROKEN") || !strings.Contains(out, "tampered with at seq 1") {
+		t.Fatalf("cordon audit verify after modifying seq 1 = %d %q", code, out)
 	}
 }
 

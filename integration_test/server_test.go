@@ -406,9 +406,16 @@ func TestServerBatch(t *testing.T) {
 		`{"doc_id": "a 4", "text": "zeta", "classification": "public"}`,
 		`{"doc_id": "a/5", "text": "eta theta", "classification": "internal", "as_of_tick": 7}`,
 	}, "\n")
-	r := a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/documents:batch", w, body, "application/x-ndjson"), http.StatusOK).json(t)
+	// Some lines failed: 207, never a bare 200.
+	r := a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/documents:batch", w, body, "application/x-ndjson"), http.StatusMultiStatus).json(t)
 	if r["succeeded"] != float64(2) || r["failed"] != float64(3) {
 		t.Fatalf("batch = %v", r)
+	}
+	// Every line stored: 200.
+	ok := a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/documents:batch", w,
+		`{"doc_id": "b/1", "text": "iota kappa", "classification": "public"}`+"\n", "application/x-ndjson"), http.StatusOK).json(t)
+	if ok["succeeded"] != float64(1) || ok["failed"] != float64(0) {
+		t.Fatalf("all-good batch = %v", ok)
 	}
 	var statuses []int
 	for _, o := range r["results"].([]any) {

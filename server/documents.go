@@ -172,7 +172,14 @@ func (s *Server) batchDocuments(w http.ResponseWriter, r *http.Request, id Ident
 	if ok > 0 {
 		s.setConsistency(w, r)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": results, "succeeded": ok, "failed": failed})
+	// 200 only when every line was stored; otherwise 207 Multi-Status, so
+	// a client that checks only the status cannot take a partly failed
+	// batch for a success. The body is the same either way.
+	status := http.StatusOK
+	if failed > 0 {
+		status = http.StatusMultiStatus
+	}
+	writeJSON(w, status, map[string]any{"results": results, "succeeded": ok, "failed": failed})
 }
 
 // readLine reads one line (without its '\n') of at most limit bytes.

@@ -89,8 +89,8 @@ func TestDeepNestingRejected(t *testing.T) {
 				var out struct {
 					Results []BatchOutcome `json:"results"`
 				}
-				if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil || len(out.Results) != 1 {
-					t.Fatalf("batch: got %d %s, want 200 with one line's outcome", rec.Code, rec.Body.Bytes())
+				if rec.Code != http.StatusMultiStatus || json.Unmarshal(rec.Body.Bytes(), &out) != nil || len(out.Results) != 1 {
+					t.Fatalf("batch: got %d %s, want 207 with one line's outcome", rec.Code, rec.Body.Bytes())
 				}
 				if out.Results[0].Status != http.StatusBadRequest {
 					t.Fatalf("batch line status %d, want 400: %+v", out.Results[0].Status, out.Results[0])

@@ -134,7 +134,7 @@ func TestOpenAPIMatchesBodies(t *testing.T) {
 		{"ground request", reqSchema("/v1/tenants/{tenant}/ground", "post"), GroundRequest{}},
 		{"ground claim", get("paths", "/v1/tenants/{tenant}/ground", "post", "responses", "200", "content", "application/json", "schema", "properties", "claims", "items"), ClaimJSON{}},
 		{"assemble request", reqSchema("/v1/tenants/{tenant}/assemble", "post"), AssembleRequest{}},
-		{"batch outcome", get("paths", "/v1/tenants/{tenant}/documents:batch", "post", "responses", "200", "content", "application/json", "schema", "properties", "results", "items"), BatchOutcome{}},
+		{"batch outcome", get("components", "schemas", "BatchResult", "properties", "results", "items"), BatchOutcome{}},
 		{"error", get("components", "schemas", "ErrorBody"), apiError{}},
 	}
 	for _, tt := range tests {

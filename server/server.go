@@ -254,16 +254,18 @@ func (s *Server) MetricsHandler() http.Handler {
 // stops accepting, lets in-flight requests finish (up to ShutdownTimeout)
 // and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	return s.serve(ctx, ln, s.handler)
+	return s.serve(ctx, ln, s.handler, true)
 }
 
 // ServeMetrics serves [Server.MetricsHandler] on ln (a listener apart from
 // the API's) until ctx ends, as [Server.Serve] does.
 func (s *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
-	return s.serve(ctx, ln, s.MetricsHandler())
+	return s.serve(ctx, ln, s.MetricsHandler(), false)
 }
 
-func (s *Server) serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+// serve serves h on ln until ctx ends. Only the API listener logs its
+// shutdown: both listeners stop on the same signal, and one line says so.
+func (s *Server) serve(ctx context.Context, ln net.Listener, h http.Handler, logShutdown bool) error {
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
@@ -280,7 +282,9 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, h http.Handler) err
 		return err
 	case <-ctx.Done():
 	}
-	s.cfg.Logger.Info("shutting down: finishing in-flight requests", "timeout", s.cfg.ShutdownTimeout.String())
+	if logShutdown {
+		s.cfg.Logger.Info("shutting down: finishing in-flight requests", "timeout", s.cfg.ShutdownTimeout.String())
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
 	err := hs.Shutdown(sctx)

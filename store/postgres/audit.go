@@ -229,6 +229,24 @@ func (e *AuditUnknownKeyError) Error() string {
 	return fmt.Sprintf("cannot verify the audit chain at seq %d: key id %q is not in the keyring", e.Seq, e.KeyID)
 }
 
+// AuditKeyMismatchError is returned by [Store.VerifyAudit] when no row keyed
+// with a key id verifies under the keyring's key of that id while every
+// row's sequence and links are intact: the keyring's key is not the one the
+// rows were written with. Tampering without the key changes some rows and
+// leaves the others verifying under the right key, which is reported as an
+// [*AuditBreak] instead.
+type AuditKeyMismatchError struct {
+	KeyID string
+	// Seq is the first row keyed with KeyID; Rows counts the rows keyed
+	// with it, none of which verifies.
+	Seq, Rows int64
+}
+
+func (e *AuditKeyMismatchError) Error() string {
+	return fmt.Sprintf("cannot verify the audit chain: none of the %d rows keyed with key id %q (the first at seq %d) verifies under the keyring's key %q, while every row's links are intact: the keyring's key is not the one they were written with (or every one of those rows was rewritten)",
+		e.Rows, e.KeyID, e.Seq, e.KeyID)
+}
+
 // AuditHead is a chain's newest row, as exported for anchoring outside the
 // database and given back to [Store.VerifyAudit] to check against.
 type AuditHead struct {
@@ -257,7 +275,14 @@ type AuditSummary struct {
 // key id names, from the store's keyring, or SHA-256 for an unkeyed row).
 // It returns an [*AuditBreak] at the first row that is wrong, an unkeyed
 // row after a keyed one included, and an [*AuditUnknownKeyError] at the
-// first row whose key is not in the keyring. Each anchor (a head exported
+// first row whose key is not in the keyring.
+//
+// A wrong key is told from tampering by the rows keyed with the same key
+// id: a row whose MAC fails is a break when another row keyed with that id
+// verifies (the key is right), and when none does while the whole chain's
+// sequence and links hold, the result is an [*AuditKeyMismatchError]. So a
+// MAC failure before any row of its key id verified is held until the
+// chain's end or the next row of that id decides it. Each anchor (a head exported
 // earlier) must still be in the chain with the same hash: removing the
 // newest rows, or rewriting the whole chain, is detectable only that way.
 func (s *Store) VerifyAudit(ctx context.Context, tenant string, anchors ...AuditHead) (AuditSummary, error) {
@@ -291,6 +316,11 @@ func (s *Store) VerifyAudit(ctx context.Context, tenant string, anchors ...Audit
 		var want int64 = 1
 		var r AuditRecord
 		keyed := map[string]bool{}
+		// Per key id: whether a row verified, the first row whose MAC
+		// failed before one did, and the rows keyed with it.
+		verified := map[string]bool{}
+		firstFailed := map[string]int64{}
+		keyRows := map[string]int64{}
 		for rows.Next() {
 			r = AuditRecord{}
 			if err := rows.Scan(&r.Seq, &r.At, &r.Sub, &r.Op, &r.Query, &r.Policy, &r.ChunkIDs, &r.Considered,
@@ -317,9 +347,24 @@ func (s *Store) VerifyAudit(ctx context.Context, tenant string, anchors ...Audit
 				}
 				h = AuditMAC(key, prev, r)
 				keyed[r.KeyID] = true
+				keyRows[r.KeyID]++
 			}
-			if !hmac.Equal(h, r.Hash) {
-				return &AuditBreak{Seq: r.Seq, Reason: "the row's content does not match its hash (it was modified)"}
+			modified := &AuditBreak{Seq: r.Seq, Reason: "the row's content does not match its hash (it was modified)"}
+			switch {
+			case hmac.Equal(h, r.Hash) && r.KeyID != "":
+				if seq, held := firstFailed[r.KeyID]; held {
+					// The key verifies this row, so the earlier one was
+					// modified.
+					return &AuditBreak{Seq: seq, Reason: modified.Reason}
+				}
+				verified[r.KeyID] = true
+			case hmac.Equal(h, r.Hash):
+			case r.KeyID == "" || verified[r.KeyID]:
+				return modified
+			default:
+				if _, held := firstFailed[r.KeyID]; !held {
+					firstFailed[r.KeyID] = r.Seq
+				}
 			}
 			for _, a := range anchors {
 				if a.Seq == r.Seq && !strings.EqualFold(a.Hash, hex.EncodeToString(r.Hash)) {
@@ -332,6 +377,15 @@ func (s *Store) VerifyAudit(ctx context.Context, tenant string, anchors ...Audit
 		}
 		if err := rows.Err(); err != nil {
 			return classify(err)
+		}
+		if len(firstFailed) > 0 {
+			var mm *AuditKeyMismatchError
+			for id, seq := range firstFailed {
+				if mm == nil || seq < mm.Seq {
+					mm = &AuditKeyMismatchError{KeyID: id, Seq: seq, Rows: keyRows[id]}
+				}
+			}
+			return mm
 		}
 		for _, a := range anchors {
 			if a.Seq > sum.Rows {

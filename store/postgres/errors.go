@@ -13,6 +13,10 @@ var (
 	// that only Cordon's owner role has, as when a least-privilege service
 	// role creates a tenant.
 	ErrOwnerRequired = errors.New("this needs Cordon's owner role")
+	// ErrNotServiceRole is returned by Open when the connected role may not
+	// read Cordon's schema: it owns nothing and was never made a service
+	// role (GrantServiceRole, 'cordon tenant grant ROLE').
+	ErrNotServiceRole = errors.New("the database role has no grants on Cordon's schema")
 	// ErrUnavailable wraps failures to reach the database.
 	ErrUnavailable = errors.New("database unavailable")
 	// ErrAuditKeyring is returned by ParseAuditKeyring, AuditKeyring.Validate

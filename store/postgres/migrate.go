@@ -1,13 +1,16 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -173,25 +176,104 @@ func MigrateUpTo(ctx context.Context, url string, version int64) error {
 // MigrationStatus reports the database's version and the newest known one.
 // It only reads: a database never migrated is at version 0.
 func MigrationStatus(ctx context.Context, url string) (current, latest int64, err error) {
-	cfg, err := parseConfig(url)
-	if err != nil {
-		return 0, 0, err
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
-	if err != nil {
-		return 0, 0, fmt.Errorf("migration status: %w", classify(err))
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return 0, 0, fmt.Errorf("migration status: %w", classify(err))
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
-	current, err = databaseVersion(ctx, tx)
+	err = readOnly(ctx, url, func(tx pgx.Tx) error {
+		current, err = databaseVersion(ctx, tx)
+		return err
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("migration status: %w", err)
 	}
 	return current, LatestMigration(), nil
+}
+
+// MigrationState is one migration embedded in this binary, as the database
+// records it.
+type MigrationState struct {
+	Version int64
+	// Name is the migration's file, e.g. 00001_control_and_tenant_schema.sql.
+	Name string
+	// AppliedAt is when goose applied it (its tstamp, read in the session's
+	// time zone); nil while it is pending.
+	AppliedAt *time.Time
+}
+
+// Migrations lists every migration embedded in this binary, in version
+// order, with when the database applied it, as the stock goose CLI's
+// status does. It only reads: on a database never migrated every one is
+// pending.
+func Migrations(ctx context.Context, url string) ([]MigrationState, error) {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []MigrationState
+	for _, n := range names {
+		v, err := strconv.ParseInt(strings.SplitN(n, "_", 2)[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, MigrationState{Version: v, Name: n})
+	}
+	slices.SortFunc(out, func(a, b MigrationState) int { return cmp.Compare(a.Version, b.Version) })
+	applied := map[int64]time.Time{}
+	err = readOnly(ctx, url, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, VersionTable).Scan(&exists); err != nil {
+			return classify(err)
+		}
+		if !exists {
+			return nil
+		}
+		// A version's newest row says whether it is applied now (goose
+		// records a roll-back as a row with is_applied false, or deletes the
+		// row).
+		rows, err := tx.Query(ctx, `SELECT DISTINCT ON (version_id) version_id, is_applied, tstamp::timestamptz
+			FROM `+VersionTable+` WHERE version_id > 0 ORDER BY version_id, id DESC`)
+		if err != nil {
+			return classify(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v int64
+			var ok bool
+			var at time.Time
+			if err := rows.Scan(&v, &ok, &at); err != nil {
+				return err
+			}
+			if ok {
+				applied[v] = at
+			}
+		}
+		return classify(rows.Err())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migration status: %w", err)
+	}
+	for i := range out {
+		if at, ok := applied[out[i].Version]; ok {
+			out[i].AppliedAt = &at
+		}
+	}
+	return out, nil
+}
+
+// readOnly runs fn in a read-only transaction on a connection of its own.
+func readOnly(ctx context.Context, url string, fn func(tx pgx.Tx) error) error {
+	cfg, err := parseConfig(url)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return classify(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return classify(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
+	return fn(tx)
 }
 
 // databaseVersion is the version goose last applied, read from

@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cordon-rag/cordon/cordontype"
 )
@@ -17,7 +19,14 @@ func (s *Store) GrantServiceRole(ctx context.Context, role string) error {
 	if role == "" {
 		return fmt.Errorf("%w: no role name", cordontype.ErrInvalid)
 	}
-	if _, err := s.pool.Exec(ctx, `SELECT cordon.grant_service_role($1)`, role); err != nil {
+	_, err := s.pool.Exec(ctx, `SELECT cordon.grant_service_role($1)`, role)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42704": // undefined_object
+		return fmt.Errorf("grant service role %q: %w: a DBA creates it first (CREATE ROLE %s LOGIN PASSWORD '...')", role, err, role)
+	case errors.As(err, &pe) && pe.Code == "42501":
+		return fmt.Errorf("%w: the database role may not grant on Cordon's schema (%s): run 'cordon tenant grant %s' as the owner role", ErrOwnerRequired, pe.Message, role)
+	case err != nil:
 		return fmt.Errorf("grant service role %q: %w", role, classify(err))
 	}
 	return nil

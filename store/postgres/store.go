@@ -149,6 +149,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	var ok bool
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('cordon.tenants') IS NOT NULL`).Scan(&ok); err != nil {
 		pool.Close()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			role := cfg.ConnConfig.User
+			return nil, fmt.Errorf("%w: role %q may not read schema cordon (%s): make it a service role as the owner role (the one that runs 'cordon migrate'): 'cordon tenant grant %s', or 'cordon migrate --service-role %s'",
+				ErrNotServiceRole, role, pe.Message, role, role)
+		}
 		return nil, fmt.Errorf("connect: %w", classify(err))
 	}
 	if !ok {

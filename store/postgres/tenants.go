@@ -122,6 +122,24 @@ func (s *Store) TenantExists(ctx context.Context, tenant string) (bool, error) {
 	return found, err
 }
 
+// WriteModels returns the embedding models a write to tenant embeds with:
+// the tenant's model and, while it re-embeds, the second slot's. A tenant
+// that is not registered wraps [ErrTenantNotFound].
+func (s *Store) WriteModels(ctx context.Context, tenant string) ([]embed.Spec, error) {
+	t, found, err := lookupTenant(ctx, s.pool, tenant, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: %q (create it with 'cordon tenant create %s')", ErrTenantNotFound, tenant, tenant)
+	}
+	out := []embed.Spec{t.settings.Spec()}
+	if t.next != nil {
+		out = append(out, *t.next)
+	}
+	return out, nil
+}
+
 // CreateTenant registers tenant with settings and creates its schema. It is
 // idempotent: created is false when the tenant already existed with the same
 // settings; other settings give ErrTenantSettings.
@@ -161,7 +179,13 @@ func (s *Store) DropTenant(ctx context.Context, tenant string) (bool, error) {
 		return false, err
 	}
 	var dropped bool
-	if err := s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped); err != nil {
+	err := s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42501" {
+		return false, fmt.Errorf("%w: the database role may not drop tenant %q (%s): drop it as the owner role, with 'cordon tenant drop --yes %s'",
+			ErrOwnerRequired, tenant, pe.Message, tenant)
+	}
+	if err != nil {
 		return false, fmt.Errorf("drop tenant %q: %w", tenant, classify(err))
 	}
 	return dropped, nil
