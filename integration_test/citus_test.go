@@ -479,9 +479,21 @@ func TestCitusTenantMove(t *testing.T) {
 	st := openStore(t, dbURL, postgres.Options{AutoCreate: &settings, MaxConns: 16})
 	cached := openStore(t, dbURL, postgres.Options{CacheBytes: 1 << 28, MaxConns: 8})
 	const tenant, writers = "mover", 2
-	for i := range 200 {
-		put(t, st, cordontype.Document{Tenant: tenant, DocID: fmt.Sprintf("seed-%03d", i),
-			Text: fmt.Sprintf("zqmover seed ledger %d wire hold release and review of account %d", i, i%17), Classification: cordontype.Public})
+	// CORDON_CITUS_MOVE_DOCS seeds a larger tenant, to measure how the
+	// time a move blocks writes grows (docs/scaling.md).
+	seeded := 200
+	if n, err := strconv.Atoi(os.Getenv("CORDON_CITUS_MOVE_DOCS")); err == nil && n > 0 {
+		seeded = n
+	}
+	for from := 0; from < seeded; from += 500 {
+		var batch []cordontype.Document
+		for i := from; i < min(from+500, seeded); i++ {
+			batch = append(batch, cordontype.Document{Tenant: tenant, DocID: fmt.Sprintf("seed-%06d", i),
+				Text: fmt.Sprintf("zqmover seed ledger %d wire hold release and review of account %d", i, i%17), Classification: cordontype.Public})
+		}
+		if _, err := st.PutBatch(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
 	}
 	before, err := st.TenantPlacement(ctx, tenant)
 	if err != nil || !before.Distributed {
@@ -581,6 +593,8 @@ func TestCitusTenantMove(t *testing.T) {
 		}()
 	}
 
+	size := queryString(t, dbURL, `SELECT pg_size_pretty(sum(shard_size)) FROM citus_shards s JOIN pg_class c ON c.oid = s.table_name
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'cordon_t_mover'`)
 	time.Sleep(1500 * time.Millisecond)
 	moveStart := time.Now()
 	execSQL(t, dbURL, `SELECT citus_move_shard_placement(
@@ -611,8 +625,8 @@ func TestCitusTenantMove(t *testing.T) {
 		if msg := checkMoveSnapshot(rk, floor[:]); msg != "" {
 			t.Fatalf("after the move: %s", msg)
 		}
-		if want := 200 + int(floor[0]+floor[1]); len(rk.Lexical) != want {
-			t.Fatalf("after the move: %d documents, want %d (200 seeded and every acknowledged write)", len(rk.Lexical), want)
+		if want := seeded + int(floor[0]+floor[1]); len(rk.Lexical) != want {
+			t.Fatalf("after the move: %d documents, want %d (%d seeded and every acknowledged write)", len(rk.Lexical), want, seeded)
 		}
 	}
 	sum, err := st.VerifyAudit(ctx, tenant)
@@ -628,8 +642,8 @@ func TestCitusTenantMove(t *testing.T) {
 		}
 		return true
 	})
-	t.Logf("moved %s -> %s in %v (block_writes); writes acknowledged: %d and %d, audit records %d (chain of %d verifies), reads %d; longest put %v, longest read %v",
-		before.Node, after.Node, moved.Round(time.Millisecond), acked[0].Load(), acked[1].Load(), n, sum.Rows, reads.Load(),
+	t.Logf("moved a tenant of %d seeded documents (%s) %s -> %s in %v (block_writes); writes acknowledged: %d and %d, audit records %d (chain of %d verifies), reads %d (%d taken again after the move); longest put %v, longest read %v",
+		seeded, size, before.Node, after.Node, moved.Round(time.Millisecond), acked[0].Load(), acked[1].Load(), n, sum.Rows, reads.Load(), st.MovedReads()+cached.MovedReads(),
 		putMax.get().Round(time.Millisecond), readMax.get().Round(time.Millisecond))
 }
 

@@ -96,6 +96,17 @@ func (c *cache) entry(schema string, create bool) *cachedTenant {
 	return ct
 }
 
+// drop empties the schema's cache entry: the next query reloads it.
+func (c *cache) drop(schema string) {
+	ct := c.entry(schema, false)
+	if ct == nil {
+		return
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	ct.x, ct.version, ct.incarnation, ct.bytes = nil, 0, 0, 0
+}
+
 // bytesPerChunk estimates one cached chunk's memory: its int8 vector column
 // entries, per-slot arrays and chunk record, and its distinct terms with their
 // postings. Chunk texts are counted on top (chunkBytes).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -104,4 +105,70 @@ func (s *Store) TenantPlacement(ctx context.Context, tenant string) (Placement, 
 		return Placement{Distributed: true, Node: got[0].node, ColocationID: got[0].coloc, Tables: got[0].tables}, nil
 	}
 	return p, fmt.Errorf("placement of tenant %q: its tables are on %d nodes (%s, %s, ...)", tenant, len(got), got[0].node, got[1].node)
+}
+
+// A read on Citus takes its REPEATABLE READ snapshot on the worker that
+// holds the tenant when its first statement runs. A tenant move
+// (citus_move_shard_placement) switches the coordinator's metadata when it
+// ends, and from then on every statement is routed to the new placement,
+// including the later statements of a transaction that began on the old
+// one, in another snapshot: one answer would mix two placements' states.
+// The switch happens once and never goes back, so a read that finds its
+// last statement answered by the placement of its first was answered by
+// that placement throughout. checkPlacement is that last statement; a read
+// that fails it is taken again.
+
+// placementCheck is what a snapshot read that met a tenant move calls
+// before it is taken again: nil (no check) without Citus. It counts the
+// read and drops the tenant's cached index, which that read may have
+// refreshed from both placements.
+func (s *Store) placementCheck() func(tenantInfo) {
+	if !s.citus {
+		return nil
+	}
+	return func(t tenantInfo) {
+		s.movedReads.Add(1)
+		if s.cache != nil {
+			s.cache.drop(t.schema)
+		}
+	}
+}
+
+// MovedReads counts the reads taken again because their tenant moved to
+// another Citus worker while they ran (0 without Citus).
+func (s *Store) MovedReads() int64 { return s.movedReads.Load() }
+
+// nodeSQL is the address of the server that runs a statement, pushed down
+// to the worker with the rest of a routed statement.
+const nodeSQL = `coalesce(host(inet_server_addr()), '') || ':' || coalesce(inet_server_port(), 0)::text`
+
+// maxPlacementAttempts bounds the reads taken again after moves.
+const maxPlacementAttempts = 3
+
+// errPlacementMoved is returned by checkPlacement when the tenant's stats
+// were not read from the placement of the snapshot's first statement.
+var errPlacementMoved = errors.New("the tenant moved to another node during the read")
+
+// placementIncarnation makes the stats table's OID name the node too: a
+// tenant moved to another worker is another incarnation for the in-memory
+// path (an OID alone may repeat on another node), so its cached index is
+// reloaded, never continued from a change log read on the other node.
+func placementIncarnation(oid int64, node string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	return oid ^ int64(h.Sum64()&^0xffffffff)
+}
+
+// checkPlacement reads the stats table's OID and node again, as the
+// statement routed last: errPlacementMoved when they are not st's.
+func checkPlacement(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow) error {
+	var oid int64
+	var node string
+	if err := tx.QueryRow(ctx, `SELECT s.tableoid::bigint, `+nodeSQL+` FROM `+t.tables.stats+` s`).Scan(&oid, &node); err != nil {
+		return classify(err)
+	}
+	if placementIncarnation(oid, node) != st.incarnation {
+		return errPlacementMoved
+	}
+	return nil
 }

@@ -66,4 +66,13 @@
 // transaction: a current cache answers in that one round trip. A cache that
 // is behind is brought forward from the change log in a snapshot, one that
 // does not fit falls back to SQL.
+//
+// # Citus
+//
+// On a Citus coordinator with workers (migrations/00013_citus.sql,
+// citus.go) each tenant is a distributed schema on one worker and the
+// registry a reference table, so every statement above, which touches one
+// tenant and the registry, is routed whole to the tenant's worker. A
+// snapshot read also checks, with its last statement, that a tenant move
+// did not switch it to the other placement half way (Store.MovedReads).
 package postgres
