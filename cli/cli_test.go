@@ -71,7 +71,7 @@ func TestFlagsBeforeAndAfterArguments(t *testing.T) {
 		{"replay, flag after the script", []string{"replay", "../testdata/replay/basic.json", "--store", "nosuch"}, ExitUsage, `unknown --store "nosuch"`},
 		{"migrate down-to without version", []string{"migrate", "down-to", "--database-url", deadURL}, ExitUsage, "down-to needs a VERSION"},
 		{"migrate unknown action", []string{"migrate", "sideways"}, ExitUsage, `unknown action "sideways"`},
-		{"tenant without action", []string{"tenant", "--database-url", deadURL}, ExitUsage, "want a subcommand: create, reembed, set, drop, list, grant or revoke"},
+		{"tenant without action", []string{"tenant", "--database-url", deadURL}, ExitUsage, "want a subcommand: create, reembed, set, distribute, drop, list, grant or revoke"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

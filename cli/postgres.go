@@ -88,7 +88,7 @@ func tenantCommand() *command {
 	return &command{
 		name:    "tenant",
 		summary: "create, drop or list tenants (one Postgres schema each)",
-		usage: `Usage: cordon tenant create|set|reembed|drop|list|grant|revoke [flags] [NAME|ROLE]
+		usage: `Usage: cordon tenant create|set|reembed|distribute|drop|list|grant|revoke [flags] [NAME|ROLE]
 
   create NAME   register a tenant and create its schema (idempotent); its index
                 settings are fixed at creation, except --bm25-statistics and
@@ -97,6 +97,10 @@ func tenantCommand() *command {
                 with the next query; nothing is re-indexed)
   reembed NAME  move a tenant to another embedding model with no downtime:
                 backfill, shadow comparison, cut-over, roll-back, finish
+  distribute NAME
+                on a Citus coordinator, move a tenant created before the
+                workers were added (or before Citus) to a worker node; 'create'
+                does this by itself on a coordinator with workers
   drop NAME     remove a tenant, its schema and all its documents; needs --yes
   list          list tenants with their settings and chunk counts, and the
                 service roles
@@ -149,6 +153,19 @@ with the next query and nothing is re-indexed.
 ` + databaseHelp + `
 Example:
   cordon tenant set --bm25-statistics entitled legacy_tenant
+`},
+			{name: "distribute", summary: "move a tenant to a Citus worker (schema-based sharding)", run: runTenant, usage: `Usage: cordon tenant distribute [--database-url URL] NAME
+
+On a Citus coordinator with worker nodes, makes tenant NAME's schema a
+distributed schema: Citus moves all its tables, data included, to one
+worker, and routes each of the tenant's queries to that worker alone. The
+tenant's writes wait while its data is copied. A tenant created on a
+coordinator with workers is distributed already ('cordon tenant create'
+does it); this is for tenants created before. docs/scaling.md has the rest
+(moving a tenant to another worker, rebalancing).
+` + databaseHelp + `
+Example:
+  cordon tenant distribute retail
 `},
 			{name: "drop", summary: "remove a tenant and all its documents (needs --yes)", run: runTenant, usage: `Usage: cordon tenant drop [--database-url URL] --yes NAME
 
@@ -400,6 +417,20 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 			fmt.Fprintf(env.Stdout, "created tenant %s\n", fs.Arg(0))
 		} else {
 			fmt.Fprintf(env.Stdout, "tenant %s already exists with these settings\n", fs.Arg(0))
+		}
+	case "distribute":
+		done, err := st.DistributeTenant(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		p, err := st.TenantPlacement(ctx, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if done {
+			fmt.Fprintf(env.Stdout, "distributed tenant %s: %d tables on %s\n", fs.Arg(0), p.Tables, p.Node)
+		} else {
+			fmt.Fprintf(env.Stdout, "tenant %s is distributed already: %d tables on %s\n", fs.Arg(0), p.Tables, p.Node)
 		}
 	case "set":
 		scope := bm25.Scope(*scope)

@@ -88,6 +88,9 @@ func requireServer(t testing.TB) string {
 // It returns the database's URL.
 func newDatabase(t testing.TB) string {
 	t.Helper()
+	if citusBase != "" {
+		return newCitusDatabase(t, citusBase, true)
+	}
 	base := requireServer(t)
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, base)

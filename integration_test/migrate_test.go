@@ -19,7 +19,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-const latestVersion = 12
+const latestVersion = 13
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()

@@ -93,6 +93,10 @@ func answer(t *testing.T, st retrieval.Store, p cordontype.Principal, query stri
 	return string(b), fmt.Sprintf("considered=%d hidden=%d stale=%d", res.Considered, res.ExcludedByEntitlement, res.ExcludedByFreshness)
 }
 
+// hiddenRounds is how many random corpora
+// TestHiddenDocumentsChangeNothingAPrincipalReceives builds per scope.
+var hiddenRounds = 8
+
 // TestHiddenDocumentsChangeNothingAPrincipalReceives: under the entitled
 // scope, for random corpora, principals and label sets, a principal's
 // retrieve, ground and assemble answers are byte-identical whether or not
@@ -130,7 +134,7 @@ func TestHiddenDocumentsChangeNothingAPrincipalReceives(t *testing.T) {
 		settings.Statistics = scope
 		settings.Chunking.MaxWords, settings.Chunking.OverlapWords = 8, 2
 		moved, countersMoved, compared := 0, 0, 0
-		for round := range 8 {
+		for round := range hiddenRounds {
 			r := rand.New(rand.NewPCG(uint64(round), 7))
 			principal := cordontype.Principal{
 				Clearance: cordontype.Classification(r.IntN(4)),

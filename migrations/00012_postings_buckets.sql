@@ -29,8 +29,11 @@
 CREATE FUNCTION cordon.tenant_upgrade_10(s text) RETURNS void
 LANGUAGE plpgsql AS $fn$
 BEGIN
+    -- Two statements: Citus refuses ADD CONSTRAINT with other subcommands
+    -- on a distributed table (a tenant on a worker migrated down and up).
+    EXECUTE format('ALTER TABLE %I.postings ADD COLUMN terms text[] COLLATE "C"', s);
     EXECUTE format($ddl$
-        ALTER TABLE %I.postings ADD COLUMN terms text[] COLLATE "C",
+        ALTER TABLE %I.postings
             ADD CONSTRAINT postings_terms_check CHECK (terms IS NULL OR cardinality(terms) = n)$ddl$, s);
     BEGIN
         EXECUTE format('ALTER TABLE %I.postings ALTER COLUMN terms SET COMPRESSION lz4', s);

@@ -324,6 +324,19 @@ func (c *cache) install(ct *cachedTenant, x *memindex.Index, reserved, version, 
 	ct.x, ct.version, ct.incarnation, ct.settings, ct.tooBig = x, version, incarnation, settings, 0
 }
 
+// forget empties the schema's cache entry, giving back its bytes: the next
+// query reloads it.
+func (c *cache) forget(schema string) {
+	ct := c.entry(schema, false)
+	if ct == nil {
+		return
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	c.drop(ct)
+	ct.version, ct.incarnation = 0, 0
+}
+
 // bytesPerChunk estimates one cached chunk's memory: its int8 vector column
 // entries, per-slot arrays and chunk record, and its distinct terms with their
 // postings. Chunk texts are counted on top (chunkBytes).

@@ -77,4 +77,13 @@
 // of its own, while its queries are ranked in SQL; one load per tenant at a
 // time, two at once. Store.CacheStats reports the budget, the bytes held,
 // loads, evictions and which path answered.
+//
+// # Citus
+//
+// On a Citus coordinator with workers (migrations/00013_citus.sql,
+// citus.go) each tenant is a distributed schema on one worker and the
+// registry a reference table, so every statement above, which touches one
+// tenant and the registry, is routed whole to the tenant's worker. A
+// snapshot read also checks, with its last statement, that a tenant move
+// did not switch it to the other placement half way (Store.MovedReads).
 package postgres

@@ -30,6 +30,9 @@ var (
 	// asked chunks does not exist or the principal may not see it. Which
 	// one, and why, is deliberately not said: existence must not leak.
 	ErrChunkNotFound = errors.New("chunk not found")
+	// ErrNoCitus is returned by [Store.DistributeTenant] when the
+	// database is not a Citus coordinator with worker nodes.
+	ErrNoCitus = errors.New("not a Citus coordinator with worker nodes")
 	// ErrNotReady is returned by [Store.Ready] when the database is
 	// reachable but its migrations or tenant schemas are behind this
 	// binary.

@@ -120,6 +120,9 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 		if err == nil && !found {
 			return 0, nil
 		}
+		if s.citus {
+			st.incarnation = placementIncarnation(st.incarnation, st.node)
+		}
 		if err == nil {
 			if version, ok := s.cache.current(t, st, mem); ok {
 				return version, nil
@@ -129,7 +132,7 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 		// again.
 	}
 	var version int64
-	_, err := snapshotOn(ctx, c, tenant, func(tx pgx.Tx, t tenantInfo, st statsRow) error {
+	_, err := snapshotOn(ctx, c, tenant, s.placementCheck(), func(tx pgx.Tx, t tenantInfo, st statsRow) error {
 		version = st.version
 		if s.cache != nil {
 			ok, load, err := s.cache.use(ctx, tx, t, st, mem)
@@ -157,32 +160,51 @@ var errNoTenant = errors.New("tenant not registered")
 func (s *Store) inSnapshot(ctx context.Context, tenant string, fn func(pgx.Tx, tenantInfo, statsRow) error) (found bool, err error) {
 	err = s.onReader(ctx, func(c *pgxpool.Conn) error {
 		var err error
-		found, err = snapshotOn(ctx, c, tenant, fn)
+		found, err = snapshotOn(ctx, c, tenant, s.placementCheck(), fn)
 		return err
 	})
 	return found, err
 }
 
-// snapshotOn is inSnapshot on connection c.
-func snapshotOn(ctx context.Context, c *pgxpool.Conn, tenant string, fn func(pgx.Tx, tenantInfo, statsRow) error) (found bool, err error) {
-	err = inTxOn(ctx, c, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var st statsRow
-		t, ok, err := lookupTenant(ctx, tx, tenant, &st)
-		if err != nil {
-			return err
+// snapshotOn is inSnapshot on connection c. With moved not nil (on
+// Citus), the snapshot is taken again, after calling moved, when a tenant
+// move switched placements while it was read (see checkPlacement).
+func snapshotOn(ctx context.Context, c *pgxpool.Conn, tenant string, moved func(tenantInfo), fn func(pgx.Tx, tenantInfo, statsRow) error) (found bool, err error) {
+	var movedFrom tenantInfo
+	for attempt := 1; ; attempt++ {
+		err = inTxOn(ctx, c, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+			var st statsRow
+			t, ok, err := lookupTenant(ctx, tx, tenant, &st)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				// The lookup's statement may have failed (no such schema),
+				// which aborts the transaction: roll back, do not commit.
+				return errNoTenant
+			}
+			found = true
+			if moved == nil {
+				return fn(tx, t, st)
+			}
+			st.incarnation = placementIncarnation(st.incarnation, st.node)
+			if err := fn(tx, t, st); err != nil {
+				return err
+			}
+			if err := checkPlacement(ctx, tx, t, st); err != nil {
+				movedFrom = t
+				return err
+			}
+			return nil
+		})
+		if errors.Is(err, errNoTenant) {
+			return false, nil
 		}
-		if !ok {
-			// The lookup's statement may have failed (no such schema),
-			// which aborts the transaction: roll back, do not commit.
-			return errNoTenant
+		if !errors.Is(err, errPlacementMoved) || attempt == maxPlacementAttempts {
+			return found, err
 		}
-		found = true
-		return fn(tx, t, st)
-	})
-	if errors.Is(err, errNoTenant) {
-		return false, nil
+		moved(movedFrom)
 	}
-	return found, err
 }
 
 // scopeTotals is N and the length sum of p's statistics scope: the

@@ -104,6 +104,12 @@ type Store struct {
 	lag          *lagMonitor // nil without a lag bound
 	nextReplica  atomic.Uint32
 	primaryReads atomic.Int64
+	// citus is set when the database has the Citus extension: snapshot
+	// reads then check that one placement answered them all (citus.go).
+	citus bool
+	// movedReads counts the snapshot reads taken again because their
+	// tenant moved to another node while they ran.
+	movedReads atomic.Int64
 }
 
 func parseConfig(url string) (*pgxpool.Config, error) {
@@ -146,8 +152,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", classify(err))
 	}
-	var ok bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass('cordon.tenants') IS NOT NULL`).Scan(&ok); err != nil {
+	var ok, citus bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('cordon.tenants') IS NOT NULL,
+		EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')`).Scan(&ok, &citus); err != nil {
 		pool.Close()
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" {
@@ -166,7 +173,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	st := &Store{pool: pool, opts: opts, replicas: replicas}
+	st := &Store{pool: pool, opts: opts, replicas: replicas, citus: citus}
 	if opts.CacheBytes > 0 {
 		st.cache = newCache(opts.CacheBytes, opts.CacheLoadInBackground, opts.evictMinIdle)
 		st.cache.hook = opts.loadHook

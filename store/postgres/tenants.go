@@ -64,8 +64,12 @@ type statsRow struct {
 	// check).
 	maxAbs int32
 	// incarnation is the stats table's OID: a tenant dropped and created
-	// again starts over at version 0 with a new OID.
+	// again starts over at version 0 with a new OID. On Citus it also
+	// names the node that answered (see placementIncarnation).
 	incarnation int64
+	// node is the address of the server that read the stats row (on
+	// Citus, the tenant's worker): "host:port", host empty over a socket.
+	node string
 }
 
 // lookupTenant reads a tenant's registry row and checks that this binary's
@@ -90,9 +94,9 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t 
 		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok, &t.settings.Statistics,
 		&t.settings.Model, &t.reembed, &nextModel, &nextDims}
 	if st != nil {
-		sql += `, s.version, s.n_chunks, s.sum_len, s.max_abs, s.tableoid::bigint`
+		sql += `, s.version, s.n_chunks, s.sum_len, s.max_abs, s.tableoid::bigint, ` + nodeSQL
 		from += `, ` + tablesFor(schema).stats + ` s`
-		dest = append(dest, &st.version, &st.nChunks, &st.sumLen, &st.maxAbs, &st.incarnation)
+		dest = append(dest, &st.version, &st.nChunks, &st.sumLen, &st.maxAbs, &st.incarnation, &st.node)
 	}
 	err = db.QueryRow(ctx, sql+from+` WHERE t.name = $1`, tenant).Scan(dest...)
 	var pe *pgconn.PgError
