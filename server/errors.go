@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cordon-rag/cordon/embed"
 	"io"
 	"net"
 	"net/http"
@@ -14,10 +13,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cordon-rag/cordon/assemble"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/grounding"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -130,7 +131,7 @@ type errorBody struct {
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
-	if e.Status == http.StatusUnauthorized {
+	if e.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cordon"`)
 	}
 	if e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests {
@@ -180,4 +181,31 @@ func toAPIError(err error) *apiError {
 		return errUnavailable
 	}
 	return errInternal
+}
+
+// writeInvalidToken answers a request whose bearer token did not verify
+// (err says why) with 401 and, as RFC 6750 section 3 asks, a
+// WWW-Authenticate challenge with error "invalid_token" and a description
+// from a fixed set: why, never anything of the token itself.
+func writeInvalidToken(w http.ResponseWriter, err error) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="cordon", error="invalid_token", error_description="`+tokenProblem(err)+`"`)
+	writeError(w, errUnauthorized)
+}
+
+// tokenProblem says in a few fixed words why a token did not verify.
+func tokenProblem(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "the token has expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "the token is not valid yet (nbf)"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "the token is issued in the future (iat)"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "the token's signature does not verify with the service's keys"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "the token is malformed"
+	default:
+		return "the token's claims are not valid"
+	}
 }

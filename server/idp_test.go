@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -331,5 +332,54 @@ func TestBuildInfoMetric(t *testing.T) {
 	want := `cordon_build_info{goversion="` + info.GoVersion + `",revision="` + info.Revision + `",version="` + info.Version + `"} 1`
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
 		t.Fatalf("got %d, want a line %s in:\n%s", rec.Code, want, rec.Body)
+	}
+}
+
+// TestInvalidTokenChallenge: a 401 says why in the WWW-Authenticate
+// challenge (RFC 6750 section 3): error="invalid_token" and a description
+// from a fixed set for a token that did not verify, the bare challenge
+// for a request without one.
+func TestInvalidTokenChallenge(t *testing.T) {
+	v := newHS256Verifier(t, AuthConfig{Leeway: DefaultLeeway})
+	srv := New(Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, nil, v)
+	now := time.Now()
+	claims := func(exp, iat time.Time) map[string]any {
+		return map[string]any{"sub": "u", "exp": exp.Unix(), "iat": iat.Unix(), "tenant": "wholesale", "roles": []any{"reader"}}
+	}
+	for _, tt := range []struct {
+		name, authz, want string
+	}{
+		{"no token", "", `Bearer realm="cordon"`},
+		{"expired", "Bearer " + signMap(t, claims(now.Add(-time.Hour), now.Add(-2*time.Hour))),
+			`Bearer realm="cordon", error="invalid_token", error_description="the token has expired"`},
+		{"issued in the future", "Bearer " + signMap(t, claims(now.Add(48*time.Hour), now.Add(24*time.Hour))),
+			`Bearer realm="cordon", error="invalid_token", error_description="the token is issued in the future (iat)"`},
+		{"malformed", "Bearer not.a-token\"x",
+			`Bearer realm="cordon", error="invalid_token", error_description="the token is malformed"`},
+		{"bad signature", "Bearer " + signMap(t, claims(now.Add(time.Hour), now))[:20] + "x" + signMap(t, claims(now.Add(time.Hour), now))[21:],
+			""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/v1/tenants/wholesale/retrieve", strings.NewReader(`{"query": "x"}`))
+			if tt.authz != "" {
+				req.Header.Set("Authorization", tt.authz)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			got := rec.Header().Values("WWW-Authenticate")
+			if rec.Code != http.StatusUnauthorized || len(got) != 1 {
+				t.Fatalf("got %d with challenges %q, want 401 with one", rec.Code, got)
+			}
+			if tt.want != "" && got[0] != tt.want {
+				t.Fatalf("challenge %q, want %q", got[0], tt.want)
+			}
+			if tt.want == "" && !strings.Contains(got[0], `error="invalid_token"`) {
+				t.Fatalf("challenge %q lacks error=\"invalid_token\"", got[0])
+			}
+			if strings.Contains(got[0], "not.a-token") {
+				t.Fatalf("the challenge echoes the token: %q", got[0])
+			}
+		})
 	}
 }

@@ -439,7 +439,7 @@ func (s *Server) auth(role string, tenantScoped bool, h func(w http.ResponseWrit
 		id, err := s.verifier.Verify(strings.TrimSpace(tok))
 		if err != nil {
 			logInfo(r.Context()).err = err
-			writeError(w, errUnauthorized)
+			writeInvalidToken(w, err)
 			return
 		}
 		rl := logInfo(r.Context())
