@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -482,8 +483,30 @@ func TestServerMetricsLabelsBounded(t *testing.T) {
 			t.Fatalf("/metrics carries the made-up %q", w)
 		}
 	}
+	// The valid tokens naming no tenant were answered as an empty tenant,
+	// and counted for the operator: at least the 20 retrieves a round.
+	unknown := func(body string) int {
+		for line := range strings.SplitSeq(body, "\n") {
+			if v, ok := strings.CutPrefix(line, "cordon_unknown_tenant_requests_total "); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatalf("cordon_unknown_tenant_requests_total %q", v)
+				}
+				return n
+			}
+		}
+		t.Fatal("/metrics lacks cordon_unknown_tenant_requests_total")
+		return 0
+	}
+	n1 := unknown(body)
+	if n1 < 20 {
+		t.Fatalf("cordon_unknown_tenant_requests_total %d after a round of 20 retrieves by tokens naming no tenant", n1)
+	}
 	round(2)
-	second, _, _ := scrape()
+	second, _, body2 := scrape()
+	if n2 := unknown(body2); n2 != 2*n1 {
+		t.Fatalf("cordon_unknown_tenant_requests_total %d after the second round, want %d", n2, 2*n1)
+	}
 	var added []string
 	for s := range second {
 		if !first[s] {

@@ -22,6 +22,11 @@ func (s *Server) audit(r *http.Request, id Identity, rec postgres.AuditRecord) (
 	rec.Sub, rec.RequestID = id.Sub, requestID(r.Context())
 	if _, err := s.store.AppendAudit(r.Context(), id.Tenant, rec); err != nil {
 		if errors.Is(err, postgres.ErrTenantNotFound) {
+			// The caller sees an empty tenant (existence-safety); the
+			// operator sees a token naming no tenant, in the log and a
+			// counter to alert on.
+			logInfo(r.Context()).unknownTenant = true
+			s.metrics.unknownTenant.Inc()
 			return false, nil
 		}
 		if cerr := r.Context().Err(); cerr != nil {

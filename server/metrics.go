@@ -58,6 +58,7 @@ type metrics struct {
 	// timeouts, requests whose deadline passed before they were answered.
 	retrievesRefused prometheus.Counter
 	timeouts         prometheus.Counter
+	unknownTenant    prometheus.Counter
 }
 
 func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bool), tenantLabels bool) *metrics {
@@ -178,7 +179,9 @@ func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bo
 		Help: "Retrieves refused with 429 because their tenant had --tenant-retrieves in progress and --tenant-retrieve-queue waiting."})
 	m.timeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_request_timeouts_total",
 		Help: "Requests whose deadline (--request-timeout) passed before they were answered, audit appends cut short included (answered 503; not audit failures)."})
-	m.reg.MustRegister(m.retrievesRefused, m.timeouts)
+	m.unknownTenant = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_unknown_tenant_requests_total",
+		Help: "Requests with a valid token whose tenant claim names no existing tenant (answered as an empty tenant; a mapping error at the identity provider, most likely)."})
+	m.reg.MustRegister(m.retrievesRefused, m.timeouts, m.unknownTenant)
 	return m
 }
 

@@ -344,6 +344,8 @@ type requestLog struct {
 	err         error
 	// shed says why the model reranker was shed ("" when it was not).
 	shed string
+	// unknownTenant is set when the token's tenant does not exist.
+	unknownTenant bool
 }
 
 const requestLogKey ctxKey = 1
@@ -408,6 +410,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				"duration_ms", float64(d.Microseconds()) / 1000}
 			if rl.sub != "" {
 				attrs = append(attrs, "sub", rl.sub, "tenant", rl.tenant)
+			}
+			if rl.unknownTenant {
+				attrs = append(attrs, "unknown_tenant", true)
 			}
 			if rl.shed != "" {
 				attrs = append(attrs, "rerank_shed", rl.shed)
