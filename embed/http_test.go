@@ -902,8 +902,7 @@ func TestHTTPRedirects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var origin *recorder
-			origin = newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+			origin := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/v1/embeddings" {
 					target := tt.target
 					if target == "elsewhere" {
