@@ -105,6 +105,9 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	if m := res.Model; m != nil && m.Shed {
 		logInfo(r.Context()).shed = string(m.Outcome) + ": " + m.Err.Error()
 	}
+	if res.DenseErr != nil {
+		logInfo(r.Context()).denseShed = res.DenseErr.Error()
+	}
 	out := RetrieveResponse{Results: make([]ResultJSON, len(res.Chunks)), Degraded: res.Degraded, NowTick: now, Expansion: res.Expansion}
 	ids := make([]string, len(res.Chunks))
 	for i, c := range res.Chunks {
@@ -113,8 +116,9 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	// Every field that shapes the ranking, so two records that ranked
 	// differently never read the same.
-	// Fields that are off (expansion, qtf weighting, the plus-one idf, the
-	// model reranker's settings) are left out.
+	// Fields that are off or at their default (expansion, qtf weighting,
+	// the plus-one idf, the model reranker's settings, the dense side on,
+	// no dense fallback) are left out.
 	pol = res.Policy // the tenant's: with the model defaults for a model
 	effective := *pol.Patch()
 	if pol.PRFDocs == 0 {
@@ -125,6 +129,12 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	if pol.IDF == bm25.IDFPlusOne {
 		effective.IDF = nil
+	}
+	if pol.EnableDense {
+		effective.EnableDense = nil
+	}
+	if pol.DenseFallback == retrieval.FallbackNone {
+		effective.DenseFallback = nil
 	}
 	if pol.Rerank != retrieval.RerankModel {
 		effective.RerankMinScore, effective.RerankBudgetMS = nil, nil

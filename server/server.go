@@ -344,6 +344,9 @@ type requestLog struct {
 	err         error
 	// shed says why the model reranker was shed ("" when it was not).
 	shed string
+	// denseShed says why the dense side was shed (dense_fallback
+	// "lexical"; "" when it was not).
+	denseShed string
 	// unknownTenant is set when the token's tenant does not exist.
 	unknownTenant bool
 }
@@ -416,6 +419,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 			if rl.shed != "" {
 				attrs = append(attrs, "rerank_shed", rl.shed)
+			}
+			if rl.denseShed != "" {
+				attrs = append(attrs, "dense_shed", rl.denseShed)
 			}
 			if rl.err != nil {
 				attrs = append(attrs, "error", rl.err.Error())
