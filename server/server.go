@@ -191,6 +191,9 @@ func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	if cfg.Reranker != nil {
 		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
 	}
+	// The embedding providers report to this server's metrics (to the
+	// last server made over them, when several share a registry).
+	cfg.Models.Observe(s.metrics.registerEmbed())
 	mux := http.NewServeMux()
 	handle := func(method, pattern string, h http.HandlerFunc) {
 		mux.Handle(method+" "+pattern, h)
