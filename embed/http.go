@@ -398,6 +398,7 @@ func (h *HTTP) Embed(ctx context.Context, texts []string, kind Kind) ([][]float3
 	if obs == nil {
 		return h.embed(ctx, texts, kind, nil)
 	}
+	obs.Begin(len(texts))
 	start := h.clock.now()
 	out, err := h.embed(ctx, texts, kind, obs)
 	obs.Call(OutcomeOf(err), h.clock.now().Sub(start))
@@ -430,6 +431,9 @@ func (h *HTTP) embed(ctx context.Context, texts []string, kind Kind, obs Observe
 			return err
 		}
 		copy(out[lo:hi], vs)
+		if obs != nil {
+			obs.Embedded(len(vs))
+		}
 		return nil
 	}
 	if h.concurrency == 1 || len(texts) <= h.batch {

@@ -45,12 +45,16 @@ func OutcomeOf(err error) Outcome {
 // Its methods are called on the calling goroutines, concurrently: they
 // must be safe for that, and quick.
 type Observer interface {
+	// Begin reports the start of one Embed call of n texts.
+	Begin(n int)
 	// Call reports one Embed call: its outcome and how long it took, every
 	// batch, retry and wait included.
 	Call(o Outcome, d time.Duration)
 	// Batch reports one request of n texts, once however often it is
 	// attempted.
 	Batch(n int)
+	// Embedded reports one request answered with its n vectors.
+	Embedded(n int)
 	// Retry reports one retry of a request.
 	Retry()
 }

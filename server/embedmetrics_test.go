@@ -72,6 +72,7 @@ func TestEmbedMetrics(t *testing.T) {
 		`cordon_embed_batch_texts_bucket{le="1"} 4`,
 		// The failing and the slow request were each sent again once.
 		`cordon_embed_retries_total 2`,
+		`cordon_embed_texts_total 5`,
 	} {
 		if !strings.Contains(m, line) {
 			t.Errorf("metrics lack %q", line)

@@ -279,6 +279,7 @@ type embedMetrics struct {
 	latency prometheus.Histogram
 	retries prometheus.Counter
 	batch   prometheus.Histogram
+	texts   prometheus.Counter
 }
 
 var _ embed.Observer = (*embedMetrics)(nil)
@@ -301,11 +302,13 @@ func (m *metrics) registerEmbed() *embedMetrics {
 			Help:    "Texts per embedding request (a call is split into requests of at most --embed-batch texts).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048},
 		}),
+		texts: prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_embed_texts_total",
+			Help: "Texts the embedding provider returned vectors for."}),
 	}
 	for _, o := range embed.Outcomes {
 		e.calls.WithLabelValues(string(o))
 	}
-	m.reg.MustRegister(e.calls, e.latency, e.retries, e.batch)
+	m.reg.MustRegister(e.calls, e.latency, e.retries, e.batch, e.texts)
 	return e
 }
 
@@ -317,6 +320,12 @@ func (e *embedMetrics) Call(o embed.Outcome, d time.Duration) {
 
 // Batch implements [embed.Observer].
 func (e *embedMetrics) Batch(n int) { e.batch.Observe(float64(n)) }
+
+// Begin implements [embed.Observer]: the call is counted once it ends.
+func (e *embedMetrics) Begin(int) {}
+
+// Embedded implements [embed.Observer].
+func (e *embedMetrics) Embedded(n int) { e.texts.Add(float64(n)) }
 
 // Retry implements [embed.Observer].
 func (e *embedMetrics) Retry() { e.retries.Inc() }
