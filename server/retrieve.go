@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,13 +36,17 @@ func (s *Server) rerankBudgetMS(tenant string) int {
 }
 
 // requestPolicies are a request's policy over the service profile
-// ([retrieval.ServicePolicy], with the tenant's rerank budget) for a tenant
+// ([retrieval.ServicePolicy], with the tenant's rerank budget and dense
+// fallback) for a tenant
 // whose embedding model is hashing, and over the same profile with
 // [retrieval.ModelDefaults] for one whose model is not. The retriever
 // validates them.
 func (s *Server) requestPolicies(tenant string, p *retrieval.PolicyPatch) (hash, model retrieval.Policy) {
 	base := retrieval.ServicePolicy()
 	base.RerankBudgetMS = s.rerankBudgetMS(tenant)
+	if slices.Contains(s.cfg.DenseFallbackTenants, tenant) {
+		base.DenseFallback = retrieval.FallbackLexical
+	}
 	return p.Apply(base), p.Apply(retrieval.ModelDefaults().Apply(base))
 }
 

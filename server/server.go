@@ -60,6 +60,11 @@ type Config struct {
 	// tenant.
 	RerankBudget       time.Duration
 	RerankBudgetTenant map[string]time.Duration
+	// DenseFallbackTenants are the tenants whose requests fall back to a
+	// lexical-only retrieve when the query cannot be embedded: for them the
+	// service profile's dense_fallback is "lexical" (a request may still
+	// say "none"); for every other tenant it is "none".
+	DenseFallbackTenants []string
 
 	// Limits bound the costly policy fields of a retrieve (top_n,
 	// rerank_depth, limit, prf_docs, prf_terms); a request over one is a
