@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -167,7 +168,9 @@ func TestServerDenseFallback(t *testing.T) {
 				}
 			}()
 			toy := &embedtest.Toy{Dims: 32}
-			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, cfg: server.Config{Models: embedtest.Registry("toy-32", toy)}})
+			logs := &syncBuffer{}
+			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, cfg: server.Config{Models: embedtest.Registry("toy-32", toy),
+				Logger: slog.New(slog.NewJSONHandler(logs, nil))}})
 			w := tok(t, "w", "tenant=research", "writer")
 			reader := tok(t, "r", "tenant=research", "clearance=public", "reader")
 			for id, text := range map[string]string{
@@ -217,6 +220,9 @@ func TestServerDenseFallback(t *testing.T) {
 			}
 			if got := lastDegraded(); got != "dense" {
 				t.Fatalf("audited degraded %q, want dense", got)
+			}
+			if n := strings.Count(logs.String(), `"dense_shed":"embed 1 query text(s) with toy-32/32: embedding provider failed"`); n != 1 {
+				t.Fatalf("%d log lines say why the dense side was shed, want 1:\n%s", n, logs)
 			}
 			calls := toy.Calls.Load()
 			_, off := retrieve(t, a, map[string]any{"enable_dense": false}, http.StatusOK)
