@@ -265,6 +265,51 @@ func TestProgressNotATerminal(t *testing.T) {
 	}
 }
 
+// TestProgressFinalLineOnce: the last line is not printed again when the
+// line before it already said the same (a slow last batch used to print
+// "N/N files" twice); it is when something moved since.
+func TestProgressFinalLineOnce(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, 2, false)
+	p.lineEvery = 0 // every draw may print
+	p.draw(2, false)
+	p.draw(2, true)
+	if got := b.String(); strings.Count(got, "ingest: 2/2 files (100%)") != 1 || strings.Count(got, "\n") != 1 {
+		t.Errorf("got %q, want the final line once", got)
+	}
+	b.Reset()
+	p = newProgress(&b, 2, false)
+	p.lineEvery = 0
+	p.draw(1, false)
+	p.draw(2, true)
+	if got := b.String(); strings.Count(got, "\n") != 2 || !strings.Contains(got, "ingest: 2/2 files (100%)") {
+		t.Errorf("got %q, want a line for 1/2 and a final one for 2/2", got)
+	}
+}
+
+// TestProgressChunks: while ingest embeds, each answered request may draw
+// a line counting the chunks embedded of those handed to the model.
+func TestProgressChunks(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, 4, false)
+	p.lineEvery = 0
+	p.draw(1, false)
+	p.Begin(100)
+	p.Embedded(32)
+	p.Embedded(32)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[1], "ingest: 1/4 files") || !strings.HasSuffix(lines[1], "chunks embedded 32/100") ||
+		!strings.HasSuffix(lines[2], "chunks embedded 64/100") {
+		t.Errorf("got %q, want a line per answered request with chunks embedded/total", lines)
+	}
+	p.Embedded(36)
+	p.draw(4, true)
+	lines = strings.Split(strings.TrimSpace(b.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "ingest: 4/4 files (100%)") || !strings.HasSuffix(last, "chunks embedded 100/100") {
+		t.Errorf("got %q, want a final line with every chunk embedded", last)
+	}
+}
+
 // TestServingBinaryHasNoPlotting: the binary that serves does not link the
 // plotting library (cordon-plot draws the charts).
 func TestServingBinaryHasNoPlotting(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/blake2b"
@@ -61,7 +62,10 @@ document's is skipped, so re-running after an interruption only loads what is
 missing or changed (--force re-puts everything, e.g. after changing
 --classification); over HTTP every file is put again (the API does not
 expose content hashes). Progress with rate and ETA goes to stderr: a bar on a
-terminal, a plain line every 5 seconds otherwise (--quiet: none). Failures
+terminal, a plain line every 5 seconds otherwise, also while a batch is being
+embedded, and one last line (--quiet: none). Into a tenant with an embedding
+model, each shows the chunks embedded of those handed to the model so far.
+Failures
 are listed at the end and make the exit status 1. --json prints the summary
 as one object: {"tenant", "files", "ingested", "unchanged", "failed",
 "skipped", "skipped_by_reason", "failures": [{"path", "reason"}],
@@ -252,7 +256,11 @@ func isTerminal(w io.Writer) bool {
 
 // progress reports ingest progress on w: on a terminal a bar redrawn in
 // place ('\r') at most ten times a second; elsewhere (a log file, a CI job)
-// a plain line at most every lineEvery, and always a last line.
+// a plain line at most every lineEvery, and always a last line, unless the
+// line before it already said the same. While ingest embeds (into the
+// database, with a model), it is the provider's [embed.Observer] and each
+// line also counts the chunks embedded of those handed to the model so
+// far; each answered request may draw.
 type progress struct {
 	mu        sync.Mutex
 	w         io.Writer
@@ -262,6 +270,16 @@ type progress struct {
 	last      time.Time
 	off       bool
 	lineEvery time.Duration
+	// done is the files done as last drawn, for draws between batches.
+	done int
+	// printed says a plain line was written, showing printedDone files
+	// and printedChunks chunks embedded.
+	printed       bool
+	printedDone   int
+	printedChunks int64
+	// chunksTotal and chunksDone count the texts the embedding calls were
+	// given and those embedded.
+	chunksTotal, chunksDone atomic.Int64
 }
 
 func newProgress(w io.Writer, total int, off bool) *progress {
@@ -269,15 +287,65 @@ func newProgress(w io.Writer, total int, off bool) *progress {
 	return &progress{w: w, tty: isTerminal(w), total: total, start: now, last: now, off: off, lineEvery: 5 * time.Second}
 }
 
+var _ embed.Observer = (*progress)(nil)
+
+// Begin implements [embed.Observer]: n more chunks to embed.
+func (p *progress) Begin(n int) { p.chunksTotal.Add(int64(n)) }
+
+// Embedded implements [embed.Observer]: n chunks embedded, which may draw.
+func (p *progress) Embedded(n int) {
+	p.chunksDone.Add(int64(n))
+	p.mu.Lock()
+	d := p.done
+	p.mu.Unlock()
+	p.draw(d, false)
+}
+
+// Call, Batch and Retry implement [embed.Observer]; progress does not
+// show them.
+func (p *progress) Call(embed.Outcome, time.Duration) {}
+func (p *progress) Batch(int)                         {}
+func (p *progress) Retry()                            {}
+
+// tick draws (at most every lineEvery, as always) every interval with
+// done's count, so that a long batch still shows progress; the returned
+// function stops it and waits for it, and may be called again.
+func (p *progress) tick(interval time.Duration, done func() int) (stop func()) {
+	quit, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.draw(done(), false)
+			case <-quit:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-exited
+	}
+}
+
 func (p *progress) draw(done int, final bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.done = max(p.done, done)
 	every := p.lineEvery
 	if p.tty {
 		every = 100 * time.Millisecond
 	}
 	if p.off || (!final && time.Since(p.last) < every) {
 		return
+	}
+	chunksDone, chunksTotal := p.chunksDone.Load(), p.chunksTotal.Load()
+	if final && !p.tty && p.printed && p.printedDone == done && p.printedChunks == chunksDone {
+		return // the last line already says it
 	}
 	p.last = time.Now()
 	el := time.Since(p.start).Seconds()
@@ -289,12 +357,17 @@ func (p *progress) draw(done int, final bool) {
 	if rate > 0 {
 		eta = (time.Duration(float64(p.total-done)/rate) * time.Second).Round(time.Second).String()
 	}
+	chunks := ""
+	if chunksTotal > 0 {
+		chunks = fmt.Sprintf("  chunks embedded %d/%d", chunksDone, chunksTotal)
+	}
 	if !p.tty {
 		pct := 100.0
 		if p.total > 0 {
 			pct = 100 * float64(done) / float64(p.total)
 		}
-		fmt.Fprintf(p.w, "ingest: %d/%d files (%.0f%%)  %.1f files/s  ETA %s\n", done, p.total, pct, rate, eta)
+		fmt.Fprintf(p.w, "ingest: %d/%d files (%.0f%%)  %.1f files/s  ETA %s%s\n", done, p.total, pct, rate, eta, chunks)
+		p.printed, p.printedDone, p.printedChunks = true, done, chunksDone
 		return
 	}
 	const width = 30
@@ -302,7 +375,7 @@ func (p *progress) draw(done int, final bool) {
 	if p.total > 0 {
 		filled = done * width / p.total
 	}
-	fmt.Fprintf(p.w, "\r[%s%s] %d/%d files  %.1f files/s  ETA %s   ", strings.Repeat("=", filled), strings.Repeat(" ", width-filled), done, p.total, rate, eta)
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d files  %.1f files/s  ETA %s%s   ", strings.Repeat("=", filled), strings.Repeat(" ", width-filled), done, p.total, rate, eta, chunks)
 	if final {
 		fmt.Fprintln(p.w)
 	}
@@ -522,6 +595,7 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		seen[f.docID] = f.path
 	}
 	var sink ingestSink
+	var models *embed.Registry
 	if *server != "" {
 		sink = httpSink{client: &http.Client{Timeout: *timeout}, base: *server, token: *token, tenant: *tenant}
 	} else {
@@ -529,8 +603,7 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		if err != nil {
 			return err
 		}
-		models, err := embedding.registry()
-		if err != nil {
+		if models, err = embedding.registry(); err != nil {
 			return err
 		}
 		st, err := postgres.Open(ctx, url, postgres.Options{Models: models})
@@ -557,6 +630,13 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		fatal    error
 	)
 	bar := newProgress(env.Stderr, len(files), *quiet)
+	models.Observe(bar)
+	stopTick := bar.tick(time.Second, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return done
+	})
+	defer stopTick()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type batch struct {
@@ -660,6 +740,7 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	send()
 	close(batches)
 	wg.Wait()
+	stopTick()
 	bar.draw(done, true)
 	if fatal == nil && ctx.Err() != nil {
 		fatal = fmt.Errorf("interrupted after %d of %d files (re-run to resume): %w", done, len(files), ctx.Err())

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -60,7 +61,10 @@ provider's names, dotted paths into nested objects included (Keycloak:
 ` + rerankerUsage + `--rerank-budget is the model call's latency budget for a request that sets
 no rerank_budget_ms (--rerank-budget-tenant NAME=DURATION, repeatable, for
 one tenant); a call that misses it is shed like rerank off, and the
-request still succeeds.
+request still succeeds. --dense-fallback-tenant NAME (repeatable) makes
+the tenant's retrieves run lexical-only, with "dense" in degraded, while its
+embedding model cannot embed the query (policy dense_fallback "lexical" by
+default for it); other tenants answer 503 then unless a request asks.
 
 What one retrieve may cost is bounded: --max-top-n, --max-rerank-depth,
 --max-limit, --max-prf-docs and --max-prf-terms are the largest policy
@@ -193,6 +197,8 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	leeway := dur("jwt-leeway", "CORDON_JWT_LEEWAY", server.DefaultLeeway, "clock skew tolerated on a token's exp, nbf and iat (at most "+server.MaxLeeway.String()+")")
 	reranker := addRerankerFlags(fs, env, &errs)
 	rerankBudget := envString(fs, env, "rerank-budget", "CORDON_RERANK_BUDGET", d.RerankBudget.String(), "model reranker latency budget of a request that sets no rerank_budget_ms")
+	var fallbackTenants repeatFlag
+	fs.Var(&fallbackTenants, "dense-fallback-tenant", "NAME: a tenant whose retrieves run lexical-only when the query cannot be embedded (policy dense_fallback \"lexical\" by default; repeatable; default: the comma-separated $CORDON_DENSE_FALLBACK_TENANTS)")
 	var tenantBudgets repeatFlag
 	fs.Var(&tenantBudgets, "rerank-budget-tenant", "NAME=DURATION: one tenant's rerank budget (repeatable; default: the comma-separated $CORDON_RERANK_BUDGET_TENANTS)")
 	var limits retrieval.Limits
@@ -274,6 +280,14 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(fallbackTenants) == 0 {
+		fallbackTenants = splitList(env.Getenv("CORDON_DENSE_FALLBACK_TENANTS"))
+	}
+	for _, name := range fallbackTenants {
+		if err := cordontype.ValidateTenant(name); err != nil {
+			return fmt.Errorf("%w: --dense-fallback-tenant %q: %w", errUsage, name, err)
+		}
+	}
 	log := logger(env)
 	rr, err := reranker.build(env, log)
 	if err != nil {
@@ -301,7 +315,8 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims,
 		"embed_same_origin_redirects", *embedding.sameOrigin}
 	attrs = append(attrs, reranker.logAttrs(env)...)
-	attrs = append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","))
+	attrs = append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","),
+		"dense_fallback_tenants", strings.Join(fallbackTenants, ","))
 	for _, f := range limitFlags {
 		attrs = append(attrs, strings.ReplaceAll(f.name, "-", "_"), *f.dst)
 	}
@@ -364,7 +379,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, MetricsTenantLabels: *metricsTenants, Logger: log,
 		Models:   models,
-		Reranker: rr, RerankBudget: budget, RerankBudgetTenant: budgets,
+		Reranker: rr, RerankBudget: budget, RerankBudgetTenant: budgets, DenseFallbackTenants: fallbackTenants,
 		Limits: limits, TenantRetrieves: int(*tenantRetrieves), TenantQueue: queue,
 	}, st, verifier)
 	// Both listeners stop together: when one fails, the other shuts down.

@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -159,6 +160,9 @@ type HTTP struct {
 	clock       clock
 	// redactor hides the API key in what a server sends back.
 	redactor *redact.Redactor
+	// observer, when set, is told of every call, request and retry
+	// ([HTTP.Observe]).
+	observer atomic.Pointer[Observer]
 }
 
 var _ Embedder = (*HTTP)(nil)
@@ -390,6 +394,19 @@ func (h *HTTP) Embed(ctx context.Context, texts []string, kind Kind) ([][]float3
 	if len(texts) == 0 {
 		return nil, nil
 	}
+	obs := h.obs()
+	if obs == nil {
+		return h.embed(ctx, texts, kind, nil)
+	}
+	obs.Begin(len(texts))
+	start := h.clock.now()
+	out, err := h.embed(ctx, texts, kind, obs)
+	obs.Call(OutcomeOf(err), h.clock.now().Sub(start))
+	return out, err
+}
+
+// embed is [HTTP.Embed] reporting each request to obs (when not nil).
+func (h *HTTP) embed(ctx context.Context, texts []string, kind Kind, obs Observer) ([][]float32, error) {
 	prefix := h.docPrefix
 	if kind == Query {
 		prefix = h.queryPrefix
@@ -403,7 +420,10 @@ func (h *HTTP) Embed(ctx context.Context, texts []string, kind Kind) ([][]float3
 				batch[i] = prefix + t
 			}
 		}
-		vs, err := h.embedBatch(ctx, batch)
+		if obs != nil {
+			obs.Batch(len(batch))
+		}
+		vs, err := h.embedBatch(ctx, batch, obs)
 		if err != nil {
 			if len(texts) > h.batch {
 				return fmt.Errorf("texts %d..%d of %d: %w", lo, hi-1, len(texts), err)
@@ -411,6 +431,9 @@ func (h *HTTP) Embed(ctx context.Context, texts []string, kind Kind) ([][]float3
 			return err
 		}
 		copy(out[lo:hi], vs)
+		if obs != nil {
+			obs.Embedded(len(vs))
+		}
 		return nil
 	}
 	if h.concurrency == 1 || len(texts) <= h.batch {
@@ -440,10 +463,11 @@ type failure struct {
 	retryAfter time.Duration // the server's Retry-After, 0 without one
 	err        error         // the underlying error, if any
 	kind       error         // a sentinel the returned error also wraps (ErrDims), if any
+	timeout    bool          // no answer within --embed-timeout
 }
 
 // embedBatch sends one request, retrying transient failures.
-func (h *HTTP) embedBatch(ctx context.Context, texts []string) ([][]float32, error) {
+func (h *HTTP) embedBatch(ctx context.Context, texts []string, obs Observer) ([][]float32, error) {
 	body, err := json.Marshal(h.api.request(h, texts))
 	if err != nil {
 		return nil, h.fail(&failure{msg: "encode the request", err: err}, 1, "")
@@ -472,6 +496,9 @@ func (h *HTTP) embedBatch(ctx context.Context, texts []string) ([][]float32, err
 		}
 		if err := h.clock.sleep(ctx, d); err != nil {
 			return nil, h.canceled(err)
+		}
+		if obs != nil {
+			obs.Retry()
 		}
 	}
 }
@@ -561,7 +588,7 @@ func (h *HTTP) transportFailure(ctx, actx context.Context, err error) *failure {
 		return &failure{msg: "canceled", err: ctx.Err()}
 	}
 	if errors.Is(actx.Err(), context.DeadlineExceeded) {
-		return &failure{msg: fmt.Sprintf("no answer within %s; raise --embed-timeout or check the server's load", h.timeout), retry: true}
+		return &failure{msg: fmt.Sprintf("no answer within %s; raise --embed-timeout or check the server's load", h.timeout), retry: true, timeout: true}
 	}
 	var cert *tls.CertificateVerificationError
 	var unknownCA x509.UnknownAuthorityError
@@ -660,10 +687,16 @@ func (h *HTTP) fail(f *failure, attempts int, note string) error {
 	if note != "" {
 		msg += "; " + note
 	}
+	var err error
 	if f.kind != nil {
-		return fmt.Errorf("%w: %w: %s POST %s: %s", ErrProvider, f.kind, h.api.name, h.endpoint, msg)
+		err = fmt.Errorf("%w: %w: %s POST %s: %s", ErrProvider, f.kind, h.api.name, h.endpoint, msg)
+	} else {
+		err = fmt.Errorf("%w: %s POST %s: %s", ErrProvider, h.api.name, h.endpoint, msg)
 	}
-	return fmt.Errorf("%w: %s POST %s: %s", ErrProvider, h.api.name, h.endpoint, msg)
+	if f.timeout {
+		return timeoutError{err}
+	}
+	return err
 }
 
 // canceled is the error of a call the caller ended: it wraps the context's

@@ -5,14 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cordon-rag/cordon/embed/embedtest"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
@@ -253,5 +257,38 @@ func TestIngestCLIModelTenantAndJSON(t *testing.T) {
 	out, _ = run(0, "ingest", "--tenant", "plain", "--json", "--quiet", "--exclude", "bad.md", dir)
 	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Unchanged != 50 || sum.Ingested != 0 || sum.Failed != 0 {
 		t.Fatalf("ingest --json again: %v %+v", err, sum)
+	}
+}
+
+// 'cordon ingest' into a model tenant reports the chunks embedded on
+// stderr, and prints its last progress line once.
+func TestIngestCLIEmbeddingProgress(t *testing.T) {
+	dbURL := migrated(t)
+	env := map[string]string{"CORDON_DATABASE_URL": dbURL}
+	toy := &embedtest.Toy{Dims: 32}
+	srv := httptest.NewServer(embedtest.Handler("toy-32", toy, 0))
+	t.Cleanup(srv.Close)
+	if code, out, errs := runCLI(t, env, "tenant", "create", "--model", "toy-32", "--dims", "32", "emb"); code != 0 {
+		t.Fatalf("tenant create: exit %d\n%s\n%s", code, out, errs)
+	}
+	files := map[string]string{}
+	for i := range 5 {
+		files[fmt.Sprintf("d/%02d.md", i)] = fmt.Sprintf("# Doc %d\nsettlement window %d", i, i)
+	}
+	dir := ingestTree(t, files)
+	code, out, errs := runCLI(t, env, "ingest", "--tenant", "emb", "--batch", "2", "--workers", "1",
+		"--embed-url", srv.URL, "--embed-api", "openai", "--embed-model", "toy-32", "--embed-dims", "32", "--embed-batch", "1", dir)
+	if code != 0 {
+		t.Fatalf("ingest: exit %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Count(errs, "ingest: 5/5 files (100%)") != 1 {
+		t.Fatalf("stderr %q: want the last line once", errs)
+	}
+	m := regexp.MustCompile(`ingest: 5/5 files \(100%\).*  chunks embedded (\d+)/(\d+)\n`).FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("stderr %q: want a last line with the chunks embedded", errs)
+	}
+	if n, _ := strconv.Atoi(m[1]); m[1] != m[2] || n < 5 {
+		t.Fatalf("stderr %q: want a last line with every chunk (at least 5) embedded", errs)
 	}
 }

@@ -3,8 +3,10 @@ package integration_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,5 +142,108 @@ func TestServeEmbeddingRedirects(t *testing.T) {
 	_, _, logs = startServe(t, env, append(args, "--embed-same-origin-redirects")...)
 	if strings.Contains(logs.String(), "did not answer a probe") || !strings.Contains(logs.String(), `"embed_same_origin_redirects":true`) {
 		t.Fatalf("with --embed-same-origin-redirects the probe should pass:\n%s", logs.String())
+	}
+}
+
+// A model tenant whose provider is down: a retrieve answers 503
+// embedding_unavailable unless its policy says dense_fallback "lexical";
+// then it answers what enable_dense false answers, byte for byte, with
+// "dense" in degraded and in the audit record. A server with no provider
+// for the model stays 503 whatever the policy.
+func TestServerDenseFallback(t *testing.T) {
+	for _, path := range []struct {
+		name  string
+		cache int64
+	}{{"sql", 0}, {"in-memory", 1 << 28}} {
+		t.Run(path.name, func(t *testing.T) {
+			ctx := context.Background()
+			dbURL := migrated(t)
+			s := index.DefaultSettings()
+			s.Model, s.Dims = "toy-32", 32
+			func() {
+				st := openStore(t, dbURL, postgres.Options{})
+				defer st.Close()
+				if _, err := st.CreateTenant(ctx, "research", s); err != nil {
+					t.Fatal(err)
+				}
+			}()
+			toy := &embedtest.Toy{Dims: 32}
+			logs := &syncBuffer{}
+			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, cfg: server.Config{Models: embedtest.Registry("toy-32", toy),
+				Logger: slog.New(slog.NewJSONHandler(logs, nil))}})
+			w := tok(t, "w", "tenant=research", "writer")
+			reader := tok(t, "r", "tenant=research", "clearance=public", "reader")
+			for id, text := range map[string]string{
+				"df":    "report file system disk space usage",
+				"du":    "estimate file space usage of a disk directory",
+				"gzip":  "compress or expand files",
+				"kill":  "send a signal to a process",
+				"mount": "mount a file system on a disk",
+			} {
+				a.want(t, a.call(t, "PUT", "/v1/tenants/research/documents/"+id, w, map[string]any{"text": text, "classification": "public"}), http.StatusOK)
+			}
+			type answer struct {
+				Results  json.RawMessage `json:"results"`
+				Degraded []string        `json:"degraded"`
+			}
+			retrieve := func(t *testing.T, c *apiServer, policy map[string]any, want int) (resp, answer) {
+				t.Helper()
+				body := map[string]any{"query": "disk space file", "policy": map[string]any{"max_chunks_per_doc": 0}}
+				for k, v := range policy {
+					body["policy"].(map[string]any)[k] = v
+				}
+				r := c.want(t, c.call(t, "POST", "/v1/tenants/research/retrieve", reader, body), want)
+				var out answer
+				if want == http.StatusOK {
+					if err := json.Unmarshal(r.body, &out); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return r, out
+			}
+			lastDegraded := func() string {
+				return queryStrings(t, dbURL, `SELECT array_to_string(degraded, ',') FROM cordon_t_research.audit WHERE op = 'retrieve' ORDER BY seq DESC LIMIT 1`)[0]
+			}
+			// Healthy, the fallback changes nothing.
+			_, healthy := retrieve(t, a, map[string]any{"dense_fallback": "lexical"}, http.StatusOK)
+			if slices.Contains(healthy.Degraded, "dense") {
+				t.Fatalf("degraded %v with the model up", healthy.Degraded)
+			}
+
+			toy.Fail.Store(true)
+			if r, _ := retrieve(t, a, nil, http.StatusServiceUnavailable); r.errCode(t) != "embedding_unavailable" {
+				t.Fatalf("without the fallback: %s", r.body)
+			}
+			_, fell := retrieve(t, a, map[string]any{"dense_fallback": "lexical"}, http.StatusOK)
+			if !slices.Equal(fell.Degraded, []string{"dense"}) {
+				t.Fatalf("degraded %v, want [dense]", fell.Degraded)
+			}
+			if got := lastDegraded(); got != "dense" {
+				t.Fatalf("audited degraded %q, want dense", got)
+			}
+			if n := strings.Count(logs.String(), `"dense_shed":"embed 1 query text(s) with toy-32/32: embedding provider failed"`); n != 1 {
+				t.Fatalf("%d log lines say why the dense side was shed, want 1:\n%s", n, logs)
+			}
+			calls := toy.Calls.Load()
+			_, off := retrieve(t, a, map[string]any{"enable_dense": false}, http.StatusOK)
+			if toy.Calls.Load() != calls {
+				t.Fatal("enable_dense false embedded the query")
+			}
+			if len(off.Degraded) != 0 {
+				t.Fatalf("enable_dense false: degraded %v, want none", off.Degraded)
+			}
+			if string(fell.Results) != string(off.Results) {
+				t.Fatalf("fallback results\n%s\nwant those of enable_dense false\n%s", fell.Results, off.Results)
+			}
+			if string(off.Results) == "[]" || strings.Contains(string(off.Results), `"cosine_rank":1`) {
+				t.Fatalf("enable_dense false results %s: want some, none with a cosine", off.Results)
+			}
+
+			// No provider for the model at all: a misconfiguration, 503.
+			b := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache})
+			if r, _ := retrieve(t, b, map[string]any{"dense_fallback": "lexical"}, http.StatusServiceUnavailable); r.errCode(t) != "embedding_unavailable" {
+				t.Fatalf("fallback without a provider: %s", r.body)
+			}
+		})
 	}
 }

@@ -32,10 +32,14 @@ func (e *ModelMismatchError) Error() string {
 }
 
 // QueryVector is the query vector a store scores against a tenant whose
-// model is spec: the signed hash of Tokens for hashing (when the request
+// model is spec: the zero vector when the request turns the dense side off
+// (NoDense), the signed hash of Tokens for hashing (when the request
 // carries no other model's vector), else the request's vector of exactly
 // that model. Anything else is a *ModelMismatchError.
 func (r *RankRequest) QueryVector(spec embed.Spec) ([]int32, error) {
+	if r.NoDense {
+		return make([]int32, spec.Dims), nil
+	}
 	if spec.IsHash() {
 		if r.Dense == nil || r.Dense.Spec.IsHash() {
 			return hashembed.Vector(r.Tokens, spec.Dims), nil
@@ -95,8 +99,16 @@ func (m *QueryModels) Dense(ctx context.Context, spec embed.Spec, text string, t
 
 // rankDense ranks req, embedding the query text with the tenant's model:
 // the one remembered, or hashing, then the one the store names when it
-// refuses the first.
-func (r *Retriever) rankDense(ctx context.Context, req RankRequest, text string) (Rankings, int64, RankRequest, error) {
+// refuses the first. With p's dense side off it ranks with NoDense and
+// embeds nothing. When the query cannot be embedded ([canFallBack]) and p
+// falls back to "lexical", it ranks with NoDense too and returns the
+// embedding error as shed; otherwise that error is returned.
+func (r *Retriever) rankDense(ctx context.Context, req RankRequest, text string, p Policy) (rk Rankings, version int64, _ RankRequest, shed, err error) {
+	if !p.EnableDense {
+		req.NoDense = true
+		rk, version, err = r.rank(ctx, req)
+		return rk, version, req, nil, err
+	}
 	tenant := req.Principal.Tenant
 	spec := embed.Spec{Model: embed.Hash}
 	if r.models != nil {
@@ -105,18 +117,32 @@ func (r *Retriever) rankDense(ctx context.Context, req RankRequest, text string)
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		var err error
 		if req.Dense, err = r.models.Dense(ctx, spec, text, req.Tokens); err != nil {
-			return Rankings{}, 0, req, err
+			if p.DenseFallback != FallbackLexical || !canFallBack(ctx, err) {
+				return Rankings{}, 0, req, nil, err
+			}
+			req.Dense, req.NoDense = nil, true
+			rk, version, rerr := r.rank(ctx, req)
+			return rk, version, req, err, rerr
 		}
 		rk, version, err := r.rank(ctx, req)
 		var mm *ModelMismatchError
 		if !errors.As(err, &mm) || attempt == 3 {
-			return rk, version, req, err
+			return rk, version, req, nil, err
 		}
 		spec = mm.Want
 		if r.models != nil {
 			r.models.specs.Store(tenant, spec)
 		}
 	}
+}
+
+// canFallBack reports whether err, from embedding a query, may be answered
+// lexical-only: the provider failed (an error, a timeout, a wrong answer).
+// A model no provider serves, or an invalid one, is a misconfiguration and
+// not a fallback's to hide; a request out of time or canceled has no time
+// for the fallback either.
+func canFallBack(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && !errors.Is(err, embed.ErrUnknownModel) &&
+		!errors.Is(err, embed.ErrInvalidSpec) && !errors.Is(err, embed.ErrInvalidConfig)
 }

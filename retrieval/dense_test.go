@@ -93,6 +93,61 @@ func TestRetrieverEmbedsQueriesWithTheTenantModel(t *testing.T) {
 	}
 }
 
+// dense_fallback "lexical": a provider failure ranks as enable_dense false
+// (the same result, "dense" added to Degraded, the error kept); without it,
+// an unconfigured model, or a request already out of time, it fails.
+func TestDenseFallback(t *testing.T) {
+	ctx := context.Background()
+	toy := &embedtest.Toy{Dims: 16}
+	reg := embedtest.Registry("toy-16", toy)
+	s := index.DefaultSettings()
+	s.Model, s.Dims = "toy-16", 16
+	st, err := memory.NewWithModels(s, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range []string{"the quick brown fox jumps", "a slow green turtle walks", "brown bread and butter"} {
+		if _, err := st.Put(ctx, cordontype.Document{Tenant: "w", DocID: string(rune('a' + i)), Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := retrieval.New(st).WithModels(retrieval.NewQueryModels(reg))
+	query := func(edit func(p *retrieval.Policy)) retrieval.Query {
+		p := retrieval.DefaultPolicy()
+		edit(&p)
+		return retrieval.Query{Principal: cordontype.Principal{Tenant: "w"}, Text: "brown fox", Policy: p}
+	}
+	fallback := func(p *retrieval.Policy) { p.DenseFallback = retrieval.FallbackLexical }
+	toy.Fail.Store(true)
+	if _, err := r.Retrieve(ctx, query(func(*retrieval.Policy) {})); !errors.Is(err, embed.ErrProvider) {
+		t.Fatalf("without the fallback: %v, want ErrProvider", err)
+	}
+	got, err := r.Retrieve(ctx, query(fallback))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := toy.Calls.Load()
+	off, err := r.Retrieve(ctx, query(func(p *retrieval.Policy) { p.EnableDense = false }))
+	if err != nil || toy.Calls.Load() != calls {
+		t.Fatalf("enable_dense false: %v, %d embed calls", err, toy.Calls.Load()-calls)
+	}
+	if !errors.Is(got.DenseErr, embed.ErrProvider) || !reflect.DeepEqual(got.Degraded, []string{"dense"}) {
+		t.Fatalf("fallback: degraded %v, err %v; want [dense] and the provider's error", got.Degraded, got.DenseErr)
+	}
+	got.Degraded, got.DenseErr, got.Policy, off.Policy = off.Degraded, nil, retrieval.Policy{}, retrieval.Policy{}
+	if len(off.Chunks) == 0 || !reflect.DeepEqual(got, off) {
+		t.Fatalf("fallback %+v, want enable_dense false's %+v", got, off)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := r.Retrieve(canceled, query(fallback)); err == nil {
+		t.Fatal("a canceled request fell back")
+	}
+	if _, err := retrieval.New(st).Retrieve(ctx, query(fallback)); !errors.Is(err, embed.ErrUnknownModel) {
+		t.Fatalf("no provider: %v, want ErrUnknownModel", err)
+	}
+}
+
 // rerank_dense mixes the cosine into the rerank score: with weight 0 the
 // scores are SPEC's formula bit for bit; with weight > 0 a chunk the dense
 // side ranks first can overtake one with more BM25, and the score is the

@@ -230,6 +230,10 @@ func TestPolicyValidate(t *testing.T) {
 		{"idf rsj", func(p *Policy) { p.IDF = bm25.IDFRSJ }, false},
 		{"idf empty", func(p *Policy) { p.IDF = "" }, true},
 		{"idf unknown", func(p *Policy) { p.IDF = "lucene" }, true},
+		{"dense_fallback lexical", func(p *Policy) { p.DenseFallback = FallbackLexical }, false},
+		{"dense_fallback empty", func(p *Policy) { p.DenseFallback = "" }, true},
+		{"dense_fallback unknown", func(p *Policy) { p.DenseFallback = "hash" }, true},
+		{"dense off", func(p *Policy) { p.EnableDense = false }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +247,7 @@ func TestPolicyValidate(t *testing.T) {
 			}
 		})
 	}
-	want := Policy{EnableRerank: true, MinScore: 0.2, TopN: 50, RerankDepth: 20, RRFK: 60, Limit: 5,
+	want := Policy{EnableRerank: true, EnableDense: true, DenseFallback: FallbackNone, MinScore: 0.2, TopN: 50, RerankDepth: 20, RRFK: 60, Limit: 5,
 		RRFWeights: Weights{BM25: 1, Cosine: 1}, Rerank: RerankOverlap, PRFTerms: 10, PRFWeight: 0.5,
 		RerankMinScore: 0, RerankBudgetMS: 300, IDF: bm25.IDFPlusOne}
 	if got := DefaultPolicy(); !reflect.DeepEqual(got, want) {

@@ -8,8 +8,12 @@ import "github.com/cordon-rag/cordon/bm25"
 // null) one keeps it. The HTTP API applies it over [ServicePolicy], replay
 // scripts over [DefaultPolicy]. Marshalled, it names only the fields set.
 type PolicyPatch struct {
-	MaxStaleTicks *int64   `json:"max_stale_ticks,omitempty"`
-	EnableRerank  *bool    `json:"enable_rerank,omitempty"`
+	MaxStaleTicks *int64 `json:"max_stale_ticks,omitempty"`
+	EnableRerank  *bool  `json:"enable_rerank,omitempty"`
+	// EnableDense false turns the dense side off; DenseFallback ("none" or
+	// "lexical") is what a retrieve does when the query cannot be embedded.
+	EnableDense   *bool    `json:"enable_dense,omitempty"`
+	DenseFallback *string  `json:"dense_fallback,omitempty"`
 	MinScore      *float64 `json:"min_score,omitempty"`
 	TopN          *int     `json:"top_n,omitempty"`
 	RerankDepth   *int     `json:"rerank_depth,omitempty"`
@@ -52,6 +56,10 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	}
 	set(&pol.MaxStaleTicks, p.MaxStaleTicks)
 	setv(&pol.EnableRerank, p.EnableRerank)
+	setv(&pol.EnableDense, p.EnableDense)
+	if p.DenseFallback != nil {
+		pol.DenseFallback = DenseFallback(*p.DenseFallback)
+	}
 	setv(&pol.MinScore, p.MinScore)
 	setv(&pol.TopN, p.TopN)
 	setv(&pol.RerankDepth, p.RerankDepth)
@@ -88,6 +96,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 func (p Policy) Patch() *PolicyPatch {
 	out := &PolicyPatch{
 		EnableRerank:    &p.EnableRerank,
+		EnableDense:     &p.EnableDense,
 		MinScore:        &p.MinScore,
 		TopN:            &p.TopN,
 		RerankDepth:     &p.RerankDepth,
@@ -105,8 +114,8 @@ func (p Policy) Patch() *PolicyPatch {
 		RerankBudgetMS:  &p.RerankBudgetMS,
 	}
 	set(&out.MaxStaleTicks, p.MaxStaleTicks)
-	rerank, idf := string(p.Rerank), string(p.IDF)
-	out.Rerank, out.IDF = &rerank, &idf
+	rerank, idf, fallback := string(p.Rerank), string(p.IDF), string(p.DenseFallback)
+	out.Rerank, out.IDF, out.DenseFallback = &rerank, &idf, &fallback
 	return out
 }
 

@@ -15,6 +15,10 @@ const (
 	DefaultRerankDepth = 20  // fused chunks the reranker looks at; the rest are dropped
 	DefaultLimit       = 5   // chunks returned
 	DegradedRerank     = "rerank"
+	// DegradedDense names the dense side in Result.Degraded when the query
+	// could not be embedded and the policy's dense_fallback ran the
+	// retrieve lexical-only.
+	DegradedDense = "dense"
 	// DefaultPRFTerms and DefaultPRFWeight apply once query expansion is on
 	// (PRFDocs > 0): ten added terms, each weighing at most half an
 	// original term.
@@ -55,6 +59,20 @@ const (
 	RerankModel RerankKind = "model"
 )
 
+// DenseFallback says what a retrieve does when the query cannot be
+// embedded with the tenant's model (the provider fails or times out).
+type DenseFallback string
+
+const (
+	// FallbackNone fails the retrieve: the service answers 503.
+	FallbackNone DenseFallback = "none"
+	// FallbackLexical runs the retrieve with the dense side off, exactly as
+	// enable_dense false does, and names "dense" in Result.Degraded. A
+	// model no provider serves (embed.ErrUnknownModel) is a
+	// misconfiguration and still fails.
+	FallbackLexical DenseFallback = "lexical"
+)
+
 // Weights are the per-ranking RRF weights (SPEC section 5, step 5).
 type Weights struct {
 	BM25   float64
@@ -70,6 +88,14 @@ type Policy struct {
 	// than now_tick - MaxStaleTicks.
 	MaxStaleTicks *int64
 	EnableRerank  bool
+	// EnableDense false turns the dense side off: the store ranks no
+	// chunk by cosine (the query is not embedded), fusion sees the lexical
+	// ranking alone, and the policy without the model overlay ranks
+	// (Query.ModelPolicy applies only when the dense side used the
+	// tenant's model).
+	EnableDense bool
+	// DenseFallback is what happens when the query cannot be embedded.
+	DenseFallback DenseFallback
 	MinScore      float64
 	TopN          int
 	RerankDepth   int
@@ -123,11 +149,14 @@ type Policy struct {
 // DefaultPolicy returns SPEC section 5's defaults (the seed profile): rerank
 // on, min_score 0.2, top_n 50, rerank_depth 20, rrf_k 60, limit 5, both RRF
 // weights 1, the overlap reranker with no BM25 blend, no freshness contract,
-// no query expansion (prf_terms 10 and prf_weight 0.5 once it is on), and
+// no query expansion (prf_terms 10 and prf_weight 0.5 once it is on), the
+// dense side on with no fallback (dense_fallback "none"), and
 // for the model reranker a floor of 0 and a budget of 300 ms.
 func DefaultPolicy() Policy {
 	return Policy{
 		EnableRerank:   true,
+		EnableDense:    true,
+		DenseFallback:  FallbackNone,
 		MinScore:       DefaultMinScore,
 		TopN:           DefaultTopN,
 		RerankDepth:    DefaultRerankDepth,
@@ -322,6 +351,8 @@ func (p Policy) validateRanges(model bool) error {
 		return fmt.Errorf("%w: rerank_min_score %v must be a finite number", ErrInvalidPolicy, p.RerankMinScore)
 	case p.RerankBudgetMS < 1 || p.RerankBudgetMS > MaxRerankBudgetMS:
 		return fmt.Errorf("%w: rerank_budget_ms %d must be in [1, %d]", ErrInvalidPolicy, p.RerankBudgetMS, MaxRerankBudgetMS)
+	case p.DenseFallback != FallbackNone && p.DenseFallback != FallbackLexical:
+		return fmt.Errorf("%w: dense_fallback %q must be %q or %q", ErrInvalidPolicy, p.DenseFallback, FallbackNone, FallbackLexical)
 	}
 	return nil
 }

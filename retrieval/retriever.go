@@ -18,8 +18,12 @@ type Result struct {
 	Considered            int
 	ExcludedByEntitlement int
 	ExcludedByFreshness   int
-	// Degraded names the stages that were shed ("rerank"); never nil.
+	// Degraded names the stages that were shed ("dense", "rerank"); never
+	// nil.
 	Degraded []string
+	// DenseErr is why the dense side was shed: the embedding error; nil
+	// unless Degraded names "dense".
+	DenseErr error
 	// Expansion holds the terms query expansion added, best first; nil when
 	// the policy does not expand or nothing was added.
 	Expansion []string
@@ -123,7 +127,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
 		TopN:          q.Policy.TopN,
 	}
-	rk, version, req, err := r.rankDense(ctx, req, q.Text)
+	rk, version, req, denseErr, err := r.rankDense(ctx, req, q.Text, q.Policy)
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("rank: %w", err)
 	}
@@ -154,6 +158,10 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 	// original query text).
 	res := r.Finish(ctx, rk, terms, q)
 	res.Expansion = expansion
+	if denseErr != nil {
+		res.Degraded = append([]string{DegradedDense}, res.Degraded...)
+		res.DenseErr = denseErr
+	}
 	return res, version, nil
 }
 

@@ -51,7 +51,11 @@ type RankRequest struct {
 	// Dense is the query's vector under the tenant's embedding model; nil
 	// for signed hashing, whose vector the store computes from Tokens (see
 	// [RankRequest.QueryVector]).
-	Dense         *DenseQuery
+	Dense *DenseQuery
+	// NoDense turns the dense side off: the query vector is the zero
+	// vector of the tenant's model, which ranks no chunk and counts none
+	// in the funnel (see [RankRequest.QueryVector]).
+	NoDense       bool
 	NowTick       int64
 	MaxStaleTicks *int64
 	TopN          int

@@ -38,6 +38,16 @@
 // the metrics, the audit record names the provider, model and outcome, and
 // the access log line says why a stage was shed (rerank_shed).
 //
+// # Embedding models
+//
+// With Config.Models, a model tenant's queries are embedded by its
+// provider, whose calls, requests and retries are counted in the metrics
+// (cordon_embed_*). When the provider fails, a retrieve answers 503
+// embedding_unavailable unless its policy says dense_fallback "lexical"
+// (the default for Config.DenseFallbackTenants): it then answers the
+// enable_dense=false result with "dense" in degraded, and the access log
+// line says why (dense_shed).
+//
 // # Audit
 //
 // Every retrieve, ground and assemble appends a record to the tenant's audit

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/internal/version"
 	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -31,7 +32,8 @@ import (
 //   - method: one of [httpMethods], else "other";
 //   - code: a status code [http.StatusText] knows, else "other";
 //   - stage: retrieval's degraded stages (constants);
-//   - outcome: [rerank.Outcomes];
+//   - outcome: [rerank.Outcomes], [embed.Outcomes] for the embedding
+//     provider's calls;
 //   - tenant (with Config.MetricsTenantLabels only): the tenant of a
 //     verified token whose retrieval was audited, so a tenant that exists
 //     (a retrieval over one that does not has no audit chain and is not
@@ -268,3 +270,62 @@ func (m *metrics) registerCache(stats func() (postgres.CacheStats, bool)) {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help, ConstLabels: c.labels}, value(c.f)))
 	}
 }
+
+// embedMetrics count what the embedding provider does (the --embed-*
+// server, for queries and writes alike): [embed.Observer] over Prometheus
+// collectors.
+type embedMetrics struct {
+	calls   *prometheus.CounterVec
+	latency prometheus.Histogram
+	retries prometheus.Counter
+	batch   prometheus.Histogram
+	texts   prometheus.Counter
+}
+
+var _ embed.Observer = (*embedMetrics)(nil)
+
+// registerEmbed adds the embedding provider's metrics and returns the
+// observer that feeds them.
+func (m *metrics) registerEmbed() *embedMetrics {
+	e := &embedMetrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cordon_embed_calls_total",
+			Help: "Embedding provider calls (one query, or one write's chunks) by outcome: ok, timeout, error, canceled."}, []string{"outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cordon_embed_duration_seconds",
+			Help:    "Embedding provider call latency, every outcome, batches, retries and backoff included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_embed_retries_total",
+			Help: "Embedding requests sent again after a transient failure (--embed-retries)."}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "cordon_embed_batch_texts",
+			Help:    "Texts per embedding request (a call is split into requests of at most --embed-batch texts).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048},
+		}),
+		texts: prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_embed_texts_total",
+			Help: "Texts the embedding provider returned vectors for."}),
+	}
+	for _, o := range embed.Outcomes {
+		e.calls.WithLabelValues(string(o))
+	}
+	m.reg.MustRegister(e.calls, e.latency, e.retries, e.batch, e.texts)
+	return e
+}
+
+// Call implements [embed.Observer].
+func (e *embedMetrics) Call(o embed.Outcome, d time.Duration) {
+	e.calls.WithLabelValues(string(o)).Inc()
+	e.latency.Observe(d.Seconds())
+}
+
+// Batch implements [embed.Observer].
+func (e *embedMetrics) Batch(n int) { e.batch.Observe(float64(n)) }
+
+// Begin implements [embed.Observer]: the call is counted once it ends.
+func (e *embedMetrics) Begin(int) {}
+
+// Embedded implements [embed.Observer].
+func (e *embedMetrics) Embedded(n int) { e.texts.Add(float64(n)) }
+
+// Retry implements [embed.Observer].
+func (e *embedMetrics) Retry() { e.retries.Inc() }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,13 +36,17 @@ func (s *Server) rerankBudgetMS(tenant string) int {
 }
 
 // requestPolicies are a request's policy over the service profile
-// ([retrieval.ServicePolicy], with the tenant's rerank budget) for a tenant
+// ([retrieval.ServicePolicy], with the tenant's rerank budget and dense
+// fallback) for a tenant
 // whose embedding model is hashing, and over the same profile with
 // [retrieval.ModelDefaults] for one whose model is not. The retriever
 // validates them.
 func (s *Server) requestPolicies(tenant string, p *retrieval.PolicyPatch) (hash, model retrieval.Policy) {
 	base := retrieval.ServicePolicy()
 	base.RerankBudgetMS = s.rerankBudgetMS(tenant)
+	if slices.Contains(s.cfg.DenseFallbackTenants, tenant) {
+		base.DenseFallback = retrieval.FallbackLexical
+	}
 	return p.Apply(base), p.Apply(retrieval.ModelDefaults().Apply(base))
 }
 
@@ -105,6 +110,9 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	if m := res.Model; m != nil && m.Shed {
 		logInfo(r.Context()).shed = string(m.Outcome) + ": " + m.Err.Error()
 	}
+	if res.DenseErr != nil {
+		logInfo(r.Context()).denseShed = res.DenseErr.Error()
+	}
 	out := RetrieveResponse{Results: make([]ResultJSON, len(res.Chunks)), Degraded: res.Degraded, NowTick: now, Expansion: res.Expansion}
 	ids := make([]string, len(res.Chunks))
 	for i, c := range res.Chunks {
@@ -113,8 +121,9 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	// Every field that shapes the ranking, so two records that ranked
 	// differently never read the same.
-	// Fields that are off (expansion, qtf weighting, the plus-one idf, the
-	// model reranker's settings) are left out.
+	// Fields that are off or at their default (expansion, qtf weighting,
+	// the plus-one idf, the model reranker's settings, the dense side on,
+	// no dense fallback) are left out.
 	pol = res.Policy // the tenant's: with the model defaults for a model
 	effective := *pol.Patch()
 	if pol.PRFDocs == 0 {
@@ -125,6 +134,12 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	if pol.IDF == bm25.IDFPlusOne {
 		effective.IDF = nil
+	}
+	if pol.EnableDense {
+		effective.EnableDense = nil
+	}
+	if pol.DenseFallback == retrieval.FallbackNone {
+		effective.DenseFallback = nil
 	}
 	if pol.Rerank != retrieval.RerankModel {
 		effective.RerankMinScore, effective.RerankBudgetMS = nil, nil

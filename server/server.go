@@ -60,6 +60,11 @@ type Config struct {
 	// tenant.
 	RerankBudget       time.Duration
 	RerankBudgetTenant map[string]time.Duration
+	// DenseFallbackTenants are the tenants whose requests fall back to a
+	// lexical-only retrieve when the query cannot be embedded: for them the
+	// service profile's dense_fallback is "lexical" (a request may still
+	// say "none"); for every other tenant it is "none".
+	DenseFallbackTenants []string
 
 	// Limits bound the costly policy fields of a retrieve (top_n,
 	// rerank_depth, limit, prf_docs, prf_terms); a request over one is a
@@ -191,6 +196,9 @@ func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	if cfg.Reranker != nil {
 		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
 	}
+	// The embedding providers report to this server's metrics (to the
+	// last server made over them, when several share a registry).
+	cfg.Models.Observe(s.metrics.registerEmbed())
 	mux := http.NewServeMux()
 	handle := func(method, pattern string, h http.HandlerFunc) {
 		mux.Handle(method+" "+pattern, h)
@@ -344,6 +352,9 @@ type requestLog struct {
 	err         error
 	// shed says why the model reranker was shed ("" when it was not).
 	shed string
+	// denseShed says why the dense side was shed (dense_fallback
+	// "lexical"; "" when it was not).
+	denseShed string
 	// unknownTenant is set when the token's tenant does not exist.
 	unknownTenant bool
 }
@@ -416,6 +427,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 			if rl.shed != "" {
 				attrs = append(attrs, "rerank_shed", rl.shed)
+			}
+			if rl.denseShed != "" {
+				attrs = append(attrs, "dense_shed", rl.denseShed)
 			}
 			if rl.err != nil {
 				attrs = append(attrs, "error", rl.err.Error())
