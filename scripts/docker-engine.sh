@@ -7,6 +7,9 @@
 #                                    DOCKER_HOST=unix://... on stdout
 #   scripts/docker-engine.sh stop    stop our dockerd (its containerd with it)
 #   scripts/docker-engine.sh env     print DOCKER_HOST=... of a running engine
+#   scripts/docker-engine.sh prune   remove the containers testcontainers-go
+#                                    left (a test binary killed before its
+#                                    cleanup; Ryuk, which would reap them, is off)
 #
 # The engine runs without a bridge and without iptables rules
 # (--bridge=none --iptables=false): containers run with --network host and
@@ -116,8 +119,20 @@ cmd_env() {
   echo "DOCKER_HOST=unix://$SOCK"
 }
 
+cmd_prune() {
+  answers || return 0
+  local ids
+  ids=$(docker -H "unix://$SOCK" ps -aq --filter label=org.testcontainers=true)
+  if [[ -n $ids ]]; then
+    log "removing $(wc -w <<<"$ids") container(s) testcontainers-go left"
+    # shellcheck disable=SC2086 # one id per word
+    docker -H "unix://$SOCK" rm -f $ids >/dev/null
+  fi
+}
+
 case ${1:-} in
   start) cmd_start ;;
+  prune) cmd_prune ;;
   stop) cmd_stop ;;
   env) cmd_env ;;
   -h | --help | help) usage ;;

@@ -7,11 +7,12 @@
 #                         with 'docker import' (skipped when present)
 #   cordon-pg:15          PostgreSQL 15 + pgvector (deploy/pgvector/Dockerfile,
 #                         scripts/pg-install.sh inside)
-#   cordon-go:GOVERSION   the host's Go toolchain ($(go env GOROOT)) and CA
-#                         bundle on the base image: the build stage of
-#                         deploy/Dockerfile
+#   cordon-go:GOVERSION-HASH  the host's Go toolchain ($(go env GOROOT)) on
+#                         the base image, with the module and build caches
+#                         of go.sum's dependencies: the build stage of
+#                         deploy/Dockerfile (skipped when present)
 #   cordon:local          Cordon itself: deploy/Dockerfile with
-#                         GO_IMAGE=cordon-go:GOVERSION and
+#                         GO_IMAGE=cordon-go:GOVERSION-HASH and
 #                         RUNTIME_IMAGE=cordon-base:bookworm
 #
 #   scripts/docker-images.sh [base|pg|go|cordon|all]...   (default: all)
@@ -142,18 +143,34 @@ build_pg() {
 }
 
 go_version() { go env GOVERSION | sed 's/^go//'; }
-go_image() { echo "cordon-go:$(go_version)"; }
 
-# build_go makes the build stage's image in two steps: the host's Go
-# toolchain on the base (cordon-go-toolchain:VERSION, 270 MB, built once),
-# and on it the host's CA bundle (cordon-go:VERSION, rebuilt each run;
-# Docker's cache makes that instant while the bundle is unchanged). The
-# bundle is the host's because 'go mod download' in the build must trust
-# what the host trusts (an egress proxy's own CA included).
+# go_image names the build stage's image: the Go version and a hash of
+# what it was warmed with (go.mod, go.sum and the dependency list).
+go_image() {
+  local h
+  h=$(cd "$REPO" && { cat go.mod go.sum; go_deps; } | sha256sum | cut -c1-12)
+  echo "cordon-go:$(go_version)-$h"
+}
+
+# go_deps lists the packages outside Cordon that cmd/cordon builds from.
+go_deps() {
+  (cd "$REPO" && CGO_ENABLED=0 GOOS=linux go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./cmd/cordon |
+    grep -v '^github.com/cordon-rag/cordon\(/\|$\)')
+}
+
+# build_go makes the image deploy/Dockerfile's build stage runs on, in two
+# steps. cordon-go-toolchain:VERSION is the host's Go toolchain on the base
+# (270 MB, built once per Go version). cordon-go:VERSION-HASH adds, for
+# this go.mod and go.sum, the module cache (fed from the host's module
+# cache through a file proxy: the build needs no network) and a build
+# cache of every dependency, compiled as the Dockerfile compiles
+# (CGO_ENABLED=0, -trimpath). The classic builder has no cache mounts, so
+# without it every change to Cordon's source recompiled the standard
+# library and every dependency (9 minutes here); with it only Cordon's own
+# packages compile.
 build_go() {
   have "$BASE" || timed base build_base
   local img toolchain goroot
-  img=$(go_image)
   toolchain=cordon-go-toolchain:$(go_version)
   if have "$toolchain"; then
     log "$toolchain present"
@@ -166,23 +183,49 @@ COPY . /usr/local/go
 ENV PATH=/usr/local/go/bin:\$PATH
 EOF
   fi
-  local ca=/etc/ssl/certs/ca-certificates.crt
-  [[ -f $ca ]] || die "no CA bundle at $ca"
-  log "docker build $img (the host's CA bundle)"
+  img=$(go_image)
+  if have "$img"; then
+    log "$img present"
+    return
+  fi
+  log "docker build $img (module and build caches for this go.sum)"
   local ctx
   ctx=$(mktemp -d /tmp/cordon-go-ctx.XXXXXX)
-  cp "$ca" "$ctx/ca-certificates.crt"
+  # shellcheck disable=SC2064 # expand ctx now
+  trap "rm -rf -- '$ctx'" RETURN
+  (cd "$REPO" && go mod download) # fill the host's cache (network only when it lacks something)
+  # The modules 'go mod download' needs, and only those: a fresh cache
+  # filled from the host's, offline. Its download directory is a proxy.
+  local hostcache
+  hostcache=$(go env GOMODCACHE)
+  (cd "$REPO" && GOMODCACHE="$ctx/modcache" GOPROXY="file://$hostcache/cache/download" \
+    GOSUMDB=off GOFLAGS=-modcacherw go mod download)
+  mv "$ctx/modcache/cache/download" "$ctx/proxy"
+  rm -rf "$ctx/modcache"
+  cp "$REPO/go.mod" "$REPO/go.sum" "$ctx/"
+  go_deps >"$ctx/deps.txt"
   cat >"$ctx/Dockerfile" <<EOF
 FROM $toolchain
-COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY . /tmp/warm/
+RUN cd /tmp/warm && GOPROXY=file:///tmp/warm/proxy GOSUMDB=off go mod download \
+ && CGO_ENABLED=0 GOOS=linux go build -trimpath \$(cat deps.txt) \
+ && rm -rf /tmp/warm
 EOF
   docker build --network host --force-rm -q -t "$img" "$ctx" >/dev/null
-  rm -rf -- "$ctx"
+  # Older warm images of this Go version are superseded.
+  docker image ls --format '{{.Repository}}:{{.Tag}}' "cordon-go" | grep -vx "$img" | xargs -r docker image rm >/dev/null || true
+}
+
+# commit_date is HEAD's commit time in UTC: the image's build date. Not the
+# clock's: with the same tree and arguments Docker's cache then rebuilds
+# nothing.
+commit_date() {
+  TZ=UTC git -C "$REPO" log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo unknown
 }
 
 build_cordon() {
   have "$BASE" || timed base build_base
-  timed go build_go
+  have "$(go_image)" || timed go build_go
   log "docker build $CORDON (deploy/Dockerfile)"
   # The context is the files git knows (tracked, or new and not ignored), as
   # deploy/Dockerfile.dockerignore intends: the classic builder reads only
@@ -195,7 +238,7 @@ build_cordon() {
       --build-arg GO_IMAGE="$(go_image)" --build-arg RUNTIME_IMAGE="$BASE" \
       --build-arg VERSION="$(git -C "$REPO" describe --tags --always --dirty 2>/dev/null || echo unknown)" \
       --build-arg COMMIT="$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)" \
-      --build-arg DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+      --build-arg DATE="$(commit_date)" \
       -t "$CORDON" - >/dev/null
 }
 
@@ -211,4 +254,4 @@ for s in "${steps[@]}"; do
     *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
-docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E "^(cordon-base:bookworm|$PG|cordon-go:|$CORDON) " >&2 || true
+docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E "^(cordon-base:bookworm|$PG|cordon-go:[^ ]*|$CORDON) " >&2 || true
