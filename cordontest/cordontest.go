@@ -191,13 +191,30 @@ func (c *Container) Terminate(ctx context.Context, opts ...testcontainers.Termin
 	return errors.Join(errs...)
 }
 
+// postgresSettings is an init script (run once, before the server's real
+// start) that tunes the throwaway server as scripts/db.sh tunes its
+// cluster: durability off, room for the connections of parallel tests. In
+// postgresql.conf rather than on the command line, so that a standby
+// cloned from the server (pg_basebackup) gets the same max_connections, as
+// a hot standby must.
+const postgresSettings = `cat >>"$PGDATA/postgresql.conf" <<'EOF'
+# --- cordontest (throwaway test server) ---
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+max_connections = 200
+EOF
+`
+
 // startPostgres starts the database container and waits until it takes
 // connections.
 func (c *Container) startPostgres(ctx context.Context, image string, o options, opts []testcontainers.ContainerCustomizer) error {
-	cmd := []string{"postgres", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200"}
+	cmd := []string{"postgres"}
 	env := map[string]string{"POSTGRES_USER": DatabaseUser, "POSTGRES_PASSWORD": DatabasePassword, "POSTGRES_DB": DatabaseName}
 	base := []testcontainers.ContainerCustomizer{
 		testcontainers.WithEnv(env),
+		testcontainers.WithFiles(testcontainers.ContainerFile{
+			Reader: strings.NewReader(postgresSettings), ContainerFilePath: "/docker-entrypoint-initdb.d/cordontest.sh", FileMode: 0o644}),
 		// The official image logs "ready" for its init server and again for
 		// the real one; the second means the database exists.
 		testcontainers.WithWaitStrategy(wait.ForLog("database system is ready to accept connections").
