@@ -94,6 +94,7 @@ cmd_start() {
 
 cmd_stop() {
   if [[ ! -f $PIDFILE ]]; then
+    unmount_leftovers
     log "not running (no $PIDFILE)"
     return
   fi
@@ -101,6 +102,7 @@ cmd_stop() {
   pid=$(cat "$PIDFILE")
   if ! kill -0 "$pid" 2>/dev/null; then
     rm -f "$PIDFILE"
+    unmount_leftovers
     log "not running (stale pidfile removed)"
     return
   fi
@@ -108,10 +110,24 @@ cmd_stop() {
   kill -TERM "$pid"
   local i
   for i in $(seq 1 120); do
-    kill -0 "$pid" 2>/dev/null || { log "stopped"; return; }
+    if ! kill -0 "$pid" 2>/dev/null; then
+      unmount_leftovers
+      log "stopped"
+      return
+    fi
     sleep 0.25
   done
   die "dockerd $pid did not stop within 30 s"
+}
+
+# unmount_leftovers unmounts what dockerd leaves mounted under its exec
+# root (the network namespace it made without a bridge), so the directory
+# can be removed.
+unmount_leftovers() {
+  local m
+  awk -v run="$RUN/" 'index($2, run) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+    umount "$m" 2>/dev/null || log "could not unmount $m"
+  done
 }
 
 cmd_env() {
