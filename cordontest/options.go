@@ -36,8 +36,8 @@ func WithHostNetwork() Option { return func(o *options) { o.hostNetwork = true }
 func WithCordonImage(image string) Option { return func(o *options) { o.cordonImage = image } }
 
 // WithoutServer migrates the database and serves no API: [Container.URL]
-// is empty, and tokens are still minted for a server of your own started
-// with [Container.Secret].
+// is empty. [Container.Token] still mints tokens, for a server of your own
+// that verifies them with [Container.Secret].
 func WithoutServer() Option { return func(o *options) { o.noServer = true } }
 
 // WithTenants creates these tenants (default settings, hashing
