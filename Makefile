@@ -69,6 +69,45 @@ test/citus: ## run the Citus tests (integration_test/citus_test.go) against a th
 	trap 'bash scripts/citus-cluster.sh stop >/dev/null 2>&1 || true' EXIT; \
 	CORDON_TEST_DATABASE_URL=$$citus CORDON_TEST_CITUS_URL=$$citus CORDON_REQUIRE_CITUS=1 $(GO) test $(GOFLAGS) -count=1 -timeout 30m -run Citus -v ./integration_test/
 
+# The container path (docs/operations.md, "Container tests"): a private
+# Docker engine without a bridge (scripts/docker-engine.sh; stopped again
+# if this target started it), the images built from Debian's archive
+# (scripts/docker-images.sh), then the tests that run containers through
+# testcontainers-go on the host's network: the integration tests (their
+# PostgreSQL a container, not scripts/db.sh's cluster), package cordontest
+# and the image smoke test. Every one of them fails without the engine.
+# CONTAINER_RUN=REGEXP runs only the tests it matches (of integration_test
+# and cordontest; the smoke test always runs).
+CONTAINER_ENV := CORDON_TEST_DATABASE_URL= TESTCONTAINERS_RYUK_DISABLED=true CORDON_REQUIRE_DOCKER=1 CORDON_REQUIRE_DB=1 \
+	CORDON_TEST_IMAGE=cordon-pg:15 CORDON_TEST_NETWORK=host CORDON_TEST_CORDON_IMAGE=cordon:local
+
+.PHONY: test/containers
+test/containers: ## the integration tests, cordontest and the image smoke test through testcontainers, on a private Docker engine with images built from Debian's archive (root)
+	@set -euo pipefail; \
+	if ! bash scripts/docker-engine.sh env >/dev/null 2>&1; then \
+		trap 'bash scripts/docker-engine.sh stop >/dev/null 2>&1 || true' EXIT; \
+	fi; \
+	export "$$(bash scripts/docker-engine.sh start)"; \
+	bash scripts/docker-images.sh; \
+	bash scripts/docker-engine.sh prune; \
+	rc=0; \
+	$(CONTAINER_ENV) $(GO) test $(GOFLAGS) -count=1 -timeout 30m $(if $(CONTAINER_RUN),-run '$(CONTAINER_RUN)') ./integration_test/ ./cordontest/ || rc=$$?; \
+	$(CONTAINER_ENV) $(GO) test $(GOFLAGS) -count=1 -timeout 10m -run '^TestImage$$' ./deploy/ || rc=$$?; \
+	bash scripts/docker-engine.sh prune; \
+	exit $$rc
+
+.PHONY: docker/start
+docker/start: ## start the private Docker engine (scripts/docker-engine.sh) and print its DOCKER_HOST
+	@bash scripts/docker-engine.sh start
+
+.PHONY: docker/stop
+docker/stop: ## stop the private Docker engine (its images stay in /var/lib/cordon-docker)
+	@bash scripts/docker-engine.sh stop
+
+.PHONY: docker/images
+docker/images: ## build the container tests' images: cordon-base:bookworm, cordon-pg:15, cordon:local (scripts/docker-images.sh)
+	@export "$$(bash scripts/docker-engine.sh env)" && bash scripts/docker-images.sh
+
 .PHONY: model
 model: ## install the local embedding model (embed/localmodel: Universal Sentence Encoder lite, Node.js, no network at run time)
 	bash scripts/model-install.sh

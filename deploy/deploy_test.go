@@ -390,16 +390,32 @@ func TestComposeInitScript(t *testing.T) {
 func dockerfileDigestArgs(t *testing.T) []string {
 	t.Helper()
 	var out []string
+	globalArgs := map[string]string{}
 	for _, in := range dockerfile(t) {
+		if in.cmd == "ARG" && in.stage < 0 {
+			name, def, _ := strings.Cut(in.args, "=")
+			globalArgs[name] = def
+		}
 		if in.cmd != "FROM" {
 			continue
 		}
-		_, digest, _ := strings.Cut(fromImage(in.args), "@")
+		_, digest, _ := strings.Cut(resolveArg(fromImage(in.args), globalArgs), "@")
 		if name, ok := strings.CutPrefix(digest, "${"); ok {
 			out = append(out, strings.TrimSuffix(name, "}"))
 		}
 	}
 	return out
+}
+
+// resolveArg is image with a whole-value build argument (${NAME}) replaced
+// by that argument's default, as a build without it sees it.
+func resolveArg(image string, globalArgs map[string]string) string {
+	if name, ok := strings.CutPrefix(image, "${"); ok && strings.HasSuffix(name, "}") {
+		if def, declared := globalArgs[strings.TrimSuffix(name, "}")]; declared && def != "" {
+			return def
+		}
+	}
+	return image
 }
 
 // fromImage is the image a FROM instruction names (flags and AS dropped).
@@ -414,7 +430,8 @@ func fromImage(args string) string {
 
 var sha256Digest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
-// TestDockerfileBaseImagesPinned: every base image is pinned by digest,
+// TestDockerfileBaseImagesPinned: every base image (directly, or as the
+// default of the build argument the FROM names) is pinned by digest,
 // literally or through a build argument declared before the first FROM
 // whose default, if it has one, is a digest. No digest is made up: one
 // without a default must be given to build at all.
@@ -429,7 +446,7 @@ func TestDockerfileBaseImagesPinned(t *testing.T) {
 			globalArgs[name] = def
 		case in.cmd == "FROM":
 			froms++
-			image := fromImage(in.args)
+			image := resolveArg(fromImage(in.args), globalArgs)
 			ref, digest, ok := strings.Cut(image, "@")
 			if !ok || !strings.Contains(ref, ":") {
 				t.Errorf("FROM %s: not pinned as name:tag@digest", image)

@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -9,12 +8,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/testcontainers/testcontainers-go"
-	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
-	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/cordon-rag/cordon/cordontest"
+	"github.com/cordon-rag/cordon/internal/dockertest"
 )
 
 // serverURL is the admin URL of the test server; serverErr says why there is
@@ -37,46 +36,42 @@ func TestMain(m *testing.M) {
 }
 
 // testServer finds a PostgreSQL with pgvector: the env var first, then a
-// testcontainers container when Docker answers.
+// container started through testcontainers (package cordontest, no Cordon
+// server) when a Docker engine answers. The container trusts every
+// connection, as scripts/db.sh's cluster does on loopback: the tests log in
+// as roles without passwords and replicate from it.
 func testServer(ctx context.Context) (string, func(), error) {
 	if u := os.Getenv("CORDON_TEST_DATABASE_URL"); u != "" {
 		return u, nil, nil
 	}
-	p, err := testcontainers.NewDockerProvider()
-	if err != nil {
-		return "", nil, fmt.Errorf("no CORDON_TEST_DATABASE_URL and no Docker engine: %w", err)
+	if err := dockertest.Check(ctx); err != nil {
+		return "", nil, fmt.Errorf("no CORDON_TEST_DATABASE_URL, and %w", err)
 	}
-	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := p.Health(hctx); err != nil {
-		return "", nil, fmt.Errorf("no CORDON_TEST_DATABASE_URL and the Docker engine is not reachable: %w", err)
-	}
-	c, err := tcpostgres.Run(ctx, cmp.Or(os.Getenv("CORDON_TEST_IMAGE"), "pgvector/pgvector:pg16"),
-		tcpostgres.WithDatabase("cordon_test"),
-		tcpostgres.WithUsername("postgres"),
-		tcpostgres.WithPassword("postgres"),
-		// Postgres logs "ready" once for the init server and once for the
-		// real one; waiting for the second avoids connecting mid-restart.
-		testcontainers.WithWaitStrategy(wait.ForLog("database system is ready to accept connections").
-			WithOccurrence(2).WithStartupTimeout(2*time.Minute)),
-	)
+	opts := append(dockertest.Options(), cordontest.WithoutServer(),
+		testcontainers.WithEnv(map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust"}))
+	c, err := cordontest.Run(ctx, dockertest.PostgresImage(), opts...)
+	stop := func() { _ = testcontainers.TerminateContainer(c) }
 	if err != nil {
-		return "", nil, fmt.Errorf("start pgvector container: %w", err)
+		stop()
+		return "", nil, fmt.Errorf("start the PostgreSQL container: %w", err)
 	}
-	u, err := c.ConnectionString(ctx, "sslmode=disable")
-	if err != nil {
-		_ = testcontainers.TerminateContainer(c)
+	// Tests that re-execute this binary (and may kill it) share the
+	// container instead of each starting, and leaking, one of their own.
+	if err := os.Setenv("CORDON_TEST_DATABASE_URL", c.DatabaseURL()); err != nil {
+		stop()
 		return "", nil, err
 	}
-	return u, func() { _ = testcontainers.TerminateContainer(c) }, nil
+	return c.DatabaseURL(), stop, nil
 }
 
 // requireServer returns the server URL or ends the test: skipping loudly on a
-// developer machine without a database, failing where one is required (CI).
+// developer machine without a database, failing where one is required (CI,
+// CORDON_REQUIRE_DB, or CORDON_REQUIRE_DOCKER when the container path is
+// the one under test).
 func requireServer(t testing.TB) string {
 	t.Helper()
 	if serverErr != nil {
-		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
+		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" || dockertest.Required() {
 			t.Fatalf("PostgreSQL is required here: %v", serverErr)
 		}
 		t.Skipf("SKIPPING integration test: %v (run 'make test', which starts a throwaway PostgreSQL)", serverErr)
