@@ -149,7 +149,7 @@ func mustParsePath(t *testing.T, u string) string {
 // nodeCPU is the CPU time the PostgreSQL server listening on port has used:
 // its postmaster's own and reaped children's, plus its live children's
 // (/proc, Linux; the server must run on this machine).
-func nodeCPU(t *testing.T, port int) time.Duration {
+func nodeCPU(t testing.TB, port int) time.Duration {
 	t.Helper()
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	flag := []byte("-p\x00" + strconv.Itoa(port) + "\x00")
@@ -196,15 +196,13 @@ func nodeCPU(t *testing.T, port int) time.Duration {
 	return d
 }
 
-// TestCitusOverhead measures what a coordinator adds to a query against a
-// single PostgreSQL: latency (serial queries, SQL ranking and the
-// in-memory path) and the CPU of every node. It runs only with
-// CORDON_CITUS_MEASURE=1 (and both CORDON_TEST_DATABASE_URL and
-// CORDON_TEST_CITUS_URL, on this machine); docs/scaling.md has its numbers.
-func TestCitusOverhead(t *testing.T) {
-	if os.Getenv("CORDON_CITUS_MEASURE") != "1" {
-		t.Skip("SKIPPING measurement: set CORDON_CITUS_MEASURE=1")
-	}
+// BenchmarkCitusOverhead measures what a coordinator adds to a query
+// against a single PostgreSQL: latency (serial queries, SQL ranking and
+// the in-memory path) and the CPU of every node, logged. It needs both
+// CORDON_TEST_DATABASE_URL and CORDON_TEST_CITUS_URL, servers on this
+// machine; docs/scaling.md has its numbers.
+func BenchmarkCitusOverhead(b *testing.B) {
+	t := testing.TB(b) // one pass whatever b.N: run it with -benchtime 1x
 	ctx := context.Background()
 	base := requireCitus(t)
 	single := migrated(t) // the plain server of CORDON_TEST_DATABASE_URL

@@ -693,7 +693,7 @@ func checkMoveSnapshot(rk retrieval.Rankings, floor []int64) string {
 	return ""
 }
 
-func mustAtoi(t *testing.T, s string) int {
+func mustAtoi(t testing.TB, s string) int {
 	t.Helper()
 	n, err := strconv.Atoi(s)
 	if err != nil {

@@ -62,7 +62,7 @@ func runPostgresWith(t *testing.T, dbURL string, script []byte, opts postgres.Op
 	return out.Bytes()
 }
 
-func migrated(t *testing.T) string {
+func migrated(t testing.TB) string {
 	t.Helper()
 	dbURL := newDatabase(t)
 	if _, err := postgres.Migrate(context.Background(), dbURL); err != nil {
