@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -185,7 +186,11 @@ func TestBenchHTTP(t *testing.T) {
 	}
 	// Keep-alive: each client holds one connection for all its requests.
 	if h.Connections == nil || *h.Connections < 1 || *h.Connections > int64(rep.Concurrency) {
-		t.Errorf("http: %v connections for %d queries with %d clients, want 1 to %d", h.Connections, rep.Queries, rep.Concurrency, rep.Concurrency)
+		n := "none"
+		if h.Connections != nil {
+			n = strconv.FormatInt(*h.Connections, 10)
+		}
+		t.Errorf("http: %s connections for %d queries with %d clients, want 1 to %d", n, rep.Queries, rep.Concurrency, rep.Concurrency)
 	}
 	if h.AuditRecordsPerCommit == nil || !(*h.AuditRecordsPerCommit >= 1) {
 		t.Errorf("http: audit records per commit %v, want >= 1", h.AuditRecordsPerCommit)
