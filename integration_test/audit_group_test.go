@@ -39,29 +39,7 @@ func auditTenant(t *testing.T, keys *postgres.AuditKeyring) (string, *postgres.S
 // request id -> seq.
 func storedAudit(t *testing.T, dbURL string) (map[int64]string, map[string]int64) {
 	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	rows, err := c.Query(ctx, `SELECT seq, encode(hash, 'hex'), request_id FROM cordon_t_acme.audit ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bySeq, byReq := map[int64]string{}, map[string]int64{}
-	for rows.Next() {
-		var seq int64
-		var h, req string
-		if err := rows.Scan(&seq, &h, &req); err != nil {
-			t.Fatal(err)
-		}
-		bySeq[seq], byReq[req] = h, seq
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return bySeq, byReq
+	return storedAuditOf(t, dbURL, "acme")
 }
 
 // checkLinear verifies the chain and that its seqs are exactly 1..want.

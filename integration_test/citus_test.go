@@ -420,17 +420,7 @@ func TestCitusMigrationsReachWorkers(t *testing.T) {
 
 func queryString(t *testing.T, dbURL, sql string, args ...any) string {
 	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	var s string
-	if err := c.QueryRow(ctx, sql, args...).Scan(&s); err != nil {
-		t.Fatalf("%s: %v", firstLine(sql), err)
-	}
-	return s
+	return queryOne[string](t, dbURL, sql, args...)
 }
 
 // moveProbe is what the readers of TestCitusTenantMove saw go wrong.

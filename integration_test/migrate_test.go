@@ -35,13 +35,19 @@ func version(t *testing.T, dbURL string) int64 {
 
 func queryInt(t *testing.T, dbURL, sql string, args ...any) int64 {
 	t.Helper()
+	return queryOne[int64](t, dbURL, sql, args...)
+}
+
+// queryOne runs sql on a connection of its own and scans its one value.
+func queryOne[T any](t *testing.T, dbURL, sql string, args ...any) T {
+	t.Helper()
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	var v int64
+	var v T
 	if err := c.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
 		t.Fatalf("%s: %v", firstLine(sql), err)
 	}
