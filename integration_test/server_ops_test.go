@@ -267,8 +267,15 @@ func TestServerDatabaseOutage(t *testing.T) {
 }
 
 // listenerEvents wraps the server's listener to report two events: the
-// server has read a marker from a connection, and the listener is closed
-// (as a shutdown does first).
+// server reads from a connection again after reading a marker from it, and
+// the listener is closed (as a shutdown does first).
+//
+// Seeing the marker alone is not enough: the request's header and the
+// marker (in its body) may arrive in one read, before net/http has parsed
+// the header, and a request whose header is parsed after Shutdown has
+// begun is dropped with its connection (it was never in flight). The next
+// read after the marker comes from the handler reading the rest of the
+// body, so by then the request is in flight.
 type listenerEvents struct {
 	marker       []byte
 	read, closed chan struct{}
@@ -304,15 +311,19 @@ func (l *eventListener) Close() error {
 
 type eventConn struct {
 	net.Conn
-	e    *listenerEvents
-	tail []byte // the last bytes read, so a marker split across reads is seen
+	e      *listenerEvents
+	tail   []byte // the last bytes read, so a marker split across reads is seen
+	marked bool   // the marker has been read from this connection
 }
 
 func (c *eventConn) Read(b []byte) (int, error) {
+	if c.marked {
+		c.e.onRead.Do(func() { close(c.e.read) })
+	}
 	n, err := c.Conn.Read(b)
 	seen := append(c.tail, b[:n]...)
 	if bytes.Contains(seen, c.e.marker) {
-		c.e.onRead.Do(func() { close(c.e.read) })
+		c.marked = true
 	}
 	if k := len(c.e.marker) - 1; len(seen) > k {
 		seen = seen[len(seen)-k:]
@@ -353,7 +364,7 @@ func TestServerGracefulShutdown(t *testing.T) {
 	if _, err := pw.Write([]byte(`{"doc_id": "s1", "text": "first in flight", "classification": "public"}` + "\n")); err != nil {
 		t.Fatal(err)
 	}
-	<-ev.read // the server is now reading the body
+	<-ev.read // the handler is now reading the body
 	stopped := make(chan struct{})
 	go func() { a.close(); close(stopped) }()
 	<-ev.closed // the shutdown has begun: no new connections
