@@ -69,7 +69,7 @@ test/citus: ## run the Citus tests (integration_test/citus_test.go) against a th
 	trap 'bash scripts/citus-cluster.sh stop >/dev/null 2>&1 || true' EXIT; \
 	CORDON_TEST_DATABASE_URL=$$citus CORDON_TEST_CITUS_URL=$$citus CORDON_REQUIRE_CITUS=1 $(GO) test $(GOFLAGS) -count=1 -timeout 30m -run Citus -v ./integration_test/
 
-# The container path (docs/operations.md, "Container tests"): a private
+# The container path (docs/running.md, "Container tests"): a private
 # Docker engine without a bridge (scripts/docker-engine.sh; stopped again
 # if this target started it), the images built from Debian's archive
 # (scripts/docker-images.sh), then the tests that run containers through

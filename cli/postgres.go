@@ -110,7 +110,7 @@ func tenantCommand() *command {
   revoke ROLE   remove ROLE from the service roles and revoke those grants
 
 Run these as the owner role (the one that ran 'cordon migrate'); the service
-connects as a service role that owns nothing (see docs/operations.md).
+connects as a service role that owns nothing (see docs/security.md).
 
 --bm25-statistics picks the BM25 statistics scope: "entitled" (the default)
 takes N, the average length and df over the chunks the querying principal may

@@ -16,7 +16,7 @@ func digestChunk() Chunk {
 }
 
 // TestDigestEncoding builds the documented encoding by hand, byte by byte,
-// so the digest cannot drift from what docs/operations.md tells clients.
+// so the digest cannot drift from what docs/running.md tells clients.
 func TestDigestEncoding(t *testing.T) {
 	c := digestChunk()
 	var enc []byte

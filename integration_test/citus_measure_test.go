@@ -200,7 +200,7 @@ func nodeCPU(t testing.TB, port int) time.Duration {
 // against a single PostgreSQL: latency (serial queries, SQL ranking and
 // the in-memory path) and the CPU of every node, logged. It needs both
 // CORDON_TEST_DATABASE_URL and CORDON_TEST_CITUS_URL, servers on this
-// machine; docs/scaling.md has its numbers.
+// machine; docs/benchmarks.md ("Citus") has its numbers.
 func BenchmarkCitusOverhead(b *testing.B) {
 	t := testing.TB(b) // one pass whatever b.N: run it with -benchtime 1x
 	ctx := context.Background()

@@ -470,7 +470,7 @@ func TestCitusTenantMove(t *testing.T) {
 	cached := openStore(t, dbURL, postgres.Options{CacheBytes: 1 << 28, MaxConns: 8})
 	const tenant, writers = "mover", 2
 	// CORDON_CITUS_MOVE_DOCS seeds a larger tenant, to measure how the
-	// time a move blocks writes grows (docs/scaling.md).
+	// time a move blocks writes grows (docs/benchmarks.md, "Citus").
 	seeded := 200
 	if n, err := strconv.Atoi(os.Getenv("CORDON_CITUS_MOVE_DOCS")); err == nil && n > 0 {
 		seeded = n

@@ -269,7 +269,7 @@ func TestMigrateAsRoleNamedLikeCordonSchema(t *testing.T) {
 }
 
 // TestLeastPrivilegeServiceRole deploys with the owner/service split of
-// docs/operations.md: a non-superuser owner migrates and creates tenants,
+// docs/running.md and docs/security.md: a non-superuser owner migrates and creates tenants,
 // registers a service role once, and the service connects as that role,
 // which owns nothing.
 func TestLeastPrivilegeServiceRole(t *testing.T) {

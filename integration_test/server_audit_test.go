@@ -153,7 +153,7 @@ func TestServerAuditChain(t *testing.T) {
 	}
 }
 
-// TestServerAuditGrants applies the grants docs/operations.md gives a
+// TestServerAuditGrants applies the grants docs/security.md gives a
 // service role and checks that the role can serve (insert and read audit
 // rows) but not rewrite the audit log.
 func TestServerAuditGrants(t *testing.T) {
@@ -173,7 +173,7 @@ func TestServerAuditGrants(t *testing.T) {
 	role := fmt.Sprintf("cordon_svc_%d", os.Getpid())
 	execSQL(t, dbURL, `DROP ROLE IF EXISTS `+role)
 	execSQL(t, dbURL, `CREATE ROLE `+role+` LOGIN`)
-	grants, err := os.ReadFile("../docs/operations.md")
+	grants, err := os.ReadFile("../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 -- UPDATE, DELETE and TRUNCATE are revoked from PUBLIC, and a trigger refuses
 -- UPDATE and DELETE for every role, the owner included (an owner can still
 -- disable the trigger: that is what the hash chain is for). The grants for a
--- separate service role are in docs/operations.md. Existing tenant schemas
+-- separate service role are in docs/security.md. Existing tenant schemas
 -- are upgraded in place.
 
 -- +goose Up

@@ -332,7 +332,8 @@ func duplicateKeys(data []byte) bool {
 }
 
 // BenchmarkDecodeStrict measures what a hostile or a large body costs the
-// strict decoder (docs/operations.md, "Request decoding limits"):
+// strict decoder (docs/security.md, "Request decoding limits"; its figures
+// are in docs/benchmarks.md, "Request decoding"):
 //
 //	go test ./server/ -run '^$' -bench BenchmarkDecodeStrict -benchmem
 func BenchmarkDecodeStrict(b *testing.B) {

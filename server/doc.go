@@ -53,7 +53,7 @@
 // Every retrieve, ground and assemble appends a record to the tenant's audit
 // table before the answer is sent, chained with HMAC-SHA256 under the
 // store's audit key; a record that cannot be written fails the request with
-// 503. See store/postgres (AppendAudit, VerifyAudit) and docs/operations.md.
+// 503. See store/postgres (AppendAudit, VerifyAudit) and docs/security.md.
 //
 // # Metrics
 //

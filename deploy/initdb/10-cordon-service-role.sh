@@ -4,7 +4,7 @@
 # /docker-entrypoint-initdb.d/* once, as the superuser). The role owns
 # nothing; 'cordon migrate --service-role' grants it what serving needs.
 # An existing data directory is not initialized again: create the role by
-# hand there (docs/operations.md, "Deploying into an existing PostgreSQL").
+# hand there (docs/running.md, "Deploying into an existing PostgreSQL").
 set -eu
 : "${CORDON_SERVICE_PASSWORD:?set CORDON_SERVICE_PASSWORD}"
 psql -v ON_ERROR_STOP=1 --no-psqlrc --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" \

@@ -7,7 +7,7 @@
 //	CORDON_TEST_CORDON_IMAGE    Cordon's image for the image smoke test (e.g. cordon:local)
 //
 // testcontainers-go reads DOCKER_HOST and TESTCONTAINERS_RYUK_DISABLED
-// itself. 'make test/containers' sets all of these (docs/operations.md,
+// itself. 'make test/containers' sets all of these (docs/running.md,
 // "Container tests").
 package dockertest
 
