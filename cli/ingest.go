@@ -23,14 +23,15 @@ import (
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func ingestCommand() *command {
-	return &command{
-		name:    "ingest",
-		summary: "load Markdown/text files into a tenant (resumable)",
-		usage: `Usage: cordon ingest --tenant NAME [flags] PATH...
+func ingestCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "ingest",
+		Summary: "load Markdown/text files into a tenant (resumable)",
+		Usage: `Usage: cordon ingest --tenant NAME [flags] PATH...
        cordon ingest --server URL --token T [--tenant NAME] [flags] PATH...
 
 Puts every Markdown or text file (.md, .markdown, .txt, .text) under each
@@ -46,8 +47,8 @@ decompress them first).
 A document's id is its path relative to the PATH argument it was found under
 (for a file argument, its name) without a trailing ".md", with characters
 outside A-Z a-z 0-9 . _ : / - replaced by '_': handbook/payments/holds.md is
-payments/holds, notes.txt stays notes.txt. It is the rule of 'cordon corpus'
-and 'cordon eval', so an ingested corpus folder has the ids its query files
+payments/holds, notes.txt stays notes.txt. It is the rule of 'cordon-lab corpus'
+and 'cordon-lab eval', so an ingested corpus folder has the ids its query files
 name.
 
 Files go in batches of --batch documents, --workers batches at a time: into
@@ -82,7 +83,7 @@ Examples:
   cordon ingest --tenant docs --include 'README' --exclude 'changelog*' -v /usr/share/doc
   cordon ingest --server http://127.0.0.1:8080 --token "$WRITER" --batch 100 --workers 8 handbook/
 ` + databaseHelp,
-		run: runIngest,
+		Run: runIngest,
 	}
 }
 
@@ -145,8 +146,8 @@ func matchAny(patterns []string, rel string) (string, bool) {
 }
 
 // docIDFor maps a path relative to a PATH argument to a doc id: the slash
-// path without a trailing ".md" (the rule of 'cordon corpus' and 'cordon
-// eval', so a corpus folder ingested gets the ids its query files name),
+// path without a trailing ".md" (the rule of 'cordon-lab corpus' and
+// 'cordon-lab eval', so a corpus folder ingested gets the ids its query files name),
 // with characters outside A-Z a-z 0-9 . _ : / - replaced by '_'.
 func docIDFor(rel string) string {
 	rel = strings.TrimSuffix(filepath.ToSlash(rel), ".md")
@@ -416,19 +417,20 @@ func fatalStoreError(err error) bool {
 // (its own and, while it re-embeds, the target) are not hashing and the
 // --embed-* flags do not serve them with their dimensions: every document
 // would fail the same way.
-func checkIngestModels(ctx context.Context, st *postgres.Store, tenant string, f *embedFlags) error {
+func checkIngestModels(ctx context.Context, st *postgres.Store, tenant string, f *cmdline.EmbedFlags) error {
 	specs, err := st.WriteModels(ctx, tenant)
 	if err != nil {
 		return err
 	}
+	model, dims := f.Model()
 	for _, spec := range specs {
 		switch {
 		case spec.IsHash():
-		case *f.url == "" || *f.model != spec.Model:
+		case f.URL() == "" || model != spec.Model:
 			return fmt.Errorf("%w: tenant %q embeds with %s, which no --embed-url serves here: give its embedding server, e.g. cordon ingest --embed-url URL --embed-model %s --embed-dims %d --tenant %s ... (docs/embeddings.md)",
-				errUsage, tenant, spec, spec.Model, spec.Dims, tenant)
-		case *f.dims != spec.Dims:
-			return fmt.Errorf("%w: tenant %q embeds with %s, but --embed-dims is %d: give --embed-dims %d", errUsage, tenant, spec, *f.dims, spec.Dims)
+				cmdline.ErrUsage, tenant, spec, spec.Model, spec.Dims, tenant)
+		case dims != spec.Dims:
+			return fmt.Errorf("%w: tenant %q embeds with %s, but --embed-dims is %d: give --embed-dims %d", cmdline.ErrUsage, tenant, spec, dims, spec.Dims)
 		}
 	}
 	return nil
@@ -537,12 +539,12 @@ func (h httpSink) close() {}
 // ingestBatchBytes caps the text of one batch, whatever --batch says.
 const ingestBatchBytes = 16 << 20
 
-func runIngest(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	dbURL := databaseFlag(fs)
-	embedding := addEmbedFlags(fs)
+func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
+	dbURL := cmdline.DatabaseFlag(fs)
+	embedding := cmdline.AddEmbedFlags(fs)
 	server := fs.String("server", "", "ingest over HTTP through this 'cordon serve' (POST .../documents:batch) instead of the database")
-	token := envString(fs, env, "token", "CORDON_TOKEN", "", "with --server: a bearer token with the writer role")
+	token := cmdline.EnvString(fs, env, "token", "CORDON_TOKEN", "", "with --server: a bearer token with the writer role")
 	tenant := fs.String("tenant", "", "tenant to load into; required (with --server: default the token's tenant claim)")
 	class := fs.String("classification", "internal", "classification of every file: public, internal, confidential, restricted")
 	asOf := fs.Int64("as-of-tick", -1, "as_of_tick of every file (default: the file's modification time, Unix seconds)")
@@ -555,11 +557,11 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	workers := fs.Int("workers", 4, "batches written in parallel")
 	timeout := fs.Duration("timeout", 5*time.Minute, "with --server: timeout of one batch request")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object (skipped files listed with -v)")
-	var barriers, include, exclude listFlag
+	var barriers, include, exclude cmdline.ListFlag
 	fs.Var(&barriers, "barrier", "barrier label of every file (repeatable)")
 	fs.Var(&include, "include", "glob of extra files to take from folders, e.g. 'README' or '*.rst' (repeatable)")
 	fs.Var(&exclude, "exclude", "glob of files to leave out, e.g. 'CHANGELOG*' or 'drafts/*' (repeatable)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if *server != "" && *tenant == "" {
@@ -567,21 +569,21 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	}
 	switch {
 	case *tenant == "" || fs.NArg() == 0:
-		return fmt.Errorf("%w: ingest needs --tenant NAME and at least one PATH", errUsage)
+		return fmt.Errorf("%w: ingest needs --tenant NAME and at least one PATH", cmdline.ErrUsage)
 	case *batchSize < 1 || *workers < 1:
-		return fmt.Errorf("%w: --batch and --workers must be at least 1", errUsage)
+		return fmt.Errorf("%w: --batch and --workers must be at least 1", cmdline.ErrUsage)
 	case *server != "" && *dbURL != "":
-		return fmt.Errorf("%w: give --server or --database-url, not both", errUsage)
+		return fmt.Errorf("%w: give --server or --database-url, not both", cmdline.ErrUsage)
 	case *server != "" && *token == "":
-		return fmt.Errorf("%w: --server needs a writer token: --token or $CORDON_TOKEN", errUsage)
+		return fmt.Errorf("%w: --server needs a writer token: --token or $CORDON_TOKEN", cmdline.ErrUsage)
 	}
 	cl, err := cordontype.ParseClassification(*class)
 	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
 	sel := ingestSelect{include: include, exclude: exclude}
 	if err := sel.validate(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
 	files, skipped, err := collectFiles(fs.Args(), sel)
 	if err != nil {
@@ -599,11 +601,11 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	if *server != "" {
 		sink = httpSink{client: &http.Client{Timeout: *timeout}, base: *server, token: *token, tenant: *tenant}
 	} else {
-		url, err := needDatabaseURL(env, *dbURL)
+		url, err := cmdline.NeedDatabaseURL(env, *dbURL)
 		if err != nil {
 			return err
 		}
-		if models, err = embedding.registry(); err != nil {
+		if models, err = embedding.Registry(); err != nil {
 			return err
 		}
 		st, err := postgres.Open(ctx, url, postgres.Options{Models: models})

@@ -3,25 +3,23 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func serveCommand() *command {
-	return &command{
-		name:    "serve",
-		summary: "run the JSON-over-HTTP API over PostgreSQL",
-		usage: `Usage: cordon serve [flags]
+func serveCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "serve",
+		Summary: "run the JSON-over-HTTP API over PostgreSQL",
+		Usage: `Usage: cordon serve [flags]
 
 Serves Cordon's HTTP API (see server/openapi.yaml, also at GET /openapi.yaml)
 over the Postgres store until SIGTERM or SIGINT, then finishes in-flight
@@ -58,7 +56,7 @@ provider's names, dotted paths into nested objects included (Keycloak:
 --claim-roles realm_access.roles); a mapped claim must be in every token.
 --jwt-leeway is the clock skew tolerated on exp, nbf and iat.
 
-` + rerankerUsage + `--rerank-budget is the model call's latency budget for a request that sets
+` + cmdline.RerankerUsage + `--rerank-budget is the model call's latency budget for a request that sets
 no rerank_budget_ms (--rerank-budget-tenant NAME=DURATION, repeatable, for
 one tenant); a call that misses it is shed like rerank off, and the
 request still succeeds. --dense-fallback-tenant NAME (repeatable) makes
@@ -81,90 +79,33 @@ Examples:
   cordon serve --oidc-issuer https://login.example.com/realms/bank --jwt-audience cordon --claim-roles realm_access.roles
   cordon serve --audit-key-file audit.keys --reranker-url http://127.0.0.1:8081 --reranker-model BAAI/bge-reranker-base --rerank-budget 250ms --rerank-budget-tenant wholesale=500ms
 `,
-		run: runServe,
+		Run: runServe,
 	}
 }
 
-// envFlag registers a string flag whose default is the environment variable.
-func envString(fs *flag.FlagSet, env Env, name, envName, def, usage string) *string {
-	v := env.Getenv(envName)
-	if v == "" {
-		v = def
-	}
-	return fs.String(name, v, usage+" ($"+envName+")")
-}
-
-func envInt64(fs *flag.FlagSet, env Env, name, envName string, def int64, usage string) (*int64, error) {
-	if s := env.Getenv(envName); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: $%s=%q is not an integer", errUsage, envName, s)
-		}
-		def = v
-	}
-	return fs.Int64(name, def, usage+" ($"+envName+")"), nil
-}
-
-func envDuration(fs *flag.FlagSet, env Env, name, envName string, def time.Duration, usage string) (*time.Duration, error) {
-	if s := env.Getenv(envName); s != "" {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: $%s=%q is not a duration such as 30s", errUsage, envName, s)
-		}
-		def = v
-	}
-	return fs.Duration(name, def, usage+" ($"+envName+")"), nil
-}
-
-// envBool reads a boolean environment variable: "1" or "true" is true.
-func envBool(env Env, name string) bool {
-	v := env.Getenv(name)
-	return v == "1" || v == "true"
-}
-
-// redactURL hides a URL's password.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || s == "" {
-		if s == "" {
-			return ""
-		}
-		return "[unparsable, redacted]"
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "REDACTED")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
-func runServe(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runServe(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	d := server.DefaultConfig()
-	listen := envString(fs, env, "listen", "CORDON_LISTEN", "127.0.0.1:8080", "address to listen on")
-	dbURL := databaseFlag(fs)
-	jwksFile := envString(fs, env, "jwks-file", "CORDON_JWKS_FILE", "", "JSON Web Key Set file (RS256, ES256, EdDSA)")
-	jwksURL := envString(fs, env, "jwks-url", "CORDON_JWKS_URL", "", "JSON Web Key Set URL, refreshed in the background")
-	oidc := envString(fs, env, "oidc-issuer", "CORDON_OIDC_ISSUER", "", "OIDC issuer whose discovery document names the JWKS")
-	issuer := envString(fs, env, "jwt-issuer", "CORDON_JWT_ISSUER", "", "required iss claim")
-	audience := envString(fs, env, "jwt-audience", "CORDON_JWT_AUDIENCE", "", "required aud claim")
-	claimTenant := envString(fs, env, "claim-tenant", "CORDON_CLAIM_TENANT", "", "claim name or dotted path holding the tenant (default: tenant)")
-	claimClearance := envString(fs, env, "claim-clearance", "CORDON_CLAIM_CLEARANCE", "", "claim name or dotted path holding the clearance (default: clearance)")
-	claimBarriers := envString(fs, env, "claim-barriers", "CORDON_CLAIM_BARRIERS", "", "claim name or dotted path holding the barriers (default: barriers)")
-	claimRoles := envString(fs, env, "claim-roles", "CORDON_CLAIM_ROLES", "", "claim name or dotted path holding the roles, e.g. realm_access.roles (default: roles)")
-	migrate := fs.Bool("migrate", envBool(env, "CORDON_MIGRATE"), "apply pending migrations before serving ($CORDON_MIGRATE=1)")
-	metricsAddr := envString(fs, env, "metrics-addr", "CORDON_METRICS_ADDR", "", "address of the Prometheus /metrics listener, apart from the API's (empty: no metrics)")
-	metricsTenants := fs.Bool("metrics-tenant-labels", envBool(env, "CORDON_METRICS_TENANT_LABELS"), "label the retrieval counters with the tenant ($CORDON_METRICS_TENANT_LABELS=1)")
-	auditKeyFile := envString(fs, env, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
-	auditKeyID := envString(fs, env, "audit-key-id", "CORDON_AUDIT_KEY_ID", "", "key id to write audit records with (default: the keyring's only key)")
-	auditUnkeyed := fs.Bool("audit-unkeyed", envBool(env, "CORDON_AUDIT_UNKEYED"), "development only: chain audit records without a key ($CORDON_AUDIT_UNKEYED=1)")
+	listen := cmdline.EnvString(fs, env, "listen", "CORDON_LISTEN", "127.0.0.1:8080", "address to listen on")
+	dbURL := cmdline.DatabaseFlag(fs)
+	jwksFile := cmdline.EnvString(fs, env, "jwks-file", "CORDON_JWKS_FILE", "", "JSON Web Key Set file (RS256, ES256, EdDSA)")
+	jwksURL := cmdline.EnvString(fs, env, "jwks-url", "CORDON_JWKS_URL", "", "JSON Web Key Set URL, refreshed in the background")
+	oidc := cmdline.EnvString(fs, env, "oidc-issuer", "CORDON_OIDC_ISSUER", "", "OIDC issuer whose discovery document names the JWKS")
+	issuer := cmdline.EnvString(fs, env, "jwt-issuer", "CORDON_JWT_ISSUER", "", "required iss claim")
+	audience := cmdline.EnvString(fs, env, "jwt-audience", "CORDON_JWT_AUDIENCE", "", "required aud claim")
+	claimTenant := cmdline.EnvString(fs, env, "claim-tenant", "CORDON_CLAIM_TENANT", "", "claim name or dotted path holding the tenant (default: tenant)")
+	claimClearance := cmdline.EnvString(fs, env, "claim-clearance", "CORDON_CLAIM_CLEARANCE", "", "claim name or dotted path holding the clearance (default: clearance)")
+	claimBarriers := cmdline.EnvString(fs, env, "claim-barriers", "CORDON_CLAIM_BARRIERS", "", "claim name or dotted path holding the barriers (default: barriers)")
+	claimRoles := cmdline.EnvString(fs, env, "claim-roles", "CORDON_CLAIM_ROLES", "", "claim name or dotted path holding the roles, e.g. realm_access.roles (default: roles)")
+	migrate := fs.Bool("migrate", cmdline.EnvBool(env, "CORDON_MIGRATE"), "apply pending migrations before serving ($CORDON_MIGRATE=1)")
+	metricsAddr := cmdline.EnvString(fs, env, "metrics-addr", "CORDON_METRICS_ADDR", "", "address of the Prometheus /metrics listener, apart from the API's (empty: no metrics)")
+	metricsTenants := fs.Bool("metrics-tenant-labels", cmdline.EnvBool(env, "CORDON_METRICS_TENANT_LABELS"), "label the retrieval counters with the tenant ($CORDON_METRICS_TENANT_LABELS=1)")
+	auditKeyFile := cmdline.EnvString(fs, env, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
+	auditKeyID := cmdline.EnvString(fs, env, "audit-key-id", "CORDON_AUDIT_KEY_ID", "", "key id to write audit records with (default: the keyring's only key)")
+	auditUnkeyed := fs.Bool("audit-unkeyed", cmdline.EnvBool(env, "CORDON_AUDIT_UNKEYED"), "development only: chain audit records without a key ($CORDON_AUDIT_UNKEYED=1)")
 	var errs []error
 	i64 := func(name, envName string, def int64, usage string) *int64 {
-		p, err := envInt64(fs, env, name, envName, def, usage)
+		p, err := cmdline.EnvInt64(fs, env, name, envName, def, usage)
 		if err != nil {
 			errs = append(errs, err)
 			p = new(int64)
@@ -172,7 +113,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		return p
 	}
 	dur := func(name, envName string, def time.Duration, usage string) *time.Duration {
-		p, err := envDuration(fs, env, name, envName, def, usage)
+		p, err := cmdline.EnvDuration(fs, env, name, envName, def, usage)
 		if err != nil {
 			errs = append(errs, err)
 			p = new(time.Duration)
@@ -180,10 +121,10 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		return p
 	}
 	maxConns := i64("max-conns", "CORDON_MAX_CONNS", 0, "database pool size (0: pgxpool's default)")
-	var replicaURLs repeatFlag
+	var replicaURLs cmdline.RepeatFlag
 	fs.Var(&replicaURLs, "replica-url", "URL of a streaming replica to serve reads from (repeatable; default: the comma-separated $CORDON_REPLICA_URLS)")
 	replicaMaxLag := dur("replica-max-lag", "CORDON_REPLICA_MAX_LAG", 0, "serve reads without a consistency token from a replica only while it is at most this far behind the primary (0: any healthy replica)")
-	cacheBytes := envString(fs, env, "cache-bytes", "CORDON_CACHE_BYTES", cacheAuto, "memory budget of the in-memory query path in bytes; auto: a quarter of the memory this process may use (cgroup limit, else physical memory); 0: rank every query in SQL")
+	cacheBytes := cmdline.EnvString(fs, env, "cache-bytes", "CORDON_CACHE_BYTES", cmdline.CacheAuto, "memory budget of the in-memory query path in bytes; auto: a quarter of the memory this process may use (cgroup limit, else physical memory); 0: rank every query in SQL")
 	maxBody := i64("max-body-bytes", "CORDON_MAX_BODY_BYTES", d.MaxBodyBytes, "limit of a JSON request body")
 	maxDoc := i64("max-document-bytes", "CORDON_MAX_DOCUMENT_BYTES", d.MaxDocumentBytes, "limit of a document PUT body")
 	maxBatch := i64("max-batch-bytes", "CORDON_MAX_BATCH_BYTES", d.MaxBatchBytes, "limit of an NDJSON batch body")
@@ -193,13 +134,13 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	idle := dur("idle-timeout", "CORDON_IDLE_TIMEOUT", d.IdleTimeout, "keep-alive idle time")
 	reqTimeout := dur("request-timeout", "CORDON_REQUEST_TIMEOUT", d.RequestTimeout, "bound of one request's work, database included")
 	shutdown := dur("shutdown-timeout", "CORDON_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "time in-flight requests get on SIGTERM")
-	embedding := addEmbedFlags(fs)
+	embedding := cmdline.AddEmbedFlags(fs)
 	leeway := dur("jwt-leeway", "CORDON_JWT_LEEWAY", server.DefaultLeeway, "clock skew tolerated on a token's exp, nbf and iat (at most "+server.MaxLeeway.String()+")")
-	reranker := addRerankerFlags(fs, env, &errs)
-	rerankBudget := envString(fs, env, "rerank-budget", "CORDON_RERANK_BUDGET", d.RerankBudget.String(), "model reranker latency budget of a request that sets no rerank_budget_ms")
-	var fallbackTenants repeatFlag
+	reranker := cmdline.AddRerankerFlags(fs, env, &errs)
+	rerankBudget := cmdline.EnvString(fs, env, "rerank-budget", "CORDON_RERANK_BUDGET", d.RerankBudget.String(), "model reranker latency budget of a request that sets no rerank_budget_ms")
+	var fallbackTenants cmdline.RepeatFlag
 	fs.Var(&fallbackTenants, "dense-fallback-tenant", "NAME: a tenant whose retrieves run lexical-only when the query cannot be embedded (policy dense_fallback \"lexical\" by default; repeatable; default: the comma-separated $CORDON_DENSE_FALLBACK_TENANTS)")
-	var tenantBudgets repeatFlag
+	var tenantBudgets cmdline.RepeatFlag
 	fs.Var(&tenantBudgets, "rerank-budget-tenant", "NAME=DURATION: one tenant's rerank budget (repeatable; default: the comma-separated $CORDON_RERANK_BUDGET_TENANTS)")
 	var limits retrieval.Limits
 	limitFlags := []struct {
@@ -215,27 +156,27 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	}
 	tenantRetrieves := i64("tenant-retrieves", "CORDON_TENANT_RETRIEVES", int64(d.TenantRetrieves), "retrieves of one tenant in progress at once (default: 2 x GOMAXPROCS)")
 	tenantQueue := i64("tenant-retrieve-queue", "CORDON_TENANT_RETRIEVE_QUEUE", -1, "retrieves of one tenant that wait for one in progress before the next is refused with 429 (-1: 4 x --tenant-retrieves; 0: none wait)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if len(errs) > 0 {
 		return errs[0]
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: serve takes no arguments", errUsage)
+		return fmt.Errorf("%w: serve takes no arguments", cmdline.ErrUsage)
 	}
 	if *leeway < 0 || *leeway > server.MaxLeeway {
-		return fmt.Errorf("%w: --jwt-leeway %v: want between 0s and %v", errUsage, *leeway, server.MaxLeeway)
+		return fmt.Errorf("%w: --jwt-leeway %v: want between 0s and %v", cmdline.ErrUsage, *leeway, server.MaxLeeway)
 	}
 	claimPaths := server.ClaimPaths{Tenant: *claimTenant, Clearance: *claimClearance, Barriers: *claimBarriers, Roles: *claimRoles}
 	if err := claimPaths.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
-	models, err := embedding.registry()
+	models, err := embedding.Registry()
 	if err != nil {
 		return err
 	}
-	embedWarning, err := embedding.probe(ctx, models)
+	embedWarning, err := embedding.Probe(ctx, models)
 	if err != nil {
 		return err
 	}
@@ -245,7 +186,7 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	}
 	for _, f := range limitFlags {
 		if *f.v < 1 || *f.v > retrieval.MaxLimit {
-			return fmt.Errorf("%w: --%s %d: want 1 to %d", errUsage, f.name, *f.v, retrieval.MaxLimit)
+			return fmt.Errorf("%w: --%s %d: want 1 to %d", cmdline.ErrUsage, f.name, *f.v, retrieval.MaxLimit)
 		}
 		*f.dst = int(*f.v)
 	}
@@ -254,13 +195,13 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	var le *retrieval.LimitError
 	if err := retrieval.New(nil, retrieval.WithLimits(limits)).Validate(retrieval.ServicePolicy()); errors.As(err, &le) {
 		return fmt.Errorf("%w: --max-%s %d is below the service profile's %s %d, which every request that sets no %s takes",
-			errUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
+			cmdline.ErrUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
 	}
 	if *tenantRetrieves < 1 || *tenantRetrieves > 10000 {
-		return fmt.Errorf("%w: --tenant-retrieves %d: want 1 to 10000", errUsage, *tenantRetrieves)
+		return fmt.Errorf("%w: --tenant-retrieves %d: want 1 to 10000", cmdline.ErrUsage, *tenantRetrieves)
 	}
 	if *tenantQueue < -1 || *tenantQueue > 100000 {
-		return fmt.Errorf("%w: --tenant-retrieve-queue %d: want -1 (4 x --tenant-retrieves) or 0 to 100000", errUsage, *tenantQueue)
+		return fmt.Errorf("%w: --tenant-retrieve-queue %d: want -1 (4 x --tenant-retrieves) or 0 to 100000", cmdline.ErrUsage, *tenantQueue)
 	}
 	if *tenantQueue == -1 {
 		*tenantQueue = 4 * *tenantRetrieves
@@ -269,41 +210,41 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 	if queue == 0 {
 		queue = -1 // server.Config: none wait
 	}
-	budget, err := parseBudget("--rerank-budget", *rerankBudget)
+	budget, err := cmdline.ParseBudget("--rerank-budget", *rerankBudget)
 	if err != nil {
 		return err
 	}
 	if len(tenantBudgets) == 0 {
-		tenantBudgets = splitList(env.Getenv("CORDON_RERANK_BUDGET_TENANTS"))
+		tenantBudgets = cmdline.SplitList(env.Getenv("CORDON_RERANK_BUDGET_TENANTS"))
 	}
 	budgets, err := parseTenantBudgets(tenantBudgets)
 	if err != nil {
 		return err
 	}
 	if len(fallbackTenants) == 0 {
-		fallbackTenants = splitList(env.Getenv("CORDON_DENSE_FALLBACK_TENANTS"))
+		fallbackTenants = cmdline.SplitList(env.Getenv("CORDON_DENSE_FALLBACK_TENANTS"))
 	}
 	for _, name := range fallbackTenants {
 		if err := cordontype.ValidateTenant(name); err != nil {
-			return fmt.Errorf("%w: --dense-fallback-tenant %q: %w", errUsage, name, err)
+			return fmt.Errorf("%w: --dense-fallback-tenant %q: %w", cmdline.ErrUsage, name, err)
 		}
 	}
-	log := logger(env)
-	rr, err := reranker.build(env, log)
+	log := cmdline.Logger(env)
+	rr, err := reranker.Build(env, log)
 	if err != nil {
 		return err
 	}
-	cacheBudgetBytes, cacheRule, err := cacheBudget("--cache-bytes", *cacheBytes, 1)
+	cacheBudgetBytes, cacheRule, err := cmdline.CacheBudget("--cache-bytes", *cacheBytes, 1)
 	if err != nil {
 		return err
 	}
-	url := databaseURL(env, *dbURL)
+	url := cmdline.DatabaseURL(env, *dbURL)
 	secret := env.Getenv("CORDON_JWT_HS256_SECRET")
 	secretState := "unset"
 	if secret != "" {
 		secretState = "set (redacted)"
 	}
-	attrs := []any{"listen", *listen, "database_url", redactURL(url), "jwt_hs256_secret", secretState,
+	attrs := []any{"listen", *listen, "database_url", cmdline.RedactURL(url), "jwt_hs256_secret", secretState,
 		"jwks_file", *jwksFile, "jwks_url", *jwksURL, "oidc_issuer", *oidc, "jwt_issuer", *issuer, "jwt_audience", *audience,
 		"jwt_leeway", leeway.String(), "claim_tenant", *claimTenant, "claim_clearance", *claimClearance,
 		"claim_barriers", *claimBarriers, "claim_roles", *claimRoles,
@@ -311,10 +252,9 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		"max_batch_bytes", *maxBatch, "read_header_timeout", readHeader.String(), "read_timeout", read.String(),
 		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
 		"shutdown_timeout", shutdown.String(), "metrics_addr", *metricsAddr, "metrics_tenant_labels", *metricsTenants,
-		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed,
-		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims,
-		"embed_same_origin_redirects", *embedding.sameOrigin}
-	attrs = append(attrs, reranker.logAttrs(env)...)
+		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed}
+	attrs = append(attrs, embedding.LogAttrs()...)
+	attrs = append(attrs, reranker.LogAttrs(env)...)
 	attrs = append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","),
 		"dense_fallback_tenants", strings.Join(fallbackTenants, ","))
 	for _, f := range limitFlags {
@@ -345,10 +285,10 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 		}
 	}
 	if *maxConns < 0 || *maxConns > 10000 {
-		return fmt.Errorf("%w: --max-conns %d out of range", errUsage, *maxConns)
+		return fmt.Errorf("%w: --max-conns %d out of range", cmdline.ErrUsage, *maxConns)
 	}
 	if *replicaMaxLag < 0 {
-		return fmt.Errorf("%w: --replica-max-lag %v must be >= 0", errUsage, *replicaMaxLag)
+		return fmt.Errorf("%w: --replica-max-lag %v must be >= 0", cmdline.ErrUsage, *replicaMaxLag)
 	}
 	if len(replicaURLs) == 0 {
 		for _, u := range strings.Split(env.Getenv("CORDON_REPLICA_URLS"), ",") {
@@ -415,21 +355,44 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 func serveAuditKeys(file, id string, unkeyed bool) (*postgres.AuditKeyring, error) {
 	switch {
 	case file != "" && unkeyed:
-		return nil, fmt.Errorf("%w: --audit-key-file and --audit-unkeyed exclude each other", errUsage)
+		return nil, fmt.Errorf("%w: --audit-key-file and --audit-unkeyed exclude each other", cmdline.ErrUsage)
 	case unkeyed:
 		if id != "" {
-			return nil, fmt.Errorf("%w: --audit-key-id needs --audit-key-file, not --audit-unkeyed", errUsage)
+			return nil, fmt.Errorf("%w: --audit-key-id needs --audit-key-file, not --audit-unkeyed", cmdline.ErrUsage)
 		}
 		return &postgres.AuditKeyring{}, nil
 	case file == "":
-		return nil, fmt.Errorf("%w: no audit key: pass --audit-key-file FILE ($CORDON_AUDIT_KEY_FILE; lines 'KEY_ID BASE64_KEY', e.g. echo \"k1 $(head -c 32 /dev/urandom | base64)\" > audit.keys), or --audit-unkeyed for development", errUsage)
+		return nil, fmt.Errorf("%w: no audit key: pass --audit-key-file FILE ($CORDON_AUDIT_KEY_FILE; lines 'KEY_ID BASE64_KEY', e.g. echo \"k1 $(head -c 32 /dev/urandom | base64)\" > audit.keys), or --audit-unkeyed for development", cmdline.ErrUsage)
 	}
 	keys, err := loadAuditKeyring(file, id)
 	if err != nil {
 		return nil, err
 	}
 	if keys.Active == "" {
-		return nil, fmt.Errorf("%w: %s holds several keys: name the one to write with (--audit-key-id, $CORDON_AUDIT_KEY_ID)", errUsage, file)
+		return nil, fmt.Errorf("%w: %s holds several keys: name the one to write with (--audit-key-id, $CORDON_AUDIT_KEY_ID)", cmdline.ErrUsage, file)
 	}
 	return keys, nil
+}
+
+// parseTenantBudgets reads NAME=DURATION pairs.
+func parseTenantBudgets(pairs []string) (map[string]time.Duration, error) {
+	out := make(map[string]time.Duration, len(pairs))
+	for _, p := range pairs {
+		name, val, ok := strings.Cut(p, "=")
+		if !ok {
+			return nil, fmt.Errorf("%w: --rerank-budget-tenant %q: want NAME=DURATION, e.g. wholesale=500ms", cmdline.ErrUsage, p)
+		}
+		if err := cordontype.ValidateTenant(name); err != nil {
+			return nil, fmt.Errorf("%w: --rerank-budget-tenant %q: %w", cmdline.ErrUsage, p, err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%w: --rerank-budget-tenant: tenant %s given twice", cmdline.ErrUsage, name)
+		}
+		d, err := cmdline.ParseBudget("--rerank-budget-tenant "+name, val)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = d
+	}
+	return out, nil
 }

@@ -18,15 +18,15 @@ saved runs. It is a binary of its own so that the plotting library and its
 fonts stay out of the 'cordon' binary that serves.
 
 Usage:
-  cordon-plot eval  --out FILE.png RUN.json...      runs written by 'cordon eval --json' or --save
-  cordon-plot bench --out FILE.png REPORT.json...   reports written by 'cordon bench --json'
-  cordon-plot service --out FILE.png REPORT.json... reports of 'cordon bench --systems cordon,http --json'
+  cordon-plot eval  --out FILE.png RUN.json...      runs written by 'cordon-lab eval --json' or --save
+  cordon-plot bench --out FILE.png REPORT.json...   reports written by 'cordon-lab bench --json'
+  cordon-plot service --out FILE.png REPORT.json... reports of 'cordon-lab bench --systems cordon,http --json'
 
 eval draws one panel per run: each pipeline's R@1, R@5, R@10, MRR@10 and
 nDCG@10, and the bake-off's recall@10 per chunking when the run has one.
 bench draws p50 latency against corpus size (both log scale), one line per
 system and tenant count: the one-client p50 where a report has one
-(cordon bench --serial), else the p50 with the report's clients.
+(cordon-lab bench --serial), else the p50 with the report's clients.
 service draws queries per second against clients for the store path and
 the service path, one line style per tenant count, a point per report and
 the line through the medians.
@@ -109,7 +109,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			var r bench.Report
 			if err := json.Unmarshal(b, &r); err != nil {
-				return fmt.Errorf("%s: not a 'cordon bench --json' report: %w", p, err)
+				return fmt.Errorf("%s: not a 'cordon-lab bench --json' report: %w", p, err)
 			}
 			reps = append(reps, &r)
 		}
@@ -131,10 +131,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		var r eval.Evaluation
 		if err := json.Unmarshal(data, &r); err != nil {
-			return fmt.Errorf("%s: not a 'cordon eval --json' run: %w", p, err)
+			return fmt.Errorf("%s: not a 'cordon-lab eval --json' run: %w", p, err)
 		}
 		if len(r.Report.Results) == 0 {
-			return fmt.Errorf("%s: not a 'cordon eval --json' run: no results", p)
+			return fmt.Errorf("%s: not a 'cordon-lab eval --json' run: no results", p)
 		}
 		runs = append(runs, r)
 	}

@@ -1,21 +1,21 @@
-package cli
+package labcli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/cordon-rag/cordon/lab/plot"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cordon-rag/cordon/lab/eval"
+	"github.com/cordon-rag/cordon/lab/plot"
 )
 
 const (
-	evalSubsetCorpus  = "../testdata/eval/corpus"
-	evalSubsetQueries = "../testdata/eval/queries.jsonl"
+	evalSubsetCorpus  = "../../testdata/eval/corpus"
+	evalSubsetQueries = "../../testdata/eval/queries.jsonl"
 )
 
 // runEvalCLI runs the CLI and returns its exit code, stdout and stderr.
@@ -29,7 +29,7 @@ func runEvalCLI(t *testing.T, args ...string) (int, string, string) {
 func TestEvalHelp(t *testing.T) {
 	for _, args := range [][]string{{"eval", "--help"}, {"help", "eval"}} {
 		code, out, _ := runEvalCLI(t, args...)
-		if code != ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "cordon eval --corpus") {
+		if code != ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "cordon-lab eval --corpus") {
 			t.Errorf("%v: exit %d, help without an example:\n%s", args, code, out)
 		}
 	}
@@ -155,7 +155,7 @@ func TestEvalOutputs(t *testing.T) {
 	}
 	checkEvalPNG(t, png2)
 	perr.Reset()
-	if code := plot.Main([]string{"eval", "--out", png2, perQuery}, &pout, &perr); code != 1 || !strings.Contains(perr.String(), "not a 'cordon eval --json' run") {
+	if code := plot.Main([]string{"eval", "--out", png2, perQuery}, &pout, &perr); code != 1 || !strings.Contains(perr.String(), "not a 'cordon-lab eval --json' run") {
 		t.Errorf("cordon-plot eval of a non-run: exit %d, %s", code, perr.String())
 	}
 }

@@ -1,11 +1,10 @@
-package cli
+package labcli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cordon-rag/cordon/lab/plot"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cordon-rag/cordon/lab/bench"
+	"github.com/cordon-rag/cordon/lab/plot"
 )
 
 func runBenchCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
