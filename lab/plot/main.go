@@ -44,8 +44,6 @@ const (
 	exitUsage = 2
 )
 
-var errUsage = errors.New("usage")
-
 // Main runs cordon-plot with args (without the program name) and returns
 // its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
