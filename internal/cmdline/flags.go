@@ -10,37 +10,60 @@ import (
 
 // EnvString registers a string flag whose default is the environment variable.
 func EnvString(fs *flag.FlagSet, env Env, name, envName, def, usage string) *string {
-	v := env.Getenv(envName)
-	if v == "" {
-		v = def
+	p := new(string)
+	EnvStringVar(fs, env, p, name, envName, def, usage)
+	return p
+}
+
+// EnvStringVar is [EnvString] into p.
+func EnvStringVar(fs *flag.FlagSet, env Env, p *string, name, envName, def, usage string) {
+	if v := env.Getenv(envName); v != "" {
+		def = v
 	}
-	return fs.String(name, v, usage+" ($"+envName+")")
+	fs.StringVar(p, name, def, usage+" ($"+envName+")")
 }
 
 // EnvInt64 registers an int64 flag whose default is the environment
 // variable; a value there that is no integer is a usage error.
 func EnvInt64(fs *flag.FlagSet, env Env, name, envName string, def int64, usage string) (*int64, error) {
+	p := new(int64)
+	return p, EnvInt64Var(fs, env, p, name, envName, def, usage)
+}
+
+// EnvInt64Var is [EnvInt64] into p. The flag is registered even when the
+// environment's value is refused, so that the error is the one reported.
+func EnvInt64Var(fs *flag.FlagSet, env Env, p *int64, name, envName string, def int64, usage string) error {
+	var err error
 	if s := env.Getenv(envName); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: $%s=%q is not an integer", ErrUsage, envName, s)
+		if v, perr := strconv.ParseInt(s, 10, 64); perr != nil {
+			err = fmt.Errorf("%w: $%s=%q is not an integer", ErrUsage, envName, s)
+		} else {
+			def = v
 		}
-		def = v
 	}
-	return fs.Int64(name, def, usage+" ($"+envName+")"), nil
+	fs.Int64Var(p, name, def, usage+" ($"+envName+")")
+	return err
 }
 
 // EnvDuration registers a duration flag whose default is the environment
 // variable; a value there that is no duration is a usage error.
 func EnvDuration(fs *flag.FlagSet, env Env, name, envName string, def time.Duration, usage string) (*time.Duration, error) {
+	p := new(time.Duration)
+	return p, EnvDurationVar(fs, env, p, name, envName, def, usage)
+}
+
+// EnvDurationVar is [EnvDuration] into p, registered as [EnvInt64Var] is.
+func EnvDurationVar(fs *flag.FlagSet, env Env, p *time.Duration, name, envName string, def time.Duration, usage string) error {
+	var err error
 	if s := env.Getenv(envName); s != "" {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: $%s=%q is not a duration such as 30s", ErrUsage, envName, s)
+		if v, perr := time.ParseDuration(s); perr != nil {
+			err = fmt.Errorf("%w: $%s=%q is not a duration such as 30s", ErrUsage, envName, s)
+		} else {
+			def = v
 		}
-		def = v
 	}
-	return fs.Duration(name, def, usage+" ($"+envName+")"), nil
+	fs.DurationVar(p, name, def, usage+" ($"+envName+")")
+	return err
 }
 
 // EnvBool reads a boolean environment variable: "1" or "true" is true.
@@ -71,7 +94,14 @@ func RedactURL(s string) string {
 
 // DatabaseFlag registers --database-url on fs.
 func DatabaseFlag(fs *flag.FlagSet) *string {
-	return fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL, else the libpq PG* environment variables)")
+	p := new(string)
+	DatabaseFlagVar(fs, p)
+	return p
+}
+
+// DatabaseFlagVar is [DatabaseFlag] into p.
+func DatabaseFlagVar(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL, else the libpq PG* environment variables)")
 }
 
 // pgEnvVars are the libpq environment variables pgx reads
