@@ -589,6 +589,43 @@ func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	if err != nil {
 		return err
 	}
+	if err := checkDocIDs(files); err != nil {
+		return err
+	}
+	var sink ingestSink
+	var models *embed.Registry
+	if *server != "" {
+		sink = httpSink{client: &http.Client{Timeout: *timeout}, base: *server, token: *token, tenant: *tenant}
+	} else if sink, models, err = openStoreSink(ctx, env, *dbURL, embedding, *tenant); err != nil {
+		return err
+	}
+	defer sink.close()
+	hashes, err := sink.hashes(ctx)
+	if err != nil {
+		return err
+	}
+	job := ingestJob{tenant: *tenant, class: cl, barriers: barriers, asOf: *asOf, force: *force, batchSize: *batchSize, workers: *workers}
+	bar := newProgress(env.Stderr, len(files), *quiet)
+	models.Observe(bar)
+	t := job.run(ctx, sink, hashes, files, bar)
+	if *asJSON {
+		if err := writeJSON(env.Stdout, t.summary(*tenant, len(files), skipped, verbose)); err != nil {
+			return err
+		}
+	} else {
+		printIngestSummary(env, *tenant, len(files), t.put, t.unchanged, verbose, skipped, t.failures)
+	}
+	if t.fatal != nil {
+		return t.fatal
+	}
+	if len(t.failures) > 0 {
+		return fmt.Errorf("%d files failed", len(t.failures))
+	}
+	return nil
+}
+
+// checkDocIDs refuses two files that map to one doc id.
+func checkDocIDs(files []ingestFile) error {
 	seen := make(map[string]string, len(files))
 	for _, f := range files {
 		if prev, dup := seen[f.docID]; dup {
@@ -596,84 +633,96 @@ func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		}
 		seen[f.docID] = f.path
 	}
-	var sink ingestSink
-	var models *embed.Registry
-	if *server != "" {
-		sink = httpSink{client: &http.Client{Timeout: *timeout}, base: *server, token: *token, tenant: *tenant}
-	} else {
-		url, err := cmdline.NeedDatabaseURL(env, *dbURL)
-		if err != nil {
-			return err
-		}
-		if models, err = embedding.Registry(); err != nil {
-			return err
-		}
-		st, err := postgres.Open(ctx, url, postgres.Options{Models: models})
-		if err != nil {
-			return err
-		}
-		if err := checkIngestModels(ctx, st, *tenant, embedding); err != nil {
-			st.Close()
-			return err
-		}
-		sink = storeSink{st: st, tenant: *tenant}
-	}
-	defer sink.close()
-	hashes, err := sink.hashes(ctx)
-	if err != nil {
-		return err
-	}
+	return nil
+}
 
-	var (
-		mu       sync.Mutex
-		failures []failure
-		put      int
-		done     int
-		fatal    error
-	)
-	bar := newProgress(env.Stderr, len(files), *quiet)
-	models.Observe(bar)
-	stopTick := bar.tick(time.Second, func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return done
-	})
+// openStoreSink opens the database ingest writes to, with the embedding
+// providers the flags configure, and checks that they serve the tenant's
+// models.
+func openStoreSink(ctx context.Context, env Env, dbURL string, embedding *cmdline.EmbedFlags, tenant string) (ingestSink, *embed.Registry, error) {
+	url, err := cmdline.NeedDatabaseURL(env, dbURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	models, err := embedding.Registry()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := postgres.Open(ctx, url, postgres.Options{Models: models})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkIngestModels(ctx, st, tenant, embedding); err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return storeSink{st: st, tenant: tenant}, models, nil
+}
+
+// ingestJob is what an ingest applies to every file.
+type ingestJob struct {
+	tenant    string
+	class     cordontype.Classification
+	barriers  []string
+	asOf      int64 // < 0: each file's modification time
+	force     bool  // put unchanged files too
+	batchSize int
+	workers   int
+}
+
+// ingestTally is an ingest's outcome, kept by the reader and the workers
+// under mu.
+type ingestTally struct {
+	mu        sync.Mutex
+	failures  []failure
+	put       int
+	unchanged int
+	done      int   // files read, put, failed or unchanged
+	fatal     error // what stopped the ingest
+}
+
+// fail records a file that was not put.
+func (t *ingestTally) fail(path string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failures = append(t.failures, failure{path, err.Error()})
+	t.done++
+}
+
+// count is t.done, for the progress display.
+func (t *ingestTally) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
+}
+
+// ingestBatch is documents written in one transaction or request, with
+// their files.
+type ingestBatch struct {
+	docs  []cordontype.Document
+	paths []string
+}
+
+// run reads files in order, skips those whose hash is unchanged, batches
+// the others and puts the batches through sink with j.workers workers. A
+// failed document is recorded and the ingest goes on; a failed batch (the
+// sink unusable) or ctx ending stops it, recorded as t.fatal.
+func (j ingestJob) run(ctx context.Context, sink ingestSink, hashes map[string][]byte, files []ingestFile, bar *progress) *ingestTally {
+	t := &ingestTally{}
+	stopTick := bar.tick(time.Second, t.count)
 	defer stopTick()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type batch struct {
-		docs  []cordontype.Document
-		paths []string
-	}
-	batches := make(chan batch)
+	batches := make(chan ingestBatch)
 	var wg sync.WaitGroup
-	for range *workers {
+	for range j.workers {
 		wg.Go(func() {
 			for b := range batches {
-				errs, err := sink.putBatch(ctx, b.docs)
-				mu.Lock()
-				if err != nil {
-					if fatal == nil {
-						fatal = fmt.Errorf("stopped at %s (re-run to resume): %w", b.paths[0], err)
-					}
-					cancel()
-				} else {
-					for i, e := range errs {
-						if e != nil {
-							failures = append(failures, failure{b.paths[i], e.Error()})
-						} else {
-							put++
-						}
-					}
-					done += len(b.docs)
-				}
-				d := done
-				mu.Unlock()
-				bar.draw(d, false)
+				bar.draw(t.putBatch(ctx, sink, b, cancel), false)
 			}
 		})
 	}
-	var cur batch
+	var cur ingestBatch
 	curBytes := 0
 	send := func() bool {
 		if len(cur.docs) == 0 {
@@ -684,58 +733,26 @@ func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		case <-ctx.Done():
 			return false
 		}
-		cur, curBytes = batch{}, 0
+		cur, curBytes = ingestBatch{}, 0
 		return true
 	}
-	unchanged := 0
 	for _, f := range files {
 		if ctx.Err() != nil {
 			break
 		}
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			mu.Lock()
-			failures = append(failures, failure{f.path, err.Error()})
-			done++
-			mu.Unlock()
+		doc, size, ok := j.read(f, hashes, t)
+		if !ok {
 			continue
 		}
-		sum := blake2b.Sum256(data)
-		if old, ok := hashes[f.docID]; ok && !*force && bytes.Equal(old, sum[:]) {
-			mu.Lock()
-			unchanged++
-			done++
-			mu.Unlock()
-			continue
-		}
-		tick := *asOf
-		if tick < 0 {
-			tick = 0
-			if info, err := os.Stat(f.path); err == nil {
-				tick = max(info.ModTime().Unix(), 0)
-			}
-		}
-		doc := cordontype.Document{Tenant: *tenant, DocID: f.docID, Text: string(data), Classification: cl,
-			Barriers: slices.Clone([]string(barriers)), AsOfTick: tick, Title: filepath.Base(f.path),
-			Metadata: map[string]any{"source_path": filepath.ToSlash(f.path)}}
-		// Checked here too: JSON would turn invalid UTF-8 into U+FFFD on
-		// the way to the server, and Cordon never repairs text.
-		if err := doc.Validate(); err != nil {
-			mu.Lock()
-			failures = append(failures, failure{f.path, err.Error()})
-			done++
-			mu.Unlock()
-			continue
-		}
-		if len(cur.docs) > 0 && curBytes+len(data) > ingestBatchBytes {
+		if len(cur.docs) > 0 && curBytes+size > ingestBatchBytes {
 			if !send() {
 				break
 			}
 		}
 		cur.docs = append(cur.docs, doc)
 		cur.paths = append(cur.paths, f.path)
-		curBytes += len(data)
-		if len(cur.docs) >= *batchSize && !send() {
+		curBytes += size
+		if len(cur.docs) >= j.batchSize && !send() {
 			break
 		}
 	}
@@ -743,39 +760,91 @@ func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	close(batches)
 	wg.Wait()
 	stopTick()
-	bar.draw(done, true)
-	if fatal == nil && ctx.Err() != nil {
-		fatal = fmt.Errorf("interrupted after %d of %d files (re-run to resume): %w", done, len(files), ctx.Err())
+	bar.draw(t.done, true)
+	if t.fatal == nil && ctx.Err() != nil {
+		t.fatal = fmt.Errorf("interrupted after %d of %d files (re-run to resume): %w", t.done, len(files), ctx.Err())
 	}
-	slices.SortFunc(failures, func(a, b failure) int { return strings.Compare(a.path, b.path) })
-	if *asJSON {
-		sum := ingestSummary{Tenant: *tenant, Files: len(files), Ingested: put, Unchanged: unchanged, Failed: len(failures),
-			Skipped: len(skipped), SkippedBy: map[string]int{}, Failures: []ingestFailure{}}
-		for _, sk := range skipped {
-			sum.SkippedBy[sk.kind]++
-			if verbose {
-				sum.SkippedFiles = append(sum.SkippedFiles, ingestFailure{Path: sk.path, Reason: sk.detail})
-			}
+	slices.SortFunc(t.failures, func(a, b failure) int { return strings.Compare(a.path, b.path) })
+	return t
+}
+
+// putBatch writes b through sink, records the outcome and returns the
+// files done; a failure of the whole batch stops the ingest (cancel).
+func (t *ingestTally) putBatch(ctx context.Context, sink ingestSink, b ingestBatch, cancel func()) int {
+	errs, err := sink.putBatch(ctx, b.docs)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		if t.fatal == nil {
+			t.fatal = fmt.Errorf("stopped at %s (re-run to resume): %w", b.paths[0], err)
 		}
-		for _, f := range failures {
-			sum.Failures = append(sum.Failures, ingestFailure{Path: f.path, Reason: f.msg})
-		}
-		if fatal != nil {
-			sum.Error = fatal.Error()
-		}
-		if err := writeJSON(env.Stdout, sum); err != nil {
-			return err
-		}
-	} else {
-		printIngestSummary(env, *tenant, len(files), put, unchanged, verbose, skipped, failures)
+		cancel()
+		return t.done
 	}
-	if fatal != nil {
-		return fatal
+	for i, e := range errs {
+		if e != nil {
+			t.failures = append(t.failures, failure{b.paths[i], e.Error()})
+		} else {
+			t.put++
+		}
 	}
-	if len(failures) > 0 {
-		return fmt.Errorf("%d files failed", len(failures))
+	t.done += len(b.docs)
+	return t.done
+}
+
+// read makes f's document and returns it with its text's size; ok is false
+// when f is not to be put (unreadable, invalid, or unchanged since the last
+// ingest), which t records.
+func (j ingestJob) read(f ingestFile, hashes map[string][]byte, t *ingestTally) (doc cordontype.Document, size int, ok bool) {
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		t.fail(f.path, err)
+		return doc, 0, false
 	}
-	return nil
+	sum := blake2b.Sum256(data)
+	if old, ok := hashes[f.docID]; ok && !j.force && bytes.Equal(old, sum[:]) {
+		t.mu.Lock()
+		t.unchanged++
+		t.done++
+		t.mu.Unlock()
+		return doc, 0, false
+	}
+	tick := j.asOf
+	if tick < 0 {
+		tick = 0
+		if info, err := os.Stat(f.path); err == nil {
+			tick = max(info.ModTime().Unix(), 0)
+		}
+	}
+	doc = cordontype.Document{Tenant: j.tenant, DocID: f.docID, Text: string(data), Classification: j.class,
+		Barriers: slices.Clone(j.barriers), AsOfTick: tick, Title: filepath.Base(f.path),
+		Metadata: map[string]any{"source_path": filepath.ToSlash(f.path)}}
+	// Checked here too: JSON would turn invalid UTF-8 into U+FFFD on
+	// the way to the server, and Cordon never repairs text.
+	if err := doc.Validate(); err != nil {
+		t.fail(f.path, err)
+		return doc, 0, false
+	}
+	return doc, len(data), true
+}
+
+// summary is the --json summary of t.
+func (t *ingestTally) summary(tenant string, files int, skipped []skippedFile, verbose bool) ingestSummary {
+	sum := ingestSummary{Tenant: tenant, Files: files, Ingested: t.put, Unchanged: t.unchanged, Failed: len(t.failures),
+		Skipped: len(skipped), SkippedBy: map[string]int{}, Failures: []ingestFailure{}}
+	for _, sk := range skipped {
+		sum.SkippedBy[sk.kind]++
+		if verbose {
+			sum.SkippedFiles = append(sum.SkippedFiles, ingestFailure{Path: sk.path, Reason: sk.detail})
+		}
+	}
+	for _, f := range t.failures {
+		sum.Failures = append(sum.Failures, ingestFailure{Path: f.path, Reason: f.msg})
+	}
+	if t.fatal != nil {
+		sum.Error = t.fatal.Error()
+	}
+	return sum
 }
 
 // ingestSummary is the output of 'cordon ingest --json'.
