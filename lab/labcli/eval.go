@@ -340,24 +340,36 @@ func runEval(ctx context.Context, env Env, c *cmdline.Command, args []string) er
 	opts.DropSections = drop
 	opts.Workers = *workers
 	opts.PerQuery = *perQuery != "" || *trecDir != ""
+	run, err := measureEval(ctx, env, edocs, queries, opts, meta, *bakeoff, *every)
+	if err != nil {
+		return err
+	}
+	return writeEval(env, run, queries, evalOutputs{trecDir: *trecDir, perQuery: *perQuery, save: *savePath, json: *asJSON, markdown: *asMarkdown})
+}
+
+// measureEval runs the pipelines of opts over the documents and queries,
+// and with bakeoff the chunking bake-off, reporting progress on stderr
+// every progressEvery queries.
+func measureEval(ctx context.Context, env Env, edocs []eval.Document, queries []eval.Query, opts eval.Options, meta eval.Meta, bakeoff bool, progressEvery int) (eval.Evaluation, error) {
 	label := "main run"
 	start := time.Now()
 	opts.Progress = func(done, total int) {
-		if *every > 0 && (done%*every == 0 || done == total) {
+		if progressEvery > 0 && (done%progressEvery == 0 || done == total) {
 			el := time.Since(start)
 			rate := float64(done) / el.Seconds()
 			fmt.Fprintf(env.Stderr, "eval: %s: %d/%d queries, %.0f queries/s, ETA %s\n", label, done, total, rate,
 				time.Duration(float64(total-done)/rate*float64(time.Second)).Round(time.Second))
 		}
 	}
-	fmt.Fprintf(env.Stderr, "eval: %d documents, %d queries, %d workers\n", len(docs), len(queries), *workers)
+	fmt.Fprintf(env.Stderr, "eval: %d documents, %d queries, %d workers\n", len(edocs), len(queries), opts.Workers)
 	run := eval.Evaluation{Meta: meta}
+	var err error
 	run.Report, err = eval.Run(ctx, edocs, queries, opts)
 	if err != nil {
-		return err
+		return run, err
 	}
 	fmt.Fprintf(env.Stderr, "eval: main run took %s\n", time.Since(start).Round(100*time.Millisecond))
-	if *bakeoff {
+	if bakeoff {
 		variants := eval.DefaultVariants()
 		bstart := time.Now()
 		run.BakeOff, err = eval.BakeOff(ctx, edocs, queries, variants, opts, func(i int, v eval.Variant) {
@@ -365,38 +377,49 @@ func runEval(ctx context.Context, env Env, c *cmdline.Command, args []string) er
 			start = time.Now()
 		})
 		if err != nil {
-			return err
+			return run, err
 		}
 		fmt.Fprintf(env.Stderr, "eval: bake-off took %s\n", time.Since(bstart).Round(100*time.Millisecond))
 	}
+	return run, nil
+}
 
-	if *trecDir != "" {
-		if err := writeTREC(*trecDir, queries, run.Report.PerQuery); err != nil {
+// evalOutputs are where an eval run goes besides stdout's report.
+type evalOutputs struct {
+	trecDir, perQuery, save string
+	json, markdown          bool
+}
+
+// writeEval writes run's TREC runs, per-query lines and saved JSON as out
+// asks, then the report to stdout: JSON, Markdown tables or text.
+func writeEval(env Env, run eval.Evaluation, queries []eval.Query, out evalOutputs) error {
+	if out.trecDir != "" {
+		if err := writeTREC(out.trecDir, queries, run.Report.PerQuery); err != nil {
 			return err
 		}
 	}
-	if *perQuery != "" {
-		if err := writePerQuery(*perQuery, run.Report.PerQuery); err != nil {
+	if out.perQuery != "" {
+		if err := writePerQuery(out.perQuery, run.Report.PerQuery); err != nil {
 			return err
 		}
 	}
 	run.Report.PerQuery = nil
-	if *savePath != "" {
+	if out.save != "" {
 		var b bytes.Buffer
 		if err := encodeRun(&b, run); err != nil {
 			return err
 		}
-		if err := os.WriteFile(*savePath, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(out.save, b.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("save run: %w", err)
 		}
 	}
 	switch {
-	case *asJSON:
+	case out.json:
 		return encodeRun(env.Stdout, run)
-	case *asMarkdown:
-		return eval.WriteMarkdown(env.Stdout, meta, run.Report, run.BakeOff)
+	case out.markdown:
+		return eval.WriteMarkdown(env.Stdout, run.Meta, run.Report, run.BakeOff)
 	}
-	return eval.WriteText(env.Stdout, meta, run.Report, run.BakeOff)
+	return eval.WriteText(env.Stdout, run.Meta, run.Report, run.BakeOff)
 }
 
 func encodeRun(w io.Writer, run eval.Evaluation) error {
