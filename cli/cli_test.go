@@ -280,8 +280,7 @@ func TestProgressChunks(t *testing.T) {
 }
 
 // TestServingBinaryHasNoLab: the binary that serves links no lab package
-// (cordon-lab measures) and not the plotting library (cordon-plot draws the
-// charts).
+// and not the plotting library (cordon-lab measures and draws the charts).
 func TestServingBinaryHasNoLab(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "github.com/cordon-rag/cordon/cmd/cordon").CombinedOutput()
 	if err != nil {
@@ -300,8 +299,8 @@ func TestServingBinaryHasNoLab(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	if deps := strings.Fields(string(out)); !slices.Contains(deps, "github.com/cordon-rag/cordon/lab/bench") {
-		t.Errorf("go list -deps of cmd/cordon-lab lacks lab/bench: %s", out)
+	if deps := strings.Fields(string(out)); !slices.Contains(deps, "github.com/cordon-rag/cordon/lab/bench") || !slices.Contains(deps, "gonum.org/v1/plot") {
+		t.Errorf("go list -deps of cmd/cordon-lab lacks lab/bench or gonum.org/v1/plot: %s", out)
 	}
 }
 

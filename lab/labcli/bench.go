@@ -90,7 +90,7 @@ as one JSON object:
    "p95_ms", "p99_ms", "qps", "ingest_chunks_per_s", "bytes_per_chunk", "compacted_bytes_per_chunk",
    "recall_at_10", ...}, "sql_exact": ..., "sql_hybrid": ..., "memory": ...}, ...}
 
-cordon-plot (a separate binary, so plotting stays out of 'cordon') draws p50
+'cordon-lab plot bench' (plotting stays out of 'cordon') draws p50
 latency against corpus size from one or more --json reports.
 
 Examples:
@@ -99,7 +99,7 @@ Examples:
   cordon-lab bench --database-url "$URL" --chunks 100000 --tenants 100 --batch 50 --json > bench-100x1k.json
   cordon-lab bench --systems memory --chunks 100000
   cordon-lab bench --database-url "$URL" --systems cordon,http --concurrency 8 --mix default --cpuprofile http.prof
-  go run ./cmd/cordon-plot bench --out docs/benchmarks.png bench-10k.json bench-100k.json
+  go run ./cmd/cordon-lab plot bench --out docs/benchmarks.png bench-10k.json bench-100k.json
 `,
 		Run: runBench,
 	}

@@ -92,7 +92,7 @@ pipeline's document-level ranking as a TREC run for 'cordon-lab eval score'.
 
 Output is a table for people; --markdown prints the tables of
 docs/quality.md; --json prints the whole run for scripts, --save also
-writes it to a file (both are what the separate cordon-plot binary draws). Progress
+writes it to a file (both are what 'cordon-lab plot eval' draws). Progress
 goes to stderr. Deterministic: the same inputs give the same numbers.
 
 score reads TREC runs ("qid Q0 docid rank score tag" per line; documents
@@ -120,7 +120,7 @@ Examples:
       --rerank-budget 10s --workers 2 --profile 'model={"rerank":"model","rerank_blend":0}'
   cordon-lab eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
   cordon-lab eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
-  go run ./cmd/cordon-plot eval --out docs/quality.png kept.json heldout.json
+  go run ./cmd/cordon-lab plot eval --out docs/quality.png kept.json heldout.json
 `,
 		Run: runEval,
 		Subs: []*cmdline.Command{
@@ -238,7 +238,7 @@ func runEval(ctx context.Context, env Env, c *cmdline.Command, args []string) er
 	bakeoff := fs.Bool("bakeoff", false, "also run the chunking bake-off (nine chunkings)")
 	asJSON := fs.Bool("json", false, "print the run as JSON")
 	asMarkdown := fs.Bool("markdown", false, "print the tables as Markdown")
-	savePath := fs.String("save", "", "also write the run as JSON to FILE (for cordon-plot eval)")
+	savePath := fs.String("save", "", "also write the run as JSON to FILE (for cordon-lab plot eval)")
 	perQuery := fs.String("per-query", "", "write every query's rankings, chunks and metrics to FILE (JSON Lines)")
 	trecDir := fs.String("trec", "", "write each pipeline's document ranking as DIR/PIPELINE.run (TREC run format)")
 	maxWords := fs.Int("max-words", index.DefaultSettings().Chunking.MaxWords, "chunk window size in words for the main run")

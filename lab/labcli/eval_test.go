@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/lab/eval"
-	"github.com/cordon-rag/cordon/lab/plot"
 )
 
 const (
@@ -141,22 +140,25 @@ func TestEvalOutputs(t *testing.T) {
 		t.Errorf("a second run with 1 worker printed a different table")
 	}
 
-	// cordon-plot draws saved runs: one, and two side by side.
+	// plot eval draws saved runs: one, and two side by side.
 	saved := filepath.Join(dir, "run.json")
 	os.WriteFile(saved, []byte(js), 0o644)
 	png2 := filepath.Join(dir, "two.png")
-	var pout, perr bytes.Buffer
-	if code := plot.Main([]string{"eval", "--out", png, saved}, &pout, &perr); code != 0 {
-		t.Fatalf("cordon-plot eval: exit %d: %s", code, perr.String())
+	if code, _, perr := runEvalCLI(t, "plot", "eval", "--out", png, saved); code != ExitOK {
+		t.Fatalf("plot eval: exit %d: %s", code, perr)
 	}
 	checkEvalPNG(t, png)
-	if code := plot.Main([]string{"eval", "--out", png2, saved, saved}, &pout, &perr); code != 0 {
-		t.Fatalf("cordon-plot eval: exit %d: %s", code, perr.String())
+	if code, _, perr := runEvalCLI(t, "plot", "eval", "--out", png2, saved, saved); code != ExitOK {
+		t.Fatalf("plot eval: exit %d: %s", code, perr)
 	}
 	checkEvalPNG(t, png2)
-	perr.Reset()
-	if code := plot.Main([]string{"eval", "--out", png2, perQuery}, &pout, &perr); code != 1 || !strings.Contains(perr.String(), "not a 'cordon-lab eval --json' run") {
-		t.Errorf("cordon-plot eval of a non-run: exit %d, %s", code, perr.String())
+	if code, _, perr := runEvalCLI(t, "plot", "eval", "--out", png2, perQuery); code != ExitError || !strings.Contains(perr, "not a 'cordon-lab eval --json' run") {
+		t.Errorf("plot eval of a non-run: exit %d, %s", code, perr)
+	}
+	for _, args := range [][]string{{"plot", "eval", saved}, {"plot", "bench", "--out", png}} {
+		if code, _, perr := runEvalCLI(t, args...); code != ExitUsage {
+			t.Errorf("%q: exit %d, %s; want a usage error", args, code, perr)
+		}
 	}
 }
 

@@ -25,6 +25,7 @@ func commandTable() []*cmdline.Command {
 		evalCommand(),
 		corpusCommand(),
 		benchCommand(),
+		plotCommand(),
 	}
 }
 
@@ -37,7 +38,7 @@ func Main(ctx context.Context, env Env, args []string) int {
 func topUsage(cmds []*cmdline.Command) string {
 	var b strings.Builder
 	b.WriteString(`cordon-lab: measure Cordon (retrieval quality, evaluation corpora, speed
-against SQL baselines). The service itself is 'cordon'.
+against SQL baselines) and draw the charts. The service itself is 'cordon'.
 
 Usage:
   cordon-lab <command> [subcommand] [flags] [args]
