@@ -9,7 +9,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/embed/embedtest"
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/internal/memindextest"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/replay/replaygen"
 	"github.com/cordon-rag/cordon/store/memory"

@@ -14,7 +14,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/grounding"
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/internal/memindextest"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 	"github.com/cordon-rag/cordon/store/postgres"

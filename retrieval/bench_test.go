@@ -8,7 +8,7 @@ import (
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/internal/memindextest"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/internal/proccpu"
 	"github.com/cordon-rag/cordon/lab/bench"
 	"github.com/cordon-rag/cordon/retrieval"

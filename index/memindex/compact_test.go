@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/index/memindex"
-	"github.com/cordon-rag/cordon/internal/memindextest"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/replay/replaygen"
 )
 

@@ -16,6 +16,6 @@
 // byte-identical; the differential tests hold it to that.
 //
 // [Index] is not safe for concurrent use. store/postgres keeps one per
-// tenant behind its own lock; internal/memindextest wraps one per tenant as
-// a replay and retrieval store for the differential tests.
+// tenant behind its own lock; memindextest wraps one per tenant as a replay
+// and retrieval store for the differential tests.
 package memindex

@@ -3,7 +3,7 @@ package memindex
 import "testing"
 
 // Hooks for the external tests (package memindex_test), which compare the
-// index with the reference store through internal/memindextest.
+// index with the reference store through index/memindex/memindextest.
 
 // SetCompactMinDead sets the dead slots that trigger a compaction until t
 // ends.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/internal/memindextest"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/store/memory"
 )
