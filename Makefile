@@ -154,8 +154,8 @@ bench: ## micro-benchmarks with allocation counts
 
 BENCH_ARGS ?= --chunks 100000 --queries 100 --concurrency 8 --serial 100 --batch 50 --cache-mib 4096
 .PHONY: bench/run
-bench/run: ## cordon bench against a throwaway PostgreSQL (BENCH_ARGS=...; report in bench-report.json)
-	@URL=$$(bash scripts/db.sh start) && $(GO) run ./cmd/cordon bench --database-url "$$URL" $(BENCH_ARGS) --json > bench-report.json && echo "wrote bench-report.json"
+bench/run: ## cordon-lab bench against a throwaway PostgreSQL (BENCH_ARGS=...; report in bench-report.json)
+	@URL=$$(bash scripts/db.sh start) && $(GO) run ./cmd/cordon-lab bench --database-url "$$URL" $(BENCH_ARGS) --json > bench-report.json && echo "wrote bench-report.json"
 
 .PHONY: db/start
 db/start: ## start a throwaway PostgreSQL + pgvector and print its URL

@@ -1,19 +1,11 @@
 package assemble
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
-)
-
-// ErrBudget is returned by [Context] when the fixed blocks alone exceed the
-// budget; ErrInvalidBudget when the budget is below 1.
-var (
-	ErrBudget        = errors.New("token budget too small for the fixed blocks")
-	ErrInvalidBudget = errors.New("invalid token budget")
 )
 
 const separator = "\n\n"

@@ -1,7 +1,6 @@
 package bm25
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
@@ -11,9 +10,6 @@ const (
 	DefaultK1 = 1.5
 	DefaultB  = 0.75
 )
-
-// ErrInvalidParams is returned by [Params.Validate].
-var ErrInvalidParams = errors.New("invalid bm25 parameters")
 
 // Params are the BM25 free parameters: K1 >= 0 controls term-frequency
 // saturation, B in [0, 1] controls length normalisation.

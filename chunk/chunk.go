@@ -1,7 +1,6 @@
 package chunk
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -17,10 +16,6 @@ const (
 	DefaultMaxWords     = 200
 	DefaultOverlapWords = 40
 )
-
-// ErrInvalidOptions is returned by [Options.Validate] and [Split] when the
-// window sizes break 0 <= OverlapWords < MaxWords.
-var ErrInvalidOptions = errors.New("invalid chunking options")
 
 // Options sets the window size of the size-level split.
 type Options struct {

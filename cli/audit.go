@@ -8,14 +8,15 @@ import (
 	"os"
 	"strings"
 
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func auditCommand() *command {
-	return &command{
-		name:    "audit",
-		summary: "verify a tenant's keyed, hash-chained audit log; export its head",
-		usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed] [--json]
+func auditCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "audit",
+		Summary: "verify a tenant's keyed, hash-chained audit log; export its head",
+		Usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed] [--json]
        cordon audit head --tenant NAME [--audit-key-file FILE]
 
 verify recomputes the chain of the tenant's audit log (one record per
@@ -50,8 +51,8 @@ Examples:
   cordon audit head --tenant wholesale > wholesale-head.json
   cordon audit verify --tenant wholesale --anchor wholesale-head.json
 ` + databaseHelp,
-		subs: []*command{
-			{name: "verify", summary: "verify the tenant's audit chain", run: runAudit, usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed] [--json]
+		Subs: []*cmdline.Command{
+			{Name: "verify", Summary: "verify the tenant's audit chain", Run: runAudit, Usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed] [--json]
 
 Recomputes the tenant's audit chain and says where it breaks, or that the
 keyring's key does not match the records (exit 1), or prints the number of
@@ -62,7 +63,7 @@ records, how many are unkeyed, and the head hash. --json prints
 Example:
   cordon audit verify --tenant wholesale --anchor wholesale-head.json
 `},
-			{name: "head", summary: "verify the chain and print its newest record", run: runAudit, usage: `Usage: cordon audit head --tenant NAME [--audit-key-file FILE]
+			{Name: "head", Summary: "verify the chain and print its newest record", Run: runAudit, Usage: `Usage: cordon audit head --tenant NAME [--audit-key-file FILE]
 
 Verifies the tenant's audit chain and prints its newest record as JSON, to
 keep where the database's owner cannot rewrite it and pass back to
@@ -125,12 +126,12 @@ func loadAuditKeyring(path, active string) (*postgres.AuditKeyring, error) {
 	return k, nil
 }
 
-func runAudit(ctx context.Context, env Env, c *command, args []string) error {
-	action := c.name
-	fs := newFlagSet(c, env)
-	dbURL := databaseFlag(fs)
+func runAudit(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	action := c.Name
+	fs := cmdline.NewFlagSet(c)
+	dbURL := cmdline.DatabaseFlag(fs)
 	tenant := fs.String("tenant", "", "tenant whose log to verify; required")
-	keyFile := envString(fs, env, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
+	keyFile := cmdline.EnvString(fs, env, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
 	var anchorFile *string
 	requireKeyed, asJSON := new(bool), new(bool)
 	if action == "verify" {
@@ -138,11 +139,11 @@ func runAudit(ctx context.Context, env Env, c *command, args []string) error {
 		requireKeyed = fs.Bool("require-keyed", false, "fail on any unkeyed record")
 		asJSON = fs.Bool("json", false, `print the outcome as one JSON object ("status": ok, broken, key_mismatch, unverifiable or unkeyed)`)
 	}
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if *tenant == "" || fs.NArg() != 0 {
-		return fmt.Errorf("%w: %s needs --tenant NAME and no arguments", errUsage, action)
+		return fmt.Errorf("%w: %s needs --tenant NAME and no arguments", cmdline.ErrUsage, action)
 	}
 	var keys *postgres.AuditKeyring
 	if *keyFile != "" {
@@ -163,11 +164,11 @@ func runAudit(ctx context.Context, env Env, c *command, args []string) error {
 		}
 		var a postgres.AuditHead
 		if err := json.Unmarshal(data, &a); err != nil || a.Seq < 0 || (a.Seq > 0 && len(a.Hash) != 64) {
-			return fmt.Errorf("%w: %s is not a head printed by 'cordon audit head'", errUsage, *anchorFile)
+			return fmt.Errorf("%w: %s is not a head printed by 'cordon audit head'", cmdline.ErrUsage, *anchorFile)
 		}
 		anchors = append(anchors, a)
 	}
-	url, err := needDatabaseURL(env, *dbURL)
+	url, err := cmdline.NeedDatabaseURL(env, *dbURL)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cordon-rag/cordon/internal/cmdline"
 )
 
 // runCLIEnv runs the CLI with env as its environment.
@@ -24,37 +26,6 @@ func runCLIEnv(t *testing.T, env map[string]string, args ...string) (int, string
 
 // A URL nothing listens on: connecting fails at once, without a database.
 const deadURL = "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"
-
-func TestParseFlagsInterspersed(t *testing.T) {
-	tests := []struct {
-		name     string
-		args     []string
-		wantX    string
-		wantB    bool
-		wantArgs []string
-	}{
-		{"flags first", []string{"--x", "1", "-b", "a", "b"}, "1", true, []string{"a", "b"}},
-		{"flags last", []string{"a", "b", "--x=1", "-b"}, "1", true, []string{"a", "b"}},
-		{"flags between", []string{"a", "--x", "1", "b", "-b"}, "1", true, []string{"a", "b"}},
-		{"double dash ends flags", []string{"a", "--x", "1", "--", "-b", "--x"}, "1", false, []string{"a", "-b", "--x"}},
-		{"dash is an argument", []string{"-", "--x", "2"}, "2", false, []string{"-"}},
-		{"no flags", []string{"a"}, "", false, []string{"a"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := &command{name: "t"}
-			fs := newFlagSet(c, Env{})
-			x := fs.String("x", "", "")
-			b := fs.Bool("b", false, "")
-			if err := parseFlags(fs, c, Env{}, tt.args); err != nil {
-				t.Fatal(err)
-			}
-			if *x != tt.wantX || *b != tt.wantB || !slices.Equal(fs.Args(), tt.wantArgs) {
-				t.Errorf("got x=%q b=%v args=%q, want x=%q b=%v args=%q", *x, *b, fs.Args(), tt.wantX, tt.wantB, tt.wantArgs)
-			}
-		})
-	}
-}
 
 // Flags before and after the arguments mean the same to every command.
 func TestFlagsBeforeAndAfterArguments(t *testing.T) {
@@ -88,8 +59,6 @@ func TestSubcommandHelp(t *testing.T) {
 	tests := [][]string{
 		{"migrate", "up"}, {"migrate", "status"}, {"migrate", "down-to"},
 		{"tenant", "create"}, {"tenant", "set"}, {"tenant", "drop"}, {"tenant", "list"}, {"tenant", "grant"}, {"tenant", "revoke"},
-		{"eval", "score"}, {"eval", "export"},
-		{"corpus", "manpages"}, {"corpus", "queries"},
 		{"audit", "verify"}, {"audit", "head"},
 	}
 	for _, path := range tests {
@@ -119,19 +88,19 @@ func TestDatabaseURLResolution(t *testing.T) {
 	}{
 		{"flag wins", "postgres://flag/db", map[string]string{"CORDON_DATABASE_URL": "postgres://env/db", "PGHOST": "h"}, "postgres://flag/db"},
 		{"CORDON_DATABASE_URL next", "", map[string]string{"CORDON_DATABASE_URL": "postgres://env/db", "PGHOST": "h"}, "postgres://env/db"},
-		{"PGHOST alone", "", map[string]string{"PGHOST": "h"}, libpqEnvURL},
-		{"PGDATABASE alone", "", map[string]string{"PGDATABASE": "d"}, libpqEnvURL},
+		{"PGHOST alone", "", map[string]string{"PGHOST": "h"}, cmdline.LibpqEnvURL},
+		{"PGDATABASE alone", "", map[string]string{"PGDATABASE": "d"}, cmdline.LibpqEnvURL},
 		{"nothing", "", map[string]string{"HOME": "/root"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := Env{Getenv: func(k string) string { return tt.env[k] }}
-			if got := databaseURL(env, tt.flag); got != tt.want {
+			if got := cmdline.DatabaseURL(env, tt.flag); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}
-	if _, err := needDatabaseURL(Env{Getenv: func(string) string { return "" }}, ""); err == nil || !strings.Contains(err.Error(), "PGHOST") {
+	if _, err := cmdline.NeedDatabaseURL(Env{Getenv: func(string) string { return "" }}, ""); err == nil || !strings.Contains(err.Error(), "PGHOST") {
 		t.Errorf("no database: got %v, want an error naming PGHOST", err)
 	}
 
@@ -139,7 +108,7 @@ func TestDatabaseURLResolution(t *testing.T) {
 	for k, v := range map[string]string{"PGHOST": "db.example.internal", "PGPORT": "6543", "PGUSER": "cordon_ops", "PGPASSWORD": "pw", "PGDATABASE": "cordon_prod", "PGSSLMODE": "disable"} {
 		t.Setenv(k, v)
 	}
-	cfg, err := pgconn.ParseConfig(databaseURL(Env{Getenv: os.Getenv}, ""))
+	cfg, err := pgconn.ParseConfig(cmdline.DatabaseURL(Env{Getenv: os.Getenv}, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +142,7 @@ func TestReplayResetNeedsYes(t *testing.T) {
 }
 
 func TestListFlag(t *testing.T) {
-	var l listFlag
+	var l cmdline.ListFlag
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.Var(&l, "role", "")
 	if err := fs.Parse([]string{"--role", "reader, writer", "--role", "admin", "--role", ","}); err != nil {
@@ -310,9 +279,9 @@ func TestProgressChunks(t *testing.T) {
 	}
 }
 
-// TestServingBinaryHasNoPlotting: the binary that serves does not link the
-// plotting library (cordon-plot draws the charts).
-func TestServingBinaryHasNoPlotting(t *testing.T) {
+// TestServingBinaryHasNoLab: the binary that serves links no lab package
+// and not the plotting library (cordon-lab measures and draws the charts).
+func TestServingBinaryHasNoLab(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "github.com/cordon-rag/cordon/cmd/cordon").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -321,8 +290,37 @@ func TestServingBinaryHasNoPlotting(t *testing.T) {
 		t.Fatalf("go list -deps of cmd/cordon lacks the server package: %s", out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "gonum.org/v1/plot") || strings.HasPrefix(dep, "github.com/cordon-rag/cordon/lab/plot") {
+		if strings.HasPrefix(dep, "gonum.org/v1/plot") || strings.HasPrefix(dep, "github.com/cordon-rag/cordon/lab/") {
 			t.Errorf("cmd/cordon depends on %s", dep)
+		}
+	}
+	// The same check sees the lab packages where they are linked.
+	out, err = exec.Command("go", "list", "-deps", "github.com/cordon-rag/cordon/cmd/cordon-lab").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if deps := strings.Fields(string(out)); !slices.Contains(deps, "github.com/cordon-rag/cordon/lab/bench") || !slices.Contains(deps, "gonum.org/v1/plot") {
+		t.Errorf("go list -deps of cmd/cordon-lab lacks lab/bench or gonum.org/v1/plot: %s", out)
+	}
+}
+
+// The measuring commands moved to cordon-lab: cordon names where, and
+// fails, and its help does not list them.
+func TestMovedCommands(t *testing.T) {
+	for _, args := range [][]string{{"bench"}, {"eval", "--corpus", "x"}, {"eval", "score", "--help"}, {"corpus", "manpages"}, {"help", "bench"}, {"--help", "corpus"}} {
+		code, out, stderr := runCLIEnv(t, nil, args...)
+		name := args[len(args)-1]
+		if args[0] != "help" && args[0] != "--help" {
+			name = args[0]
+		}
+		if want := "cordon " + name + ": moved: run cordon-lab " + name + "\n"; code != ExitUsage || out != "" || stderr != want {
+			t.Errorf("%q: got exit %d, stdout %q, stderr %q; want exit %d and %q", args, code, out, stderr, ExitUsage, want)
+		}
+	}
+	_, out, _ := runCLIEnv(t, nil, "--help")
+	for _, name := range movedCommands {
+		if strings.Contains(out, "\n  "+name+" ") {
+			t.Errorf("cordon --help lists %s:\n%s", name, out)
 		}
 	}
 }
@@ -408,10 +406,10 @@ func TestSettingsDimsFromModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &command{name: "create"}
-			fs := newFlagSet(c, Env{})
+			c := &cmdline.Command{Name: "create"}
+			fs := cmdline.NewFlagSet(c)
 			settings := settingsFlags(fs)
-			if err := parseFlags(fs, c, Env{}, tt.args); err != nil {
+			if err := cmdline.ParseFlags(fs, c, Env{}, tt.args); err != nil {
 				t.Fatal(err)
 			}
 			s, err := settings()

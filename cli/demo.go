@@ -15,15 +15,16 @@ import (
 	"github.com/cordon-rag/cordon/fusion"
 	"github.com/cordon-rag/cordon/grounding"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 )
 
-func demoCommand() *command {
-	return &command{
-		name:    "demo",
-		summary: "a worked, annotated session on the in-memory store (start here)",
-		usage: `Usage: cordon demo
+func demoCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "demo",
+		Summary: "a worked, annotated session on the in-memory store (start here)",
+		Usage: `Usage: cordon demo
 
 Runs a worked session on the in-memory store (no database needed) and prints it
 to stdout as plain text, to be read top to bottom. It loads a small bank corpus
@@ -47,17 +48,17 @@ The output is deterministic: two runs print the same bytes.
 Example:
   cordon demo | less
 `,
-		run: runDemo,
+		Run: runDemo,
 	}
 }
 
-func runDemo(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	if err := parseFlags(fs, c, env, args); err != nil {
+func runDemo(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: demo takes no arguments, got %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: demo takes no arguments, got %q", cmdline.ErrUsage, fs.Args())
 	}
 	return writeDemo(ctx, env.Stdout)
 }

@@ -23,14 +23,15 @@ import (
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func ingestCommand() *command {
-	return &command{
-		name:    "ingest",
-		summary: "load Markdown/text files into a tenant (resumable)",
-		usage: `Usage: cordon ingest --tenant NAME [flags] PATH...
+func ingestCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "ingest",
+		Summary: "load Markdown/text files into a tenant (resumable)",
+		Usage: `Usage: cordon ingest --tenant NAME [flags] PATH...
        cordon ingest --server URL --token T [--tenant NAME] [flags] PATH...
 
 Puts every Markdown or text file (.md, .markdown, .txt, .text) under each
@@ -46,8 +47,8 @@ decompress them first).
 A document's id is its path relative to the PATH argument it was found under
 (for a file argument, its name) without a trailing ".md", with characters
 outside A-Z a-z 0-9 . _ : / - replaced by '_': handbook/payments/holds.md is
-payments/holds, notes.txt stays notes.txt. It is the rule of 'cordon corpus'
-and 'cordon eval', so an ingested corpus folder has the ids its query files
+payments/holds, notes.txt stays notes.txt. It is the rule of 'cordon-lab corpus'
+and 'cordon-lab eval', so an ingested corpus folder has the ids its query files
 name.
 
 Files go in batches of --batch documents, --workers batches at a time: into
@@ -82,7 +83,7 @@ Examples:
   cordon ingest --tenant docs --include 'README' --exclude 'changelog*' -v /usr/share/doc
   cordon ingest --server http://127.0.0.1:8080 --token "$WRITER" --batch 100 --workers 8 handbook/
 ` + databaseHelp,
-		run: runIngest,
+		Run: runIngest,
 	}
 }
 
@@ -145,8 +146,8 @@ func matchAny(patterns []string, rel string) (string, bool) {
 }
 
 // docIDFor maps a path relative to a PATH argument to a doc id: the slash
-// path without a trailing ".md" (the rule of 'cordon corpus' and 'cordon
-// eval', so a corpus folder ingested gets the ids its query files name),
+// path without a trailing ".md" (the rule of 'cordon-lab corpus' and
+// 'cordon-lab eval', so a corpus folder ingested gets the ids its query files name),
 // with characters outside A-Z a-z 0-9 . _ : / - replaced by '_'.
 func docIDFor(rel string) string {
 	rel = strings.TrimSuffix(filepath.ToSlash(rel), ".md")
@@ -416,19 +417,20 @@ func fatalStoreError(err error) bool {
 // (its own and, while it re-embeds, the target) are not hashing and the
 // --embed-* flags do not serve them with their dimensions: every document
 // would fail the same way.
-func checkIngestModels(ctx context.Context, st *postgres.Store, tenant string, f *embedFlags) error {
+func checkIngestModels(ctx context.Context, st *postgres.Store, tenant string, f *cmdline.EmbedFlags) error {
 	specs, err := st.WriteModels(ctx, tenant)
 	if err != nil {
 		return err
 	}
+	model, dims := f.Model()
 	for _, spec := range specs {
 		switch {
 		case spec.IsHash():
-		case *f.url == "" || *f.model != spec.Model:
+		case f.URL() == "" || model != spec.Model:
 			return fmt.Errorf("%w: tenant %q embeds with %s, which no --embed-url serves here: give its embedding server, e.g. cordon ingest --embed-url URL --embed-model %s --embed-dims %d --tenant %s ... (docs/embeddings.md)",
-				errUsage, tenant, spec, spec.Model, spec.Dims, tenant)
-		case *f.dims != spec.Dims:
-			return fmt.Errorf("%w: tenant %q embeds with %s, but --embed-dims is %d: give --embed-dims %d", errUsage, tenant, spec, *f.dims, spec.Dims)
+				cmdline.ErrUsage, tenant, spec, spec.Model, spec.Dims, tenant)
+		case dims != spec.Dims:
+			return fmt.Errorf("%w: tenant %q embeds with %s, but --embed-dims is %d: give --embed-dims %d", cmdline.ErrUsage, tenant, spec, dims, spec.Dims)
 		}
 	}
 	return nil
@@ -537,12 +539,12 @@ func (h httpSink) close() {}
 // ingestBatchBytes caps the text of one batch, whatever --batch says.
 const ingestBatchBytes = 16 << 20
 
-func runIngest(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	dbURL := databaseFlag(fs)
-	embedding := addEmbedFlags(fs)
+func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
+	dbURL := cmdline.DatabaseFlag(fs)
+	embedding := cmdline.AddEmbedFlags(fs)
 	server := fs.String("server", "", "ingest over HTTP through this 'cordon serve' (POST .../documents:batch) instead of the database")
-	token := envString(fs, env, "token", "CORDON_TOKEN", "", "with --server: a bearer token with the writer role")
+	token := cmdline.EnvString(fs, env, "token", "CORDON_TOKEN", "", "with --server: a bearer token with the writer role")
 	tenant := fs.String("tenant", "", "tenant to load into; required (with --server: default the token's tenant claim)")
 	class := fs.String("classification", "internal", "classification of every file: public, internal, confidential, restricted")
 	asOf := fs.Int64("as-of-tick", -1, "as_of_tick of every file (default: the file's modification time, Unix seconds)")
@@ -555,11 +557,11 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	workers := fs.Int("workers", 4, "batches written in parallel")
 	timeout := fs.Duration("timeout", 5*time.Minute, "with --server: timeout of one batch request")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object (skipped files listed with -v)")
-	var barriers, include, exclude listFlag
+	var barriers, include, exclude cmdline.ListFlag
 	fs.Var(&barriers, "barrier", "barrier label of every file (repeatable)")
 	fs.Var(&include, "include", "glob of extra files to take from folders, e.g. 'README' or '*.rst' (repeatable)")
 	fs.Var(&exclude, "exclude", "glob of files to leave out, e.g. 'CHANGELOG*' or 'drafts/*' (repeatable)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if *server != "" && *tenant == "" {
@@ -567,26 +569,63 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	}
 	switch {
 	case *tenant == "" || fs.NArg() == 0:
-		return fmt.Errorf("%w: ingest needs --tenant NAME and at least one PATH", errUsage)
+		return fmt.Errorf("%w: ingest needs --tenant NAME and at least one PATH", cmdline.ErrUsage)
 	case *batchSize < 1 || *workers < 1:
-		return fmt.Errorf("%w: --batch and --workers must be at least 1", errUsage)
+		return fmt.Errorf("%w: --batch and --workers must be at least 1", cmdline.ErrUsage)
 	case *server != "" && *dbURL != "":
-		return fmt.Errorf("%w: give --server or --database-url, not both", errUsage)
+		return fmt.Errorf("%w: give --server or --database-url, not both", cmdline.ErrUsage)
 	case *server != "" && *token == "":
-		return fmt.Errorf("%w: --server needs a writer token: --token or $CORDON_TOKEN", errUsage)
+		return fmt.Errorf("%w: --server needs a writer token: --token or $CORDON_TOKEN", cmdline.ErrUsage)
 	}
 	cl, err := cordontype.ParseClassification(*class)
 	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
 	sel := ingestSelect{include: include, exclude: exclude}
 	if err := sel.validate(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
 	files, skipped, err := collectFiles(fs.Args(), sel)
 	if err != nil {
 		return err
 	}
+	if err := checkDocIDs(files); err != nil {
+		return err
+	}
+	var sink ingestSink
+	var models *embed.Registry
+	if *server != "" {
+		sink = httpSink{client: &http.Client{Timeout: *timeout}, base: *server, token: *token, tenant: *tenant}
+	} else if sink, models, err = openStoreSink(ctx, env, *dbURL, embedding, *tenant); err != nil {
+		return err
+	}
+	defer sink.close()
+	hashes, err := sink.hashes(ctx)
+	if err != nil {
+		return err
+	}
+	job := ingestJob{tenant: *tenant, class: cl, barriers: barriers, asOf: *asOf, force: *force, batchSize: *batchSize, workers: *workers}
+	bar := newProgress(env.Stderr, len(files), *quiet)
+	models.Observe(bar)
+	t := job.run(ctx, sink, hashes, files, bar)
+	if *asJSON {
+		if err := writeJSON(env.Stdout, t.summary(*tenant, len(files), skipped, verbose)); err != nil {
+			return err
+		}
+	} else {
+		printIngestSummary(env, *tenant, len(files), t.put, t.unchanged, verbose, skipped, t.failures)
+	}
+	if t.fatal != nil {
+		return t.fatal
+	}
+	if len(t.failures) > 0 {
+		return fmt.Errorf("%d files failed", len(t.failures))
+	}
+	return nil
+}
+
+// checkDocIDs refuses two files that map to one doc id.
+func checkDocIDs(files []ingestFile) error {
 	seen := make(map[string]string, len(files))
 	for _, f := range files {
 		if prev, dup := seen[f.docID]; dup {
@@ -594,84 +633,96 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		}
 		seen[f.docID] = f.path
 	}
-	var sink ingestSink
-	var models *embed.Registry
-	if *server != "" {
-		sink = httpSink{client: &http.Client{Timeout: *timeout}, base: *server, token: *token, tenant: *tenant}
-	} else {
-		url, err := needDatabaseURL(env, *dbURL)
-		if err != nil {
-			return err
-		}
-		if models, err = embedding.registry(); err != nil {
-			return err
-		}
-		st, err := postgres.Open(ctx, url, postgres.Options{Models: models})
-		if err != nil {
-			return err
-		}
-		if err := checkIngestModels(ctx, st, *tenant, embedding); err != nil {
-			st.Close()
-			return err
-		}
-		sink = storeSink{st: st, tenant: *tenant}
-	}
-	defer sink.close()
-	hashes, err := sink.hashes(ctx)
-	if err != nil {
-		return err
-	}
+	return nil
+}
 
-	var (
-		mu       sync.Mutex
-		failures []failure
-		put      int
-		done     int
-		fatal    error
-	)
-	bar := newProgress(env.Stderr, len(files), *quiet)
-	models.Observe(bar)
-	stopTick := bar.tick(time.Second, func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return done
-	})
+// openStoreSink opens the database ingest writes to, with the embedding
+// providers the flags configure, and checks that they serve the tenant's
+// models.
+func openStoreSink(ctx context.Context, env Env, dbURL string, embedding *cmdline.EmbedFlags, tenant string) (ingestSink, *embed.Registry, error) {
+	url, err := cmdline.NeedDatabaseURL(env, dbURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	models, err := embedding.Registry()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := postgres.Open(ctx, url, postgres.Options{Models: models})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkIngestModels(ctx, st, tenant, embedding); err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return storeSink{st: st, tenant: tenant}, models, nil
+}
+
+// ingestJob is what an ingest applies to every file.
+type ingestJob struct {
+	tenant    string
+	class     cordontype.Classification
+	barriers  []string
+	asOf      int64 // < 0: each file's modification time
+	force     bool  // put unchanged files too
+	batchSize int
+	workers   int
+}
+
+// ingestTally is an ingest's outcome, kept by the reader and the workers
+// under mu.
+type ingestTally struct {
+	mu        sync.Mutex
+	failures  []failure
+	put       int
+	unchanged int
+	done      int   // files read, put, failed or unchanged
+	fatal     error // what stopped the ingest
+}
+
+// fail records a file that was not put.
+func (t *ingestTally) fail(path string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failures = append(t.failures, failure{path, err.Error()})
+	t.done++
+}
+
+// count is t.done, for the progress display.
+func (t *ingestTally) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
+}
+
+// ingestBatch is documents written in one transaction or request, with
+// their files.
+type ingestBatch struct {
+	docs  []cordontype.Document
+	paths []string
+}
+
+// run reads files in order, skips those whose hash is unchanged, batches
+// the others and puts the batches through sink with j.workers workers. A
+// failed document is recorded and the ingest goes on; a failed batch (the
+// sink unusable) or ctx ending stops it, recorded as t.fatal.
+func (j ingestJob) run(ctx context.Context, sink ingestSink, hashes map[string][]byte, files []ingestFile, bar *progress) *ingestTally {
+	t := &ingestTally{}
+	stopTick := bar.tick(time.Second, t.count)
 	defer stopTick()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type batch struct {
-		docs  []cordontype.Document
-		paths []string
-	}
-	batches := make(chan batch)
+	batches := make(chan ingestBatch)
 	var wg sync.WaitGroup
-	for range *workers {
+	for range j.workers {
 		wg.Go(func() {
 			for b := range batches {
-				errs, err := sink.putBatch(ctx, b.docs)
-				mu.Lock()
-				if err != nil {
-					if fatal == nil {
-						fatal = fmt.Errorf("stopped at %s (re-run to resume): %w", b.paths[0], err)
-					}
-					cancel()
-				} else {
-					for i, e := range errs {
-						if e != nil {
-							failures = append(failures, failure{b.paths[i], e.Error()})
-						} else {
-							put++
-						}
-					}
-					done += len(b.docs)
-				}
-				d := done
-				mu.Unlock()
-				bar.draw(d, false)
+				bar.draw(t.putBatch(ctx, sink, b, cancel), false)
 			}
 		})
 	}
-	var cur batch
+	var cur ingestBatch
 	curBytes := 0
 	send := func() bool {
 		if len(cur.docs) == 0 {
@@ -682,58 +733,26 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 		case <-ctx.Done():
 			return false
 		}
-		cur, curBytes = batch{}, 0
+		cur, curBytes = ingestBatch{}, 0
 		return true
 	}
-	unchanged := 0
 	for _, f := range files {
 		if ctx.Err() != nil {
 			break
 		}
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			mu.Lock()
-			failures = append(failures, failure{f.path, err.Error()})
-			done++
-			mu.Unlock()
+		doc, size, ok := j.read(f, hashes, t)
+		if !ok {
 			continue
 		}
-		sum := blake2b.Sum256(data)
-		if old, ok := hashes[f.docID]; ok && !*force && bytes.Equal(old, sum[:]) {
-			mu.Lock()
-			unchanged++
-			done++
-			mu.Unlock()
-			continue
-		}
-		tick := *asOf
-		if tick < 0 {
-			tick = 0
-			if info, err := os.Stat(f.path); err == nil {
-				tick = max(info.ModTime().Unix(), 0)
-			}
-		}
-		doc := cordontype.Document{Tenant: *tenant, DocID: f.docID, Text: string(data), Classification: cl,
-			Barriers: slices.Clone([]string(barriers)), AsOfTick: tick, Title: filepath.Base(f.path),
-			Metadata: map[string]any{"source_path": filepath.ToSlash(f.path)}}
-		// Checked here too: JSON would turn invalid UTF-8 into U+FFFD on
-		// the way to the server, and Cordon never repairs text.
-		if err := doc.Validate(); err != nil {
-			mu.Lock()
-			failures = append(failures, failure{f.path, err.Error()})
-			done++
-			mu.Unlock()
-			continue
-		}
-		if len(cur.docs) > 0 && curBytes+len(data) > ingestBatchBytes {
+		if len(cur.docs) > 0 && curBytes+size > ingestBatchBytes {
 			if !send() {
 				break
 			}
 		}
 		cur.docs = append(cur.docs, doc)
 		cur.paths = append(cur.paths, f.path)
-		curBytes += len(data)
-		if len(cur.docs) >= *batchSize && !send() {
+		curBytes += size
+		if len(cur.docs) >= j.batchSize && !send() {
 			break
 		}
 	}
@@ -741,39 +760,91 @@ func runIngest(ctx context.Context, env Env, c *command, args []string) error {
 	close(batches)
 	wg.Wait()
 	stopTick()
-	bar.draw(done, true)
-	if fatal == nil && ctx.Err() != nil {
-		fatal = fmt.Errorf("interrupted after %d of %d files (re-run to resume): %w", done, len(files), ctx.Err())
+	bar.draw(t.done, true)
+	if t.fatal == nil && ctx.Err() != nil {
+		t.fatal = fmt.Errorf("interrupted after %d of %d files (re-run to resume): %w", t.done, len(files), ctx.Err())
 	}
-	slices.SortFunc(failures, func(a, b failure) int { return strings.Compare(a.path, b.path) })
-	if *asJSON {
-		sum := ingestSummary{Tenant: *tenant, Files: len(files), Ingested: put, Unchanged: unchanged, Failed: len(failures),
-			Skipped: len(skipped), SkippedBy: map[string]int{}, Failures: []ingestFailure{}}
-		for _, sk := range skipped {
-			sum.SkippedBy[sk.kind]++
-			if verbose {
-				sum.SkippedFiles = append(sum.SkippedFiles, ingestFailure{Path: sk.path, Reason: sk.detail})
-			}
+	slices.SortFunc(t.failures, func(a, b failure) int { return strings.Compare(a.path, b.path) })
+	return t
+}
+
+// putBatch writes b through sink, records the outcome and returns the
+// files done; a failure of the whole batch stops the ingest (cancel).
+func (t *ingestTally) putBatch(ctx context.Context, sink ingestSink, b ingestBatch, cancel func()) int {
+	errs, err := sink.putBatch(ctx, b.docs)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		if t.fatal == nil {
+			t.fatal = fmt.Errorf("stopped at %s (re-run to resume): %w", b.paths[0], err)
 		}
-		for _, f := range failures {
-			sum.Failures = append(sum.Failures, ingestFailure{Path: f.path, Reason: f.msg})
-		}
-		if fatal != nil {
-			sum.Error = fatal.Error()
-		}
-		if err := writeJSON(env.Stdout, sum); err != nil {
-			return err
-		}
-	} else {
-		printIngestSummary(env, *tenant, len(files), put, unchanged, verbose, skipped, failures)
+		cancel()
+		return t.done
 	}
-	if fatal != nil {
-		return fatal
+	for i, e := range errs {
+		if e != nil {
+			t.failures = append(t.failures, failure{b.paths[i], e.Error()})
+		} else {
+			t.put++
+		}
 	}
-	if len(failures) > 0 {
-		return fmt.Errorf("%d files failed", len(failures))
+	t.done += len(b.docs)
+	return t.done
+}
+
+// read makes f's document and returns it with its text's size; ok is false
+// when f is not to be put (unreadable, invalid, or unchanged since the last
+// ingest), which t records.
+func (j ingestJob) read(f ingestFile, hashes map[string][]byte, t *ingestTally) (doc cordontype.Document, size int, ok bool) {
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		t.fail(f.path, err)
+		return doc, 0, false
 	}
-	return nil
+	sum := blake2b.Sum256(data)
+	if old, ok := hashes[f.docID]; ok && !j.force && bytes.Equal(old, sum[:]) {
+		t.mu.Lock()
+		t.unchanged++
+		t.done++
+		t.mu.Unlock()
+		return doc, 0, false
+	}
+	tick := j.asOf
+	if tick < 0 {
+		tick = 0
+		if info, err := os.Stat(f.path); err == nil {
+			tick = max(info.ModTime().Unix(), 0)
+		}
+	}
+	doc = cordontype.Document{Tenant: j.tenant, DocID: f.docID, Text: string(data), Classification: j.class,
+		Barriers: slices.Clone(j.barriers), AsOfTick: tick, Title: filepath.Base(f.path),
+		Metadata: map[string]any{"source_path": filepath.ToSlash(f.path)}}
+	// Checked here too: JSON would turn invalid UTF-8 into U+FFFD on
+	// the way to the server, and Cordon never repairs text.
+	if err := doc.Validate(); err != nil {
+		t.fail(f.path, err)
+		return doc, 0, false
+	}
+	return doc, len(data), true
+}
+
+// summary is the --json summary of t.
+func (t *ingestTally) summary(tenant string, files int, skipped []skippedFile, verbose bool) ingestSummary {
+	sum := ingestSummary{Tenant: tenant, Files: files, Ingested: t.put, Unchanged: t.unchanged, Failed: len(t.failures),
+		Skipped: len(skipped), SkippedBy: map[string]int{}, Failures: []ingestFailure{}}
+	for _, sk := range skipped {
+		sum.SkippedBy[sk.kind]++
+		if verbose {
+			sum.SkippedFiles = append(sum.SkippedFiles, ingestFailure{Path: sk.path, Reason: sk.detail})
+		}
+	}
+	for _, f := range t.failures {
+		sum.Failures = append(sum.Failures, ingestFailure{Path: f.path, Reason: f.msg})
+	}
+	if t.fatal != nil {
+		sum.Error = t.fatal.Error()
+	}
+	return sum
 }
 
 // ingestSummary is the output of 'cordon ingest --json'.

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
 // serviceRoleFlag registers migrate's --service-role.
 func serviceRoleFlag(fs *flag.FlagSet, env Env) *string {
-	return envString(fs, env, "service-role", "CORDON_SERVICE_ROLE", "",
+	return cmdline.EnvString(fs, env, "service-role", "CORDON_SERVICE_ROLE", "",
 		"after migrating, make ROLE a service role, as 'cordon tenant grant ROLE' does (comma-separated for several; idempotent)")
 }
 

@@ -10,16 +10,19 @@ import (
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/chunk"
 	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/embed/localmodel"
+	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func migrateCommand() *command {
-	return &command{
-		name:    "migrate",
-		summary: "apply Cordon's database migrations (goose)",
-		usage: `Usage: cordon migrate [--database-url URL] [up [--service-role ROLE]|status [--json]|down-to VERSION]
+func migrateCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "migrate",
+		Summary: "apply Cordon's database migrations (goose)",
+		Usage: `Usage: cordon migrate [--database-url URL] [up [--service-role ROLE]|status [--json]|down-to VERSION]
 
 Applies the embedded goose migrations (migrations/*.sql) under a Postgres
 advisory lock: of two deploys migrating at once, one migrates and the other
@@ -48,9 +51,9 @@ Examples:
   cordon migrate --service-role cordon_service
   CORDON_DATABASE_URL=postgres://... cordon migrate status --json
 ` + databaseHelp,
-		run: runMigrate,
-		subs: []*command{
-			{name: "up", summary: "apply every pending migration", run: runMigrate, usage: `Usage: cordon migrate up [--database-url URL] [--service-role ROLE]
+		Run: runMigrate,
+		Subs: []*cmdline.Command{
+			{Name: "up", Summary: "apply every pending migration", Run: runMigrate, Usage: `Usage: cordon migrate up [--database-url URL] [--service-role ROLE]
 
 Applies every pending migration under an advisory lock and prints the
 database's version. 'cordon migrate' alone does the same. --service-role
@@ -61,7 +64,7 @@ step migrates and grants. The role must exist.
 Example:
   cordon migrate up --database-url postgres://cordon@127.0.0.1:5432/cordon --service-role cordon_service
 `},
-			{name: "status", summary: "print the versions and every migration (reads only)", run: runMigrate, usage: `Usage: cordon migrate status [--database-url URL] [--json]
+			{Name: "status", Summary: "print the versions and every migration (reads only)", Run: runMigrate, Usage: `Usage: cordon migrate status [--database-url URL] [--json]
 
 Prints the database's migration version, the latest this binary knows, and
 every migration this binary holds with when the database applied it
@@ -72,7 +75,7 @@ never migrated is at version 0. --json prints {"version", "latest",
 Example:
   cordon migrate status --database-url "$URL" --json
 `},
-			{name: "down-to", summary: "roll back to VERSION", run: runMigrate, usage: `Usage: cordon migrate down-to [--database-url URL] VERSION
+			{Name: "down-to", Summary: "roll back to VERSION", Run: runMigrate, Usage: `Usage: cordon migrate down-to [--database-url URL] VERSION
 
 Rolls migrations back to VERSION; 0 removes Cordon and every tenant schema,
 documents included.
@@ -84,11 +87,11 @@ Example:
 	}
 }
 
-func tenantCommand() *command {
-	return &command{
-		name:    "tenant",
-		summary: "create, drop or list tenants (one Postgres schema each)",
-		usage: `Usage: cordon tenant create|set|reembed|distribute|drop|list|grant|revoke [flags] [NAME|ROLE]
+func tenantCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "tenant",
+		Summary: "create, drop or list tenants (one Postgres schema each)",
+		Usage: `Usage: cordon tenant create|set|reembed|distribute|drop|list|grant|revoke [flags] [NAME|ROLE]
 
   create NAME   register a tenant and create its schema (idempotent); its index
                 settings are fixed at creation, except --bm25-statistics and
@@ -128,8 +131,8 @@ Examples:
   cordon tenant drop --yes retail
   cordon tenant grant cordon_service
 ` + databaseHelp,
-		subs: []*command{
-			{name: "create", summary: "register a tenant and create its schema", run: runTenant, usage: `Usage: cordon tenant create [--database-url URL] [--model NAME] [--dims N] [--k1 X] [--b X]
+		Subs: []*cmdline.Command{
+			{Name: "create", Summary: "register a tenant and create its schema", Run: runTenant, Usage: `Usage: cordon tenant create [--database-url URL] [--model NAME] [--dims N] [--k1 X] [--b X]
                             [--max-words N] [--overlap-words N] [--bm25-statistics entitled|tenant] NAME
 
 Registers tenant NAME and creates its schema cordon_t_NAME (idempotent: the
@@ -146,7 +149,7 @@ Examples:
   cordon tenant create --model use-lite research
 `},
 			reembedCommand(),
-			{name: "set", summary: "change a tenant's --bm25-statistics", run: runTenant, usage: `Usage: cordon tenant set [--database-url URL] --bm25-statistics entitled|tenant NAME
+			{Name: "set", Summary: "change a tenant's --bm25-statistics", Run: runTenant, Usage: `Usage: cordon tenant set [--database-url URL] --bm25-statistics entitled|tenant NAME
 
 Changes the BM25 statistics scope of an existing tenant; it takes effect
 with the next query and nothing is re-indexed.
@@ -154,7 +157,7 @@ with the next query and nothing is re-indexed.
 Example:
   cordon tenant set --bm25-statistics entitled legacy_tenant
 `},
-			{name: "distribute", summary: "move a tenant to a Citus worker (schema-based sharding)", run: runTenant, usage: `Usage: cordon tenant distribute [--database-url URL] NAME
+			{Name: "distribute", Summary: "move a tenant to a Citus worker (schema-based sharding)", Run: runTenant, Usage: `Usage: cordon tenant distribute [--database-url URL] NAME
 
 On a Citus coordinator with worker nodes, makes tenant NAME's schema a
 distributed schema: Citus moves all its tables, data included, to one
@@ -167,14 +170,14 @@ does it); this is for tenants created before. docs/scaling.md has the rest
 Example:
   cordon tenant distribute retail
 `},
-			{name: "drop", summary: "remove a tenant and all its documents (needs --yes)", run: runTenant, usage: `Usage: cordon tenant drop [--database-url URL] --yes NAME
+			{Name: "drop", Summary: "remove a tenant and all its documents (needs --yes)", Run: runTenant, Usage: `Usage: cordon tenant drop [--database-url URL] --yes NAME
 
 Removes tenant NAME, its schema and all its documents, for good.
 ` + databaseHelp + `
 Example:
   cordon tenant drop --yes retail
 `},
-			{name: "list", summary: "list tenants, their settings and chunk counts", run: runTenant, usage: `Usage: cordon tenant list [--database-url URL] [--json]
+			{Name: "list", Summary: "list tenants, their settings and chunk counts", Run: runTenant, Usage: `Usage: cordon tenant list [--database-url URL] [--json]
 
 Lists the tenants with their settings and chunk counts, and the service
 roles. --json prints one object: {"tenants": [{"name", "schema", "model",
@@ -184,7 +187,7 @@ roles. --json prints one object: {"tenants": [{"name", "schema", "model",
 Example:
   cordon tenant list
 `},
-			{name: "grant", summary: "make ROLE a service role", run: runTenant, usage: `Usage: cordon tenant grant [--database-url URL] ROLE
+			{Name: "grant", Summary: "make ROLE a service role", Run: runTenant, Usage: `Usage: cordon tenant grant [--database-url URL] ROLE
 
 Makes ROLE a service role: grants it what serving needs on every tenant, now
 and on every tenant created or upgraded later (INSERT and SELECT only on the
@@ -193,7 +196,7 @@ audit log). Run it as the owner role.
 Example:
   cordon tenant grant cordon_service
 `},
-			{name: "revoke", summary: "remove ROLE from the service roles", run: runTenant, usage: `Usage: cordon tenant revoke [--database-url URL] ROLE
+			{Name: "revoke", Summary: "remove ROLE from the service roles", Run: runTenant, Usage: `Usage: cordon tenant revoke [--database-url URL] ROLE
 
 Removes ROLE from the service roles and revokes their grants.
 ` + databaseHelp + `
@@ -211,54 +214,12 @@ environment variables PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE,
 PGSSLMODE, ... (as psql reads them, ~/.pgpass and PGSERVICE included).
 `
 
-// databaseFlag registers --database-url on fs.
-func databaseFlag(fs *flag.FlagSet) *string {
-	return fs.String("database-url", "", "PostgreSQL URL (default $CORDON_DATABASE_URL, else the libpq PG* environment variables)")
-}
-
-// pgEnvVars are the libpq environment variables pgx reads
-// (pgconn.ParseConfig); any of them set makes the environment the database
-// when no URL is given.
-var pgEnvVars = []string{"PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGSERVICEFILE",
-	"PGSSLMODE", "PGSSLROOTCERT", "PGSSLCERT", "PGSSLKEY", "PGAPPNAME", "PGCONNECT_TIMEOUT", "PGTARGETSESSIONATTRS"}
-
-// libpqEnvURL is a URL that names nothing: pgx takes every setting from
-// the PG* environment variables and libpq's defaults.
-const libpqEnvURL = "postgres://"
-
-// databaseURL resolves the database: the flag, else $CORDON_DATABASE_URL,
-// else the PG* environment when any of its variables is set (libpqEnvURL),
-// else "" (the store then says that no database was given).
-func databaseURL(env Env, flagValue string) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	if u := env.Getenv("CORDON_DATABASE_URL"); u != "" {
-		return u
-	}
-	for _, v := range pgEnvVars {
-		if env.Getenv(v) != "" {
-			return libpqEnvURL
-		}
-	}
-	return ""
-}
-
-// needDatabaseURL is databaseURL for a command that cannot run without
-// one: none is a usage error that says how to give one.
-func needDatabaseURL(env Env, flagValue string) (string, error) {
-	if u := databaseURL(env, flagValue); u != "" {
-		return u, nil
-	}
-	return "", fmt.Errorf("%w: no database: pass --database-url, set CORDON_DATABASE_URL, or set the libpq variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE)", errUsage)
-}
-
-func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	dbURL := databaseFlag(fs)
+func runMigrate(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
+	dbURL := cmdline.DatabaseFlag(fs)
 	action := "up"
-	if c.parent != nil {
-		action = c.name
+	if c.Parent() != nil {
+		action = c.Name
 	}
 	var serviceRoles *string
 	var asJSON *bool
@@ -268,11 +229,11 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 	case "status":
 		asJSON = fs.Bool("json", false, "print the versions and every migration as one JSON object")
 	}
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
-	if c.parent == nil && fs.NArg() > 0 {
-		return fmt.Errorf("%w: unknown action %q (want up, status or down-to)", errUsage, fs.Arg(0))
+	if c.Parent() == nil && fs.NArg() > 0 {
+		return fmt.Errorf("%w: unknown action %q (want up, status or down-to)", cmdline.ErrUsage, fs.Arg(0))
 	}
 	wantArgs := 0
 	if action == "down-to" {
@@ -280,11 +241,11 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 	}
 	if fs.NArg() != wantArgs {
 		if action == "down-to" {
-			return fmt.Errorf("%w: down-to needs a VERSION", errUsage)
+			return fmt.Errorf("%w: down-to needs a VERSION", cmdline.ErrUsage)
 		}
-		return fmt.Errorf("%w: %s takes no arguments, got %q", errUsage, action, fs.Args())
+		return fmt.Errorf("%w: %s takes no arguments, got %q", cmdline.ErrUsage, action, fs.Args())
 	}
-	url, err := needDatabaseURL(env, *dbURL)
+	url, err := cmdline.NeedDatabaseURL(env, *dbURL)
 	if err != nil {
 		return err
 	}
@@ -297,7 +258,7 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 		for _, r := range res {
 			fmt.Fprintf(env.Stdout, "applied %05d %s\n", r.Version, r.Source)
 		}
-		if err := grantServiceRoles(ctx, env, url, splitList(*serviceRoles)); err != nil {
+		if err := grantServiceRoles(ctx, env, url, cmdline.SplitList(*serviceRoles)); err != nil {
 			return err
 		}
 		cur, latest, err := postgres.MigrationStatus(ctx, url)
@@ -311,7 +272,7 @@ func runMigrate(ctx context.Context, env Env, c *command, args []string) error {
 	case "down-to":
 		v, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 		if err != nil || v < 0 {
-			return fmt.Errorf("%w: VERSION %q is not a non-negative integer", errUsage, fs.Arg(0))
+			return fmt.Errorf("%w: VERSION %q is not a non-negative integer", cmdline.ErrUsage, fs.Arg(0))
 		}
 		if err := postgres.MigrateDownTo(ctx, url, v); err != nil {
 			return err
@@ -338,7 +299,7 @@ func settingsFlags(fs *flag.FlagSet) func() (index.Settings, error) {
 		if d == 0 {
 			known, ok := modelDims(*model)
 			if !ok {
-				return index.Settings{}, fmt.Errorf("%w: --model %s needs --dims, its vector length (known without it: %s)", errUsage, *model, knownModelDims())
+				return index.Settings{}, fmt.Errorf("%w: --model %s needs --dims, its vector length (known without it: %s)", cmdline.ErrUsage, *model, knownModelDims())
 			}
 			d = known
 		}
@@ -347,10 +308,10 @@ func settingsFlags(fs *flag.FlagSet) func() (index.Settings, error) {
 	}
 }
 
-func runTenant(ctx context.Context, env Env, c *command, args []string) error {
-	action := c.name
-	fs := newFlagSet(c, env)
-	dbURL := databaseFlag(fs)
+func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	action := c.Name
+	fs := cmdline.NewFlagSet(c)
+	dbURL := cmdline.DatabaseFlag(fs)
 	// Each subcommand takes only its own flags, and its --help lists them.
 	var (
 		settings func() (index.Settings, error)
@@ -368,7 +329,7 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 	case "list":
 		asJSON = fs.Bool("json", false, "print the tenants and the service roles as one JSON object")
 	}
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	wantArgs := 1
@@ -376,7 +337,7 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 		wantArgs = 0
 	}
 	if fs.NArg() != wantArgs {
-		return fmt.Errorf("%w: %s takes %d argument(s), got %d", errUsage, action, wantArgs, fs.NArg())
+		return fmt.Errorf("%w: %s takes %d argument(s), got %d", cmdline.ErrUsage, action, wantArgs, fs.NArg())
 	}
 	var created index.Settings
 	switch action {
@@ -388,17 +349,17 @@ func runTenant(ctx context.Context, env Env, c *command, args []string) error {
 		created = s
 	case "set":
 		if *scope == "" {
-			return fmt.Errorf("%w: set changes nothing without a flag: give --bm25-statistics entitled|tenant", errUsage)
+			return fmt.Errorf("%w: set changes nothing without a flag: give --bm25-statistics entitled|tenant", cmdline.ErrUsage)
 		}
 		if _, err := bm25.ParseScope(*scope); err != nil {
-			return fmt.Errorf("%w: %w", errUsage, err)
+			return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 		}
 	case "drop":
 		if !*yes {
-			return fmt.Errorf("%w: dropping tenant %q deletes all its documents; add --yes to confirm", errUsage, fs.Arg(0))
+			return fmt.Errorf("%w: dropping tenant %q deletes all its documents; add --yes to confirm", cmdline.ErrUsage, fs.Arg(0))
 		}
 	}
-	url, err := needDatabaseURL(env, *dbURL)
+	url, err := cmdline.NeedDatabaseURL(env, *dbURL)
 	if err != nil {
 		return err
 	}
@@ -520,4 +481,22 @@ func openPostgresReplay(ctx context.Context, url string, o replayOptions) (repla
 			st.Close()
 		}
 	}, nil
+}
+
+// modelDims is the vector length of a model whose name fixes it: hashing's
+// default and the local sentence encoder's (embed/localmodel). Any other
+// model's length is the operator's to give.
+func modelDims(model string) (int, bool) {
+	switch model {
+	case embed.Hash:
+		return hashembed.DefaultDims, true
+	case localmodel.DefaultModelName:
+		return localmodel.Dims, true
+	}
+	return 0, false
+}
+
+// knownModelDims lists modelDims's models for messages: "hash 256, use-lite 512".
+func knownModelDims() string {
+	return fmt.Sprintf("%s %d, %s %d", embed.Hash, hashembed.DefaultDims, localmodel.DefaultModelName, localmodel.Dims)
 }

@@ -13,14 +13,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-func queryCommand() *command {
-	return &command{
-		name:    "query",
-		summary: "retrieve through a running 'cordon serve', with citations",
-		usage: `Usage: cordon query [flags] QUERY...
+func queryCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "query",
+		Summary: "retrieve through a running 'cordon serve', with citations",
+		Usage: `Usage: cordon query [flags] QUERY...
 
 Sends QUERY to a running server's retrieve endpoint with a bearer token and
 prints the results with their citations (chunk id, document, section and
@@ -34,7 +35,7 @@ Examples:
   cordon query --json --limit 10 --max-stale-ticks 86400 "settlement window" | jq .results
   cordon query --rerank model --rerank-budget 500ms "why was PMT-771 held"
 `,
-		run: runQuery,
+		Run: runQuery,
 	}
 }
 
@@ -56,10 +57,10 @@ func tokenTenant(tok string) string {
 	return c.Tenant
 }
 
-func runQuery(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	srv := envString(fs, env, "server", "CORDON_SERVER", "http://127.0.0.1:8080", "server base URL")
-	token := envString(fs, env, "token", "CORDON_TOKEN", "", "bearer token")
+func runQuery(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
+	srv := cmdline.EnvString(fs, env, "server", "CORDON_SERVER", "http://127.0.0.1:8080", "server base URL")
+	token := cmdline.EnvString(fs, env, "token", "CORDON_TOKEN", "", "bearer token")
 	tenant := fs.String("tenant", "", "tenant (default: the token's tenant claim)")
 	asJSON := fs.Bool("json", false, "print the server's JSON response")
 	limit := fs.Int("limit", 0, "results to return (default: the server's, 5)")
@@ -70,21 +71,21 @@ func runQuery(ctx context.Context, env Env, c *command, args []string) error {
 	rerankKind := fs.String("rerank", "", "rerank kind: overlap, idf_overlap, or model (the server's cross-encoder; default: the server's, idf_overlap)")
 	rerankBudget := fs.Duration("rerank-budget", 0, "latency budget of the model reranker, e.g. 500ms (default: the server's for your tenant)")
 	timeout := fs.Duration("timeout", 30*time.Second, "request timeout")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: give a QUERY", errUsage)
+		return fmt.Errorf("%w: give a QUERY", cmdline.ErrUsage)
 	}
 	if *token == "" {
-		return fmt.Errorf("%w: give --token or set CORDON_TOKEN (see 'cordon token')", errUsage)
+		return fmt.Errorf("%w: give --token or set CORDON_TOKEN (see 'cordon token')", cmdline.ErrUsage)
 	}
 	tn := *tenant
 	if tn == "" {
 		tn = tokenTenant(*token)
 	}
 	if tn == "" {
-		return fmt.Errorf("%w: the token has no tenant claim; give --tenant", errUsage)
+		return fmt.Errorf("%w: the token has no tenant claim; give --tenant", cmdline.ErrUsage)
 	}
 	body := map[string]any{"query": strings.Join(fs.Args(), " ")}
 	if *nowTick >= 0 {
@@ -107,11 +108,11 @@ func runQuery(ctx context.Context, env Env, c *command, args []string) error {
 		policy["rerank"] = *rerankKind
 	}
 	if *rerankBudget != 0 {
-		d, err := parseBudget("--rerank-budget", rerankBudget.String())
+		d, err := cmdline.ParseBudget("--rerank-budget", rerankBudget.String())
 		if err != nil {
 			return err
 		}
-		policy["rerank_budget_ms"] = budgetMS(d)
+		policy["rerank_budget_ms"] = cmdline.BudgetMS(d)
 	}
 	if len(policy) > 0 {
 		body["policy"] = policy
@@ -122,7 +123,7 @@ func runQuery(ctx context.Context, env Env, c *command, args []string) error {
 	u := strings.TrimSuffix(*srv, "/") + "/v1/tenants/" + url.PathEscape(tn) + "/retrieve"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+*token)

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func reembedCommand() *command {
-	return &command{name: "reembed", summary: "move a tenant to another embedding model with no downtime", run: runReembed, usage: `Usage: cordon tenant reembed [--database-url URL] [--embed-url URL --embed-model M --embed-dims N ...]
+func reembedCommand() *cmdline.Command {
+	return &cmdline.Command{Name: "reembed", Summary: "move a tenant to another embedding model with no downtime", Run: runReembed, Usage: `Usage: cordon tenant reembed [--database-url URL] [--embed-url URL --embed-model M --embed-dims N ...]
                              [--to MODEL --to-dims N] [--batch N] [--shadow-queries FILE]
                              [--shadow-k K] [--cutover] [--rollback] [--finish] [--status] NAME
 
@@ -51,10 +52,10 @@ Examples:
 `}
 }
 
-func runReembed(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	dbURL := databaseFlag(fs)
-	embedding := addEmbedFlags(fs)
+func runReembed(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
+	dbURL := cmdline.DatabaseFlag(fs)
+	embedding := cmdline.AddEmbedFlags(fs)
 	to := fs.String("to", "", "the target model: hash, or a model name the --embed-url server serves")
 	toDims := fs.Int("to-dims", 0, "the target model's vector length (default the model's when its name fixes it: "+knownModelDims()+")")
 	batch := fs.Int("batch", 256, "chunks embedded and stored per backfill step")
@@ -64,11 +65,11 @@ func runReembed(ctx context.Context, env Env, c *command, args []string) error {
 	rollback := fs.Bool("rollback", false, "go back to the previous model (after a cut-over), or abort the re-embedding (before it)")
 	finish := fs.Bool("finish", false, "drop the previous model's vectors after a cut-over")
 	status := fs.Bool("status", false, "print the re-embedding state and progress")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: reembed takes one tenant NAME, got %d arguments", errUsage, fs.NArg())
+		return fmt.Errorf("%w: reembed takes one tenant NAME, got %d arguments", cmdline.ErrUsage, fs.NArg())
 	}
 	tenant := fs.Arg(0)
 	actions := 0
@@ -78,23 +79,23 @@ func runReembed(ctx context.Context, env Env, c *command, args []string) error {
 		}
 	}
 	if *cutover && (*rollback || *finish || *status) || actions > 1 || actions == 0 && !*cutover {
-		return fmt.Errorf("%w: give one of --to MODEL (optionally with --cutover), --cutover, --rollback, --finish or --status", errUsage)
+		return fmt.Errorf("%w: give one of --to MODEL (optionally with --cutover), --cutover, --rollback, --finish or --status", cmdline.ErrUsage)
 	}
 	if *to != "" && *toDims == 0 {
 		d, ok := modelDims(*to)
 		if !ok {
-			return fmt.Errorf("%w: --to %s needs --to-dims, the model's vector length (known without it: %s)", errUsage, *to, knownModelDims())
+			return fmt.Errorf("%w: --to %s needs --to-dims, the model's vector length (known without it: %s)", cmdline.ErrUsage, *to, knownModelDims())
 		}
 		*toDims = d
 	}
 	if *batch < 1 || *shadowK < 1 {
-		return fmt.Errorf("%w: --batch and --shadow-k must be >= 1", errUsage)
+		return fmt.Errorf("%w: --batch and --shadow-k must be >= 1", cmdline.ErrUsage)
 	}
-	models, err := embedding.registry()
+	models, err := embedding.Registry()
 	if err != nil {
 		return err
 	}
-	url, err := needDatabaseURL(env, *dbURL)
+	url, err := cmdline.NeedDatabaseURL(env, *dbURL)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func shadowQueries(ctx context.Context, st *postgres.Store, tenant, path string)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --shadow-queries: %w", errUsage, err)
+		return nil, fmt.Errorf("%w: --shadow-queries: %w", cmdline.ErrUsage, err)
 	}
 	defer f.Close()
 	var out []string

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/store/memory"
 )
@@ -17,11 +18,11 @@ type replayOptions struct {
 	cacheBytes int64
 }
 
-func replayCommand() *command {
-	return &command{
-		name:    "replay",
-		summary: "run a replay script against a store and print JSON Lines",
-		usage: `Usage: cordon replay [--store memory|postgres] [--database-url URL] [--reset --yes] SCRIPT.json
+func replayCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "replay",
+		Summary: "run a replay script against a store and print JSON Lines",
+		Usage: `Usage: cordon replay [--store memory|postgres] [--database-url URL] [--reset --yes] SCRIPT.json
 
 Runs a replay script (SPEC section 9) and writes one JSON object per step to
 stdout. A step with bad input prints {"op": ..., "error": "..."} and the replay
@@ -42,31 +43,31 @@ ranked from an in-memory index within --cache-bytes (default auto), each
 tenant loaded in the background while SQL answers; --cache-bytes 0 ranks
 every query in SQL. The output is the same either way.
 ` + databaseHelp,
-		run: runReplay,
+		Run: runReplay,
 	}
 }
 
-func runReplay(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runReplay(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	storeName := fs.String("store", "memory", "store to run against: memory or postgres")
-	dbURL := databaseFlag(fs)
+	dbURL := cmdline.DatabaseFlag(fs)
 	reset := fs.Bool("reset", false, "postgres: first drop every tenant the script names (deletes their documents; needs --yes) so the replay starts empty")
 	yes := fs.Bool("yes", false, "confirm --reset: the script's tenants and their documents are deleted for good")
-	cacheBytes := fs.String("cache-bytes", cacheAuto, "postgres: memory budget of the in-memory query path in bytes, as for serve (auto: a quarter of the memory this process may use; 0: SQL path)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	cacheBytes := fs.String("cache-bytes", cmdline.CacheAuto, "postgres: memory budget of the in-memory query path in bytes, as for serve (auto: a quarter of the memory this process may use; 0: SQL path)")
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: want exactly one SCRIPT.json argument, got %d", errUsage, fs.NArg())
+		return fmt.Errorf("%w: want exactly one SCRIPT.json argument, got %d", cmdline.ErrUsage, fs.NArg())
 	}
 	if *storeName != "memory" && *storeName != "postgres" {
-		return fmt.Errorf("%w: unknown --store %q (want memory or postgres)", errUsage, *storeName)
+		return fmt.Errorf("%w: unknown --store %q (want memory or postgres)", cmdline.ErrUsage, *storeName)
 	}
 	if *reset && *storeName != "postgres" {
-		return fmt.Errorf("%w: --reset applies to --store postgres only", errUsage)
+		return fmt.Errorf("%w: --reset applies to --store postgres only", cmdline.ErrUsage)
 	}
 	if *reset && !*yes {
-		return fmt.Errorf("%w: --reset drops every tenant the script names, with all their documents; add --yes to confirm", errUsage)
+		return fmt.Errorf("%w: --reset drops every tenant the script names, with all their documents; add --yes to confirm", cmdline.ErrUsage)
 	}
 	data, err := readInput(env, fs.Arg(0))
 	if err != nil {
@@ -76,11 +77,11 @@ func runReplay(ctx context.Context, env Env, c *command, args []string) error {
 		open := func(_ context.Context, s index.Settings) (replay.Store, error) { return memory.New(s) }
 		return replay.Run(ctx, data, open, env.Stdout)
 	}
-	url, err := needDatabaseURL(env, *dbURL)
+	url, err := cmdline.NeedDatabaseURL(env, *dbURL)
 	if err != nil {
 		return err
 	}
-	budget, _, err := cacheBudget("--cache-bytes", *cacheBytes, 1)
+	budget, _, err := cmdline.CacheBudget("--cache-bytes", *cacheBytes, 1)
 	if err != nil {
 		return err
 	}

@@ -5,23 +5,25 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/internal/cmdline"
+	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-func serveCommand() *command {
-	return &command{
-		name:    "serve",
-		summary: "run the JSON-over-HTTP API over PostgreSQL",
-		usage: `Usage: cordon serve [flags]
+func serveCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "serve",
+		Summary: "run the JSON-over-HTTP API over PostgreSQL",
+		Usage: `Usage: cordon serve [flags]
 
 Serves Cordon's HTTP API (see server/openapi.yaml, also at GET /openapi.yaml)
 over the Postgres store until SIGTERM or SIGINT, then finishes in-flight
@@ -58,7 +60,7 @@ provider's names, dotted paths into nested objects included (Keycloak:
 --claim-roles realm_access.roles); a mapped claim must be in every token.
 --jwt-leeway is the clock skew tolerated on exp, nbf and iat.
 
-` + rerankerUsage + `--rerank-budget is the model call's latency budget for a request that sets
+` + cmdline.RerankerUsage + `--rerank-budget is the model call's latency budget for a request that sets
 no rerank_budget_ms (--rerank-budget-tenant NAME=DURATION, repeatable, for
 one tenant); a call that misses it is shed like rerank off, and the
 request still succeeds. --dense-fallback-tenant NAME (repeatable) makes
@@ -81,262 +83,294 @@ Examples:
   cordon serve --oidc-issuer https://login.example.com/realms/bank --jwt-audience cordon --claim-roles realm_access.roles
   cordon serve --audit-key-file audit.keys --reranker-url http://127.0.0.1:8081 --reranker-model BAAI/bge-reranker-base --rerank-budget 250ms --rerank-budget-tenant wholesale=500ms
 `,
-		run: runServe,
+		Run: runServe,
 	}
 }
 
-// envFlag registers a string flag whose default is the environment variable.
-func envString(fs *flag.FlagSet, env Env, name, envName, def, usage string) *string {
-	v := env.Getenv(envName)
-	if v == "" {
-		v = def
-	}
-	return fs.String(name, v, usage+" ($"+envName+")")
+// serveConfig is cordon serve's configuration: every flag, registered once
+// (register), checked and resolved once (resolve), and logged once with its
+// secrets redacted (logAttrs).
+type serveConfig struct {
+	listen, dbURL                             string
+	jwksFile, jwksURL, oidcIssuer             string
+	issuer, audience                          string
+	leeway                                    time.Duration
+	claims                                    server.ClaimPaths
+	migrate                                   bool
+	metricsAddr                               string
+	metricsTenantLabels                       bool
+	auditKeyFile, auditKeyID                  string
+	auditUnkeyed                              bool
+	maxConns                                  int64
+	replicaURLs                               cmdline.RepeatFlag
+	replicaMaxLag                             time.Duration
+	cacheBytes                                string
+	maxBody, maxDoc, maxBatch                 int64
+	readHeader, read, write, idle, reqTimeout time.Duration
+	shutdown                                  time.Duration
+	embedding                                 *cmdline.EmbedFlags
+	reranker                                  *cmdline.RerankerFlags
+	rerankBudget                              string
+	fallbackTenants, tenantBudgets            cmdline.RepeatFlag
+	limits                                    []limitFlag
+	tenantRetrieves, tenantQueue              int64
+
+	// envErrs are the environment's values the flags refused.
+	envErrs []error
+
+	// Resolved by resolve.
+	url         string
+	secret      string // $CORDON_JWT_HS256_SECRET, never logged
+	keys        *postgres.AuditKeyring
+	policyLimit retrieval.Limits
+	queue       int // server.Config.TenantQueue: -1 when none wait
+	budget      time.Duration
+	budgets     map[string]time.Duration
+	cacheBudget int64
+	cacheRule   string
 }
 
-func envInt64(fs *flag.FlagSet, env Env, name, envName string, def int64, usage string) (*int64, error) {
-	if s := env.Getenv(envName); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: $%s=%q is not an integer", errUsage, envName, s)
-		}
-		def = v
-	}
-	return fs.Int64(name, def, usage+" ($"+envName+")"), nil
+// limitFlag is one --max-* policy limit and the field of retrieval.Limits
+// it sets.
+type limitFlag struct {
+	name  string
+	value int64
+	field func(*retrieval.Limits) *int
 }
 
-func envDuration(fs *flag.FlagSet, env Env, name, envName string, def time.Duration, usage string) (*time.Duration, error) {
-	if s := env.Getenv(envName); s != "" {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: $%s=%q is not a duration such as 30s", errUsage, envName, s)
-		}
-		def = v
-	}
-	return fs.Duration(name, def, usage+" ($"+envName+")"), nil
-}
-
-// envBool reads a boolean environment variable: "1" or "true" is true.
-func envBool(env Env, name string) bool {
-	v := env.Getenv(name)
-	return v == "1" || v == "true"
-}
-
-// redactURL hides a URL's password.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || s == "" {
-		if s == "" {
-			return ""
-		}
-		return "[unparsable, redacted]"
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "REDACTED")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
-func runServe(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+// register declares every serve flag on fs, its default from the
+// environment where it has a CORDON_* variable.
+func (c *serveConfig) register(fs *flag.FlagSet, env Env) {
 	d := server.DefaultConfig()
-	listen := envString(fs, env, "listen", "CORDON_LISTEN", "127.0.0.1:8080", "address to listen on")
-	dbURL := databaseFlag(fs)
-	jwksFile := envString(fs, env, "jwks-file", "CORDON_JWKS_FILE", "", "JSON Web Key Set file (RS256, ES256, EdDSA)")
-	jwksURL := envString(fs, env, "jwks-url", "CORDON_JWKS_URL", "", "JSON Web Key Set URL, refreshed in the background")
-	oidc := envString(fs, env, "oidc-issuer", "CORDON_OIDC_ISSUER", "", "OIDC issuer whose discovery document names the JWKS")
-	issuer := envString(fs, env, "jwt-issuer", "CORDON_JWT_ISSUER", "", "required iss claim")
-	audience := envString(fs, env, "jwt-audience", "CORDON_JWT_AUDIENCE", "", "required aud claim")
-	claimTenant := envString(fs, env, "claim-tenant", "CORDON_CLAIM_TENANT", "", "claim name or dotted path holding the tenant (default: tenant)")
-	claimClearance := envString(fs, env, "claim-clearance", "CORDON_CLAIM_CLEARANCE", "", "claim name or dotted path holding the clearance (default: clearance)")
-	claimBarriers := envString(fs, env, "claim-barriers", "CORDON_CLAIM_BARRIERS", "", "claim name or dotted path holding the barriers (default: barriers)")
-	claimRoles := envString(fs, env, "claim-roles", "CORDON_CLAIM_ROLES", "", "claim name or dotted path holding the roles, e.g. realm_access.roles (default: roles)")
-	migrate := fs.Bool("migrate", envBool(env, "CORDON_MIGRATE"), "apply pending migrations before serving ($CORDON_MIGRATE=1)")
-	metricsAddr := envString(fs, env, "metrics-addr", "CORDON_METRICS_ADDR", "", "address of the Prometheus /metrics listener, apart from the API's (empty: no metrics)")
-	metricsTenants := fs.Bool("metrics-tenant-labels", envBool(env, "CORDON_METRICS_TENANT_LABELS"), "label the retrieval counters with the tenant ($CORDON_METRICS_TENANT_LABELS=1)")
-	auditKeyFile := envString(fs, env, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
-	auditKeyID := envString(fs, env, "audit-key-id", "CORDON_AUDIT_KEY_ID", "", "key id to write audit records with (default: the keyring's only key)")
-	auditUnkeyed := fs.Bool("audit-unkeyed", envBool(env, "CORDON_AUDIT_UNKEYED"), "development only: chain audit records without a key ($CORDON_AUDIT_UNKEYED=1)")
-	var errs []error
-	i64 := func(name, envName string, def int64, usage string) *int64 {
-		p, err := envInt64(fs, env, name, envName, def, usage)
-		if err != nil {
-			errs = append(errs, err)
-			p = new(int64)
+	str := func(p *string, name, envName, def, usage string) {
+		cmdline.EnvStringVar(fs, env, p, name, envName, def, usage)
+	}
+	i64 := func(p *int64, name, envName string, def int64, usage string) {
+		if err := cmdline.EnvInt64Var(fs, env, p, name, envName, def, usage); err != nil {
+			c.envErrs = append(c.envErrs, err)
 		}
-		return p
 	}
-	dur := func(name, envName string, def time.Duration, usage string) *time.Duration {
-		p, err := envDuration(fs, env, name, envName, def, usage)
-		if err != nil {
-			errs = append(errs, err)
-			p = new(time.Duration)
+	dur := func(p *time.Duration, name, envName string, def time.Duration, usage string) {
+		if err := cmdline.EnvDurationVar(fs, env, p, name, envName, def, usage); err != nil {
+			c.envErrs = append(c.envErrs, err)
 		}
-		return p
 	}
-	maxConns := i64("max-conns", "CORDON_MAX_CONNS", 0, "database pool size (0: pgxpool's default)")
-	var replicaURLs repeatFlag
-	fs.Var(&replicaURLs, "replica-url", "URL of a streaming replica to serve reads from (repeatable; default: the comma-separated $CORDON_REPLICA_URLS)")
-	replicaMaxLag := dur("replica-max-lag", "CORDON_REPLICA_MAX_LAG", 0, "serve reads without a consistency token from a replica only while it is at most this far behind the primary (0: any healthy replica)")
-	cacheBytes := envString(fs, env, "cache-bytes", "CORDON_CACHE_BYTES", cacheAuto, "memory budget of the in-memory query path in bytes; auto: a quarter of the memory this process may use (cgroup limit, else physical memory); 0: rank every query in SQL")
-	maxBody := i64("max-body-bytes", "CORDON_MAX_BODY_BYTES", d.MaxBodyBytes, "limit of a JSON request body")
-	maxDoc := i64("max-document-bytes", "CORDON_MAX_DOCUMENT_BYTES", d.MaxDocumentBytes, "limit of a document PUT body")
-	maxBatch := i64("max-batch-bytes", "CORDON_MAX_BATCH_BYTES", d.MaxBatchBytes, "limit of an NDJSON batch body")
-	readHeader := dur("read-header-timeout", "CORDON_READ_HEADER_TIMEOUT", d.ReadHeaderTimeout, "time to read request headers")
-	read := dur("read-timeout", "CORDON_READ_TIMEOUT", d.ReadTimeout, "time to read a whole request")
-	write := dur("write-timeout", "CORDON_WRITE_TIMEOUT", d.WriteTimeout, "time to write a response")
-	idle := dur("idle-timeout", "CORDON_IDLE_TIMEOUT", d.IdleTimeout, "keep-alive idle time")
-	reqTimeout := dur("request-timeout", "CORDON_REQUEST_TIMEOUT", d.RequestTimeout, "bound of one request's work, database included")
-	shutdown := dur("shutdown-timeout", "CORDON_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "time in-flight requests get on SIGTERM")
-	embedding := addEmbedFlags(fs)
-	leeway := dur("jwt-leeway", "CORDON_JWT_LEEWAY", server.DefaultLeeway, "clock skew tolerated on a token's exp, nbf and iat (at most "+server.MaxLeeway.String()+")")
-	reranker := addRerankerFlags(fs, env, &errs)
-	rerankBudget := envString(fs, env, "rerank-budget", "CORDON_RERANK_BUDGET", d.RerankBudget.String(), "model reranker latency budget of a request that sets no rerank_budget_ms")
-	var fallbackTenants repeatFlag
-	fs.Var(&fallbackTenants, "dense-fallback-tenant", "NAME: a tenant whose retrieves run lexical-only when the query cannot be embedded (policy dense_fallback \"lexical\" by default; repeatable; default: the comma-separated $CORDON_DENSE_FALLBACK_TENANTS)")
-	var tenantBudgets repeatFlag
-	fs.Var(&tenantBudgets, "rerank-budget-tenant", "NAME=DURATION: one tenant's rerank budget (repeatable; default: the comma-separated $CORDON_RERANK_BUDGET_TENANTS)")
-	var limits retrieval.Limits
-	limitFlags := []struct {
-		name string
-		v    *int64
-		dst  *int
-	}{
-		{"max-top-n", i64("max-top-n", "CORDON_MAX_TOP_N", int64(d.Limits.TopN), "largest policy top_n a retrieve may ask for"), &limits.TopN},
-		{"max-rerank-depth", i64("max-rerank-depth", "CORDON_MAX_RERANK_DEPTH", int64(d.Limits.RerankDepth), "largest policy rerank_depth"), &limits.RerankDepth},
-		{"max-limit", i64("max-limit", "CORDON_MAX_LIMIT", int64(d.Limits.Limit), "largest policy limit"), &limits.Limit},
-		{"max-prf-docs", i64("max-prf-docs", "CORDON_MAX_PRF_DOCS", int64(d.Limits.PRFDocs), "largest policy prf_docs"), &limits.PRFDocs},
-		{"max-prf-terms", i64("max-prf-terms", "CORDON_MAX_PRF_TERMS", int64(d.Limits.PRFTerms), "largest policy prf_terms"), &limits.PRFTerms},
+	str(&c.listen, "listen", "CORDON_LISTEN", "127.0.0.1:8080", "address to listen on")
+	cmdline.DatabaseFlagVar(fs, &c.dbURL)
+	str(&c.jwksFile, "jwks-file", "CORDON_JWKS_FILE", "", "JSON Web Key Set file (RS256, ES256, EdDSA)")
+	str(&c.jwksURL, "jwks-url", "CORDON_JWKS_URL", "", "JSON Web Key Set URL, refreshed in the background")
+	str(&c.oidcIssuer, "oidc-issuer", "CORDON_OIDC_ISSUER", "", "OIDC issuer whose discovery document names the JWKS")
+	str(&c.issuer, "jwt-issuer", "CORDON_JWT_ISSUER", "", "required iss claim")
+	str(&c.audience, "jwt-audience", "CORDON_JWT_AUDIENCE", "", "required aud claim")
+	str(&c.claims.Tenant, "claim-tenant", "CORDON_CLAIM_TENANT", "", "claim name or dotted path holding the tenant (default: tenant)")
+	str(&c.claims.Clearance, "claim-clearance", "CORDON_CLAIM_CLEARANCE", "", "claim name or dotted path holding the clearance (default: clearance)")
+	str(&c.claims.Barriers, "claim-barriers", "CORDON_CLAIM_BARRIERS", "", "claim name or dotted path holding the barriers (default: barriers)")
+	str(&c.claims.Roles, "claim-roles", "CORDON_CLAIM_ROLES", "", "claim name or dotted path holding the roles, e.g. realm_access.roles (default: roles)")
+	fs.BoolVar(&c.migrate, "migrate", cmdline.EnvBool(env, "CORDON_MIGRATE"), "apply pending migrations before serving ($CORDON_MIGRATE=1)")
+	str(&c.metricsAddr, "metrics-addr", "CORDON_METRICS_ADDR", "", "address of the Prometheus /metrics listener, apart from the API's (empty: no metrics)")
+	fs.BoolVar(&c.metricsTenantLabels, "metrics-tenant-labels", cmdline.EnvBool(env, "CORDON_METRICS_TENANT_LABELS"), "label the retrieval counters with the tenant ($CORDON_METRICS_TENANT_LABELS=1)")
+	str(&c.auditKeyFile, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
+	str(&c.auditKeyID, "audit-key-id", "CORDON_AUDIT_KEY_ID", "", "key id to write audit records with (default: the keyring's only key)")
+	fs.BoolVar(&c.auditUnkeyed, "audit-unkeyed", cmdline.EnvBool(env, "CORDON_AUDIT_UNKEYED"), "development only: chain audit records without a key ($CORDON_AUDIT_UNKEYED=1)")
+	i64(&c.maxConns, "max-conns", "CORDON_MAX_CONNS", 0, "database pool size (0: pgxpool's default)")
+	fs.Var(&c.replicaURLs, "replica-url", "URL of a streaming replica to serve reads from (repeatable; default: the comma-separated $CORDON_REPLICA_URLS)")
+	dur(&c.replicaMaxLag, "replica-max-lag", "CORDON_REPLICA_MAX_LAG", 0, "serve reads without a consistency token from a replica only while it is at most this far behind the primary (0: any healthy replica)")
+	str(&c.cacheBytes, "cache-bytes", "CORDON_CACHE_BYTES", cmdline.CacheAuto, "memory budget of the in-memory query path in bytes; auto: a quarter of the memory this process may use (cgroup limit, else physical memory); 0: rank every query in SQL")
+	i64(&c.maxBody, "max-body-bytes", "CORDON_MAX_BODY_BYTES", d.MaxBodyBytes, "limit of a JSON request body")
+	i64(&c.maxDoc, "max-document-bytes", "CORDON_MAX_DOCUMENT_BYTES", d.MaxDocumentBytes, "limit of a document PUT body")
+	i64(&c.maxBatch, "max-batch-bytes", "CORDON_MAX_BATCH_BYTES", d.MaxBatchBytes, "limit of an NDJSON batch body")
+	dur(&c.readHeader, "read-header-timeout", "CORDON_READ_HEADER_TIMEOUT", d.ReadHeaderTimeout, "time to read request headers")
+	dur(&c.read, "read-timeout", "CORDON_READ_TIMEOUT", d.ReadTimeout, "time to read a whole request")
+	dur(&c.write, "write-timeout", "CORDON_WRITE_TIMEOUT", d.WriteTimeout, "time to write a response")
+	dur(&c.idle, "idle-timeout", "CORDON_IDLE_TIMEOUT", d.IdleTimeout, "keep-alive idle time")
+	dur(&c.reqTimeout, "request-timeout", "CORDON_REQUEST_TIMEOUT", d.RequestTimeout, "bound of one request's work, database included")
+	dur(&c.shutdown, "shutdown-timeout", "CORDON_SHUTDOWN_TIMEOUT", d.ShutdownTimeout, "time in-flight requests get on SIGTERM")
+	c.embedding = cmdline.AddEmbedFlags(fs)
+	dur(&c.leeway, "jwt-leeway", "CORDON_JWT_LEEWAY", server.DefaultLeeway, "clock skew tolerated on a token's exp, nbf and iat (at most "+server.MaxLeeway.String()+")")
+	c.reranker = cmdline.AddRerankerFlags(fs, env, &c.envErrs)
+	str(&c.rerankBudget, "rerank-budget", "CORDON_RERANK_BUDGET", d.RerankBudget.String(), "model reranker latency budget of a request that sets no rerank_budget_ms")
+	fs.Var(&c.fallbackTenants, "dense-fallback-tenant", "NAME: a tenant whose retrieves run lexical-only when the query cannot be embedded (policy dense_fallback \"lexical\" by default; repeatable; default: the comma-separated $CORDON_DENSE_FALLBACK_TENANTS)")
+	fs.Var(&c.tenantBudgets, "rerank-budget-tenant", "NAME=DURATION: one tenant's rerank budget (repeatable; default: the comma-separated $CORDON_RERANK_BUDGET_TENANTS)")
+	c.limits = []limitFlag{
+		{name: "max-top-n", field: func(l *retrieval.Limits) *int { return &l.TopN }},
+		{name: "max-rerank-depth", field: func(l *retrieval.Limits) *int { return &l.RerankDepth }},
+		{name: "max-limit", field: func(l *retrieval.Limits) *int { return &l.Limit }},
+		{name: "max-prf-docs", field: func(l *retrieval.Limits) *int { return &l.PRFDocs }},
+		{name: "max-prf-terms", field: func(l *retrieval.Limits) *int { return &l.PRFTerms }},
 	}
-	tenantRetrieves := i64("tenant-retrieves", "CORDON_TENANT_RETRIEVES", int64(d.TenantRetrieves), "retrieves of one tenant in progress at once (default: 2 x GOMAXPROCS)")
-	tenantQueue := i64("tenant-retrieve-queue", "CORDON_TENANT_RETRIEVE_QUEUE", -1, "retrieves of one tenant that wait for one in progress before the next is refused with 429 (-1: 4 x --tenant-retrieves; 0: none wait)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	for i, usage := range []string{"largest policy top_n a retrieve may ask for", "largest policy rerank_depth", "largest policy limit", "largest policy prf_docs", "largest policy prf_terms"} {
+		f := &c.limits[i]
+		def := d.Limits
+		envName := "CORDON_" + strings.ToUpper(strings.ReplaceAll(f.name, "-", "_"))
+		i64(&f.value, f.name, envName, int64(*f.field(&def)), usage)
+	}
+	i64(&c.tenantRetrieves, "tenant-retrieves", "CORDON_TENANT_RETRIEVES", int64(d.TenantRetrieves), "retrieves of one tenant in progress at once (default: 2 x GOMAXPROCS)")
+	i64(&c.tenantQueue, "tenant-retrieve-queue", "CORDON_TENANT_RETRIEVE_QUEUE", -1, "retrieves of one tenant that wait for one in progress before the next is refused with 429 (-1: 4 x --tenant-retrieves; 0: none wait)")
+}
+
+// resolve checks the flags and derives what serve runs with: the database
+// URL, the audit keyring, the policy limits, the retrieve queue, the rerank
+// budgets and the cache budget. It opens nothing; every error is a usage
+// error but a keyring file that cannot be read.
+func (c *serveConfig) resolve(env Env) error {
+	if len(c.envErrs) > 0 {
+		return c.envErrs[0]
+	}
+	if c.leeway < 0 || c.leeway > server.MaxLeeway {
+		return fmt.Errorf("%w: --jwt-leeway %v: want between 0s and %v", cmdline.ErrUsage, c.leeway, server.MaxLeeway)
+	}
+	if err := c.claims.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
+	}
+	if c.maxConns < 0 || c.maxConns > 10000 {
+		return fmt.Errorf("%w: --max-conns %d out of range", cmdline.ErrUsage, c.maxConns)
+	}
+	if c.replicaMaxLag < 0 {
+		return fmt.Errorf("%w: --replica-max-lag %v must be >= 0", cmdline.ErrUsage, c.replicaMaxLag)
+	}
+	var err error
+	if c.keys, err = serveAuditKeys(c.auditKeyFile, c.auditKeyID, c.auditUnkeyed); err != nil {
 		return err
 	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: serve takes no arguments", errUsage)
-	}
-	if *leeway < 0 || *leeway > server.MaxLeeway {
-		return fmt.Errorf("%w: --jwt-leeway %v: want between 0s and %v", errUsage, *leeway, server.MaxLeeway)
-	}
-	claimPaths := server.ClaimPaths{Tenant: *claimTenant, Clearance: *claimClearance, Barriers: *claimBarriers, Roles: *claimRoles}
-	if err := claimPaths.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
-	}
-	models, err := embedding.registry()
-	if err != nil {
+	if err := c.resolveRetrieveLimits(); err != nil {
 		return err
 	}
-	embedWarning, err := embedding.probe(ctx, models)
-	if err != nil {
+	if c.budget, err = cmdline.ParseBudget("--rerank-budget", c.rerankBudget); err != nil {
 		return err
 	}
-	keys, err := serveAuditKeys(*auditKeyFile, *auditKeyID, *auditUnkeyed)
-	if err != nil {
+	if len(c.tenantBudgets) == 0 {
+		c.tenantBudgets = cmdline.SplitList(env.Getenv("CORDON_RERANK_BUDGET_TENANTS"))
+	}
+	if c.budgets, err = parseTenantBudgets(c.tenantBudgets); err != nil {
 		return err
 	}
-	for _, f := range limitFlags {
-		if *f.v < 1 || *f.v > retrieval.MaxLimit {
-			return fmt.Errorf("%w: --%s %d: want 1 to %d", errUsage, f.name, *f.v, retrieval.MaxLimit)
+	if len(c.fallbackTenants) == 0 {
+		c.fallbackTenants = cmdline.SplitList(env.Getenv("CORDON_DENSE_FALLBACK_TENANTS"))
+	}
+	for _, name := range c.fallbackTenants {
+		if err := cordontype.ValidateTenant(name); err != nil {
+			return fmt.Errorf("%w: --dense-fallback-tenant %q: %w", cmdline.ErrUsage, name, err)
 		}
-		*f.dst = int(*f.v)
+	}
+	if len(c.replicaURLs) == 0 {
+		c.replicaURLs = cmdline.SplitList(env.Getenv("CORDON_REPLICA_URLS"))
+	}
+	if c.cacheBudget, c.cacheRule, err = cmdline.CacheBudget("--cache-bytes", c.cacheBytes, 1); err != nil {
+		return err
+	}
+	c.url = cmdline.DatabaseURL(env, c.dbURL)
+	c.secret = env.Getenv("CORDON_JWT_HS256_SECRET")
+	return nil
+}
+
+// resolveRetrieveLimits checks the --max-* policy limits and the
+// per-tenant retrieve limits.
+func (c *serveConfig) resolveRetrieveLimits() error {
+	for _, f := range c.limits {
+		if f.value < 1 || f.value > retrieval.MaxLimit {
+			return fmt.Errorf("%w: --%s %d: want 1 to %d", cmdline.ErrUsage, f.name, f.value, retrieval.MaxLimit)
+		}
+		*f.field(&c.policyLimit) = int(f.value)
 	}
 	// A request that sets none of these fields takes the service
 	// profile's values, which must be within the limits.
 	var le *retrieval.LimitError
-	if err := retrieval.New(nil, retrieval.WithLimits(limits)).Validate(retrieval.ServicePolicy()); errors.As(err, &le) {
+	if err := retrieval.New(nil, retrieval.WithLimits(c.policyLimit)).Validate(retrieval.ServicePolicy()); errors.As(err, &le) {
 		return fmt.Errorf("%w: --max-%s %d is below the service profile's %s %d, which every request that sets no %s takes",
-			errUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
+			cmdline.ErrUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
 	}
-	if *tenantRetrieves < 1 || *tenantRetrieves > 10000 {
-		return fmt.Errorf("%w: --tenant-retrieves %d: want 1 to 10000", errUsage, *tenantRetrieves)
+	if c.tenantRetrieves < 1 || c.tenantRetrieves > 10000 {
+		return fmt.Errorf("%w: --tenant-retrieves %d: want 1 to 10000", cmdline.ErrUsage, c.tenantRetrieves)
 	}
-	if *tenantQueue < -1 || *tenantQueue > 100000 {
-		return fmt.Errorf("%w: --tenant-retrieve-queue %d: want -1 (4 x --tenant-retrieves) or 0 to 100000", errUsage, *tenantQueue)
+	if c.tenantQueue < -1 || c.tenantQueue > 100000 {
+		return fmt.Errorf("%w: --tenant-retrieve-queue %d: want -1 (4 x --tenant-retrieves) or 0 to 100000", cmdline.ErrUsage, c.tenantQueue)
 	}
-	if *tenantQueue == -1 {
-		*tenantQueue = 4 * *tenantRetrieves
+	if c.tenantQueue == -1 {
+		c.tenantQueue = 4 * c.tenantRetrieves
 	}
-	queue := int(*tenantQueue)
-	if queue == 0 {
-		queue = -1 // server.Config: none wait
+	c.queue = int(c.tenantQueue)
+	if c.queue == 0 {
+		c.queue = -1 // server.Config: none wait
 	}
-	budget, err := parseBudget("--rerank-budget", *rerankBudget)
-	if err != nil {
-		return err
-	}
-	if len(tenantBudgets) == 0 {
-		tenantBudgets = splitList(env.Getenv("CORDON_RERANK_BUDGET_TENANTS"))
-	}
-	budgets, err := parseTenantBudgets(tenantBudgets)
-	if err != nil {
-		return err
-	}
-	if len(fallbackTenants) == 0 {
-		fallbackTenants = splitList(env.Getenv("CORDON_DENSE_FALLBACK_TENANTS"))
-	}
-	for _, name := range fallbackTenants {
-		if err := cordontype.ValidateTenant(name); err != nil {
-			return fmt.Errorf("%w: --dense-fallback-tenant %q: %w", errUsage, name, err)
-		}
-	}
-	log := logger(env)
-	rr, err := reranker.build(env, log)
-	if err != nil {
-		return err
-	}
-	cacheBudgetBytes, cacheRule, err := cacheBudget("--cache-bytes", *cacheBytes, 1)
-	if err != nil {
-		return err
-	}
-	url := databaseURL(env, *dbURL)
-	secret := env.Getenv("CORDON_JWT_HS256_SECRET")
+	return nil
+}
+
+// logAttrs is the configuration for the "config" log line: the database
+// URL's password, the HS256 secret and the reranker key redacted.
+func (c *serveConfig) logAttrs(env Env) []any {
 	secretState := "unset"
-	if secret != "" {
+	if c.secret != "" {
 		secretState = "set (redacted)"
 	}
-	attrs := []any{"listen", *listen, "database_url", redactURL(url), "jwt_hs256_secret", secretState,
-		"jwks_file", *jwksFile, "jwks_url", *jwksURL, "oidc_issuer", *oidc, "jwt_issuer", *issuer, "jwt_audience", *audience,
-		"jwt_leeway", leeway.String(), "claim_tenant", *claimTenant, "claim_clearance", *claimClearance,
-		"claim_barriers", *claimBarriers, "claim_roles", *claimRoles,
-		"migrate", *migrate, "max_conns", *maxConns, "replica_max_lag", replicaMaxLag.String(), "cache_bytes", cacheBudgetBytes, "cache_budget_rule", cacheRule, "max_body_bytes", *maxBody, "max_document_bytes", *maxDoc,
-		"max_batch_bytes", *maxBatch, "read_header_timeout", readHeader.String(), "read_timeout", read.String(),
-		"write_timeout", write.String(), "idle_timeout", idle.String(), "request_timeout", reqTimeout.String(),
-		"shutdown_timeout", shutdown.String(), "metrics_addr", *metricsAddr, "metrics_tenant_labels", *metricsTenants,
-		"audit_key_file", *auditKeyFile, "audit_key_id", keys.Active, "audit_unkeyed", *auditUnkeyed,
-		"embed_url", redactURL(*embedding.url), "embed_api", *embedding.api, "embed_model", *embedding.model, "embed_dims", *embedding.dims,
-		"embed_same_origin_redirects", *embedding.sameOrigin}
-	attrs = append(attrs, reranker.logAttrs(env)...)
-	attrs = append(attrs, "rerank_budget", budget.String(), "rerank_budget_tenants", strings.Join(tenantBudgets, ","),
-		"dense_fallback_tenants", strings.Join(fallbackTenants, ","))
-	for _, f := range limitFlags {
-		attrs = append(attrs, strings.ReplaceAll(f.name, "-", "_"), *f.dst)
+	attrs := []any{"listen", c.listen, "database_url", cmdline.RedactURL(c.url), "jwt_hs256_secret", secretState,
+		"jwks_file", c.jwksFile, "jwks_url", c.jwksURL, "oidc_issuer", c.oidcIssuer, "jwt_issuer", c.issuer, "jwt_audience", c.audience,
+		"jwt_leeway", c.leeway.String(), "claim_tenant", c.claims.Tenant, "claim_clearance", c.claims.Clearance,
+		"claim_barriers", c.claims.Barriers, "claim_roles", c.claims.Roles,
+		"migrate", c.migrate, "max_conns", c.maxConns, "replica_max_lag", c.replicaMaxLag.String(), "cache_bytes", c.cacheBudget, "cache_budget_rule", c.cacheRule, "max_body_bytes", c.maxBody, "max_document_bytes", c.maxDoc,
+		"max_batch_bytes", c.maxBatch, "read_header_timeout", c.readHeader.String(), "read_timeout", c.read.String(),
+		"write_timeout", c.write.String(), "idle_timeout", c.idle.String(), "request_timeout", c.reqTimeout.String(),
+		"shutdown_timeout", c.shutdown.String(), "metrics_addr", c.metricsAddr, "metrics_tenant_labels", c.metricsTenantLabels,
+		"audit_key_file", c.auditKeyFile, "audit_key_id", c.keys.Active, "audit_unkeyed", c.auditUnkeyed}
+	attrs = append(attrs, c.embedding.LogAttrs()...)
+	attrs = append(attrs, c.reranker.LogAttrs(env)...)
+	attrs = append(attrs, "rerank_budget", c.budget.String(), "rerank_budget_tenants", strings.Join(c.tenantBudgets, ","),
+		"dense_fallback_tenants", strings.Join(c.fallbackTenants, ","))
+	for _, f := range c.limits {
+		attrs = append(attrs, strings.ReplaceAll(f.name, "-", "_"), *f.field(&c.policyLimit))
 	}
-	log.Info("config", append(attrs, "tenant_retrieves", *tenantRetrieves, "tenant_retrieve_queue", *tenantQueue)...)
-	if embedWarning != "" {
-		log.Warn("the embedding server did not answer a probe; tenants on its model fail with 503 until it does", "error", embedWarning)
+	return append(attrs, "tenant_retrieves", c.tenantRetrieves, "tenant_retrieve_queue", c.tenantQueue)
+}
+
+// serverConfig is the server's configuration.
+func (c *serveConfig) serverConfig(log *slog.Logger, models *embed.Registry, rr rerank.Reranker) server.Config {
+	return server.Config{
+		MaxBodyBytes: c.maxBody, MaxDocumentBytes: c.maxDoc, MaxBatchBytes: c.maxBatch,
+		ReadHeaderTimeout: c.readHeader, ReadTimeout: c.read, WriteTimeout: c.write, IdleTimeout: c.idle,
+		RequestTimeout: c.reqTimeout, ShutdownTimeout: c.shutdown, MetricsTenantLabels: c.metricsTenantLabels, Logger: log,
+		Models:   models,
+		Reranker: rr, RerankBudget: c.budget, RerankBudgetTenant: c.budgets, DenseFallbackTenants: c.fallbackTenants,
+		Limits: c.policyLimit, TenantRetrieves: int(c.tenantRetrieves), TenantQueue: c.queue,
 	}
-	if *auditUnkeyed {
-		log.Warn("audit records are chained without a key (--audit-unkeyed): anyone who can write the database can rewrite the audit log undetected; development only")
+}
+
+func runServe(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	var cfg serveConfig
+	fs := cmdline.NewFlagSet(c)
+	cfg.register(fs, env)
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
+		return err
 	}
-	if w := auditKeyFileWarning(*auditKeyFile); *auditKeyFile != "" && w != "" {
-		log.Warn(w)
+	if len(cfg.envErrs) > 0 {
+		return cfg.envErrs[0]
 	}
-	verifier, err := server.NewVerifier(ctx, server.AuthConfig{HS256Secret: secret, JWKSFile: *jwksFile, JWKSURL: *jwksURL,
-		OIDCIssuer: *oidc, Issuer: *issuer, Audience: *audience, Leeway: *leeway, Claims: claimPaths})
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: serve takes no arguments", cmdline.ErrUsage)
+	}
+	if err := cfg.resolve(env); err != nil {
+		return err
+	}
+	models, err := cfg.embedding.Registry()
 	if err != nil {
 		return err
 	}
-	if *migrate {
-		res, err := postgres.Migrate(ctx, url)
+	embedWarning, err := cfg.embedding.Probe(ctx, models)
+	if err != nil {
+		return err
+	}
+	log := cmdline.Logger(env)
+	rr, err := cfg.reranker.Build(env, log)
+	if err != nil {
+		return err
+	}
+	log.Info("config", cfg.logAttrs(env)...)
+	logServeWarnings(log, &cfg, embedWarning)
+	verifier, err := server.NewVerifier(ctx, server.AuthConfig{HS256Secret: cfg.secret, JWKSFile: cfg.jwksFile, JWKSURL: cfg.jwksURL,
+		OIDCIssuer: cfg.oidcIssuer, Issuer: cfg.issuer, Audience: cfg.audience, Leeway: cfg.leeway, Claims: cfg.claims})
+	if err != nil {
+		return err
+	}
+	if cfg.migrate {
+		res, err := postgres.Migrate(ctx, cfg.url)
 		if err != nil {
 			return err
 		}
@@ -344,45 +378,57 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 			log.Info("migrated", "version", r.Version, "source", r.Source)
 		}
 	}
-	if *maxConns < 0 || *maxConns > 10000 {
-		return fmt.Errorf("%w: --max-conns %d out of range", errUsage, *maxConns)
-	}
-	if *replicaMaxLag < 0 {
-		return fmt.Errorf("%w: --replica-max-lag %v must be >= 0", errUsage, *replicaMaxLag)
-	}
-	if len(replicaURLs) == 0 {
-		for _, u := range strings.Split(env.Getenv("CORDON_REPLICA_URLS"), ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				replicaURLs = append(replicaURLs, u)
-			}
-		}
-	}
-	st, err := postgres.Open(ctx, url, postgres.Options{MaxConns: int32(*maxConns), CacheBytes: cacheBudgetBytes, CacheLoadInBackground: true, AuditKeys: keys, Replicas: replicaURLs, ReplicaMaxLag: *replicaMaxLag, Models: models})
+	st, err := postgres.Open(ctx, cfg.url, postgres.Options{MaxConns: int32(cfg.maxConns), CacheBytes: cfg.cacheBudget, CacheLoadInBackground: true,
+		AuditKeys: cfg.keys, Replicas: cfg.replicaURLs, ReplicaMaxLag: cfg.replicaMaxLag, Models: models})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	ln, err := net.Listen("tcp", *listen)
+	ln, mln, err := serveListen(cfg.listen, cfg.metricsAddr)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	defer ln.Close()
-	var mln net.Listener
-	if *metricsAddr != "" {
-		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
-			return fmt.Errorf("metrics listen: %w", err)
-		}
+	if mln != nil {
 		defer mln.Close()
 	}
-	srv := server.New(server.Config{
-		MaxBodyBytes: *maxBody, MaxDocumentBytes: *maxDoc, MaxBatchBytes: *maxBatch,
-		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
-		RequestTimeout: *reqTimeout, ShutdownTimeout: *shutdown, MetricsTenantLabels: *metricsTenants, Logger: log,
-		Models:   models,
-		Reranker: rr, RerankBudget: budget, RerankBudgetTenant: budgets, DenseFallbackTenants: fallbackTenants,
-		Limits: limits, TenantRetrieves: int(*tenantRetrieves), TenantQueue: queue,
-	}, st, verifier)
-	// Both listeners stop together: when one fails, the other shuts down.
+	srv := server.New(cfg.serverConfig(log, models, rr), st, verifier)
+	return serveUntilDone(ctx, env, log, srv, ln, mln)
+}
+
+// logServeWarnings warns of what serve runs with but should not: an
+// embedding server that did not answer, an unkeyed audit chain, a keyring
+// file others may read.
+func logServeWarnings(log *slog.Logger, cfg *serveConfig, embedWarning string) {
+	if embedWarning != "" {
+		log.Warn("the embedding server did not answer a probe; tenants on its model fail with 503 until it does", "error", embedWarning)
+	}
+	if cfg.auditUnkeyed {
+		log.Warn("audit records are chained without a key (--audit-unkeyed): anyone who can write the database can rewrite the audit log undetected; development only")
+	}
+	if w := auditKeyFileWarning(cfg.auditKeyFile); cfg.auditKeyFile != "" && w != "" {
+		log.Warn(w)
+	}
+}
+
+// serveListen opens the API's listener and, when metricsAddr is set, the
+// metrics listener (else nil).
+func serveListen(listen, metricsAddr string) (ln, mln net.Listener, err error) {
+	if ln, err = net.Listen("tcp", listen); err != nil {
+		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	if metricsAddr != "" {
+		if mln, err = net.Listen("tcp", metricsAddr); err != nil {
+			ln.Close()
+			return nil, nil, fmt.Errorf("metrics listen: %w", err)
+		}
+	}
+	return ln, mln, nil
+}
+
+// serveUntilDone serves the API on ln and the metrics on mln (when not
+// nil) until ctx ends or either fails; both stop together.
+func serveUntilDone(ctx context.Context, env Env, log *slog.Logger, srv *server.Server, ln, mln net.Listener) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
@@ -415,21 +461,44 @@ func runServe(ctx context.Context, env Env, c *command, args []string) error {
 func serveAuditKeys(file, id string, unkeyed bool) (*postgres.AuditKeyring, error) {
 	switch {
 	case file != "" && unkeyed:
-		return nil, fmt.Errorf("%w: --audit-key-file and --audit-unkeyed exclude each other", errUsage)
+		return nil, fmt.Errorf("%w: --audit-key-file and --audit-unkeyed exclude each other", cmdline.ErrUsage)
 	case unkeyed:
 		if id != "" {
-			return nil, fmt.Errorf("%w: --audit-key-id needs --audit-key-file, not --audit-unkeyed", errUsage)
+			return nil, fmt.Errorf("%w: --audit-key-id needs --audit-key-file, not --audit-unkeyed", cmdline.ErrUsage)
 		}
 		return &postgres.AuditKeyring{}, nil
 	case file == "":
-		return nil, fmt.Errorf("%w: no audit key: pass --audit-key-file FILE ($CORDON_AUDIT_KEY_FILE; lines 'KEY_ID BASE64_KEY', e.g. echo \"k1 $(head -c 32 /dev/urandom | base64)\" > audit.keys), or --audit-unkeyed for development", errUsage)
+		return nil, fmt.Errorf("%w: no audit key: pass --audit-key-file FILE ($CORDON_AUDIT_KEY_FILE; lines 'KEY_ID BASE64_KEY', e.g. echo \"k1 $(head -c 32 /dev/urandom | base64)\" > audit.keys), or --audit-unkeyed for development", cmdline.ErrUsage)
 	}
 	keys, err := loadAuditKeyring(file, id)
 	if err != nil {
 		return nil, err
 	}
 	if keys.Active == "" {
-		return nil, fmt.Errorf("%w: %s holds several keys: name the one to write with (--audit-key-id, $CORDON_AUDIT_KEY_ID)", errUsage, file)
+		return nil, fmt.Errorf("%w: %s holds several keys: name the one to write with (--audit-key-id, $CORDON_AUDIT_KEY_ID)", cmdline.ErrUsage, file)
 	}
 	return keys, nil
+}
+
+// parseTenantBudgets reads NAME=DURATION pairs.
+func parseTenantBudgets(pairs []string) (map[string]time.Duration, error) {
+	out := make(map[string]time.Duration, len(pairs))
+	for _, p := range pairs {
+		name, val, ok := strings.Cut(p, "=")
+		if !ok {
+			return nil, fmt.Errorf("%w: --rerank-budget-tenant %q: want NAME=DURATION, e.g. wholesale=500ms", cmdline.ErrUsage, p)
+		}
+		if err := cordontype.ValidateTenant(name); err != nil {
+			return nil, fmt.Errorf("%w: --rerank-budget-tenant %q: %w", cmdline.ErrUsage, p, err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%w: --rerank-budget-tenant: tenant %s given twice", cmdline.ErrUsage, name)
+		}
+		d, err := cmdline.ParseBudget("--rerank-budget-tenant "+name, val)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = d
+	}
+	return out, nil
 }

@@ -26,6 +26,9 @@ func TestServeLimitFlags(t *testing.T) {
 		{"prf_terms limit below the service profile", []string{"--max-prf-terms", "9"}, nil, "--max-prf-terms 9 is below the service profile's prf_terms 10"},
 		{"tenant retrieves 0", []string{"--tenant-retrieves", "0"}, nil, "--tenant-retrieves 0: want 1 to 10000"},
 		{"tenant queue below -1", []string{"--tenant-retrieve-queue", "-2"}, nil, "--tenant-retrieve-queue -2: want -1 (4 x --tenant-retrieves) or 0 to 100000"},
+		// Refused before --migrate connects to the database.
+		{"max conns negative", []string{"--max-conns", "-1", "--migrate"}, nil, "--max-conns -1 out of range"},
+		{"replica lag negative", []string{"--replica-max-lag", "-1s", "--migrate"}, nil, "--replica-max-lag -1s must be >= 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

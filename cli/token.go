@@ -7,14 +7,15 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/server"
 )
 
-func tokenCommand() *command {
-	return &command{
-		name:    "token",
-		summary: "mint a development bearer token (HS256)",
-		usage: `Usage: cordon token --sub NAME [--tenant T] [--clearance LEVEL] [--barrier L]... [--role R]... [--ttl 1h]
+func tokenCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "token",
+		Summary: "mint a development bearer token (HS256)",
+		Usage: `Usage: cordon token --sub NAME [--tenant T] [--clearance LEVEL] [--barrier L]... [--role R]... [--ttl 1h]
 
 Signs a JWT with $CORDON_JWT_HS256_SECRET (at least 32 bytes), the secret a
 development 'cordon serve' verifies with. Production tokens come from your
@@ -26,36 +27,36 @@ Example:
   TOKEN=$(cordon token --sub alice --tenant wholesale --clearance confidential --role reader,writer)
   curl -H "Authorization: Bearer $TOKEN" ...
 `,
-		run: runToken,
+		Run: runToken,
 	}
 }
 
-func runToken(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runToken(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	sub := fs.String("sub", "", "subject (who the token is for); required")
 	tenant := fs.String("tenant", "", "tenant claim")
 	clearance := fs.String("clearance", "public", "clearance: public, internal, confidential or restricted")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime")
-	var barriers, roles listFlag
+	var barriers, roles cmdline.ListFlag
 	fs.Var(&barriers, "barrier", "barrier label held (repeatable)")
 	fs.Var(&roles, "role", "role: reader, writer, auditor, admin (repeatable)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if *sub == "" {
-		return fmt.Errorf("%w: --sub is required", errUsage)
+		return fmt.Errorf("%w: --sub is required", cmdline.ErrUsage)
 	}
 	if *ttl <= 0 {
-		return fmt.Errorf("%w: --ttl must be positive", errUsage)
+		return fmt.Errorf("%w: --ttl must be positive", cmdline.ErrUsage)
 	}
 	secret := env.Getenv("CORDON_JWT_HS256_SECRET")
 	if secret == "" {
-		return fmt.Errorf("%w: set CORDON_JWT_HS256_SECRET (at least %d bytes)", errUsage, server.MinHS256SecretLen)
+		return fmt.Errorf("%w: set CORDON_JWT_HS256_SECRET (at least %d bytes)", cmdline.ErrUsage, server.MinHS256SecretLen)
 	}
 	for _, r := range roles {
 		// The server ignores roles it does not know; here one is a typo.
 		if !server.IsRole(r) {
-			return fmt.Errorf("%w: unknown role %q (want reader, writer, auditor or admin)", errUsage, r)
+			return fmt.Errorf("%w: unknown role %q (want reader, writer, auditor or admin)", cmdline.ErrUsage, r)
 		}
 	}
 	now := time.Now()
@@ -66,7 +67,7 @@ func runToken(ctx context.Context, env Env, c *command, args []string) error {
 	// Check the claims as the server will, so a typo fails here, not at
 	// the first request.
 	if _, err := server.IdentityFromClaims(claims); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
 	tok, err := server.MintHS256(secret, claims)
 	if err != nil {

@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/internal/version"
 )
 
-func versionCommand() *command {
-	return &command{
-		name:    "version",
-		summary: "print the version, commit, build date and Go version",
-		usage: `Usage: cordon version [--json]
+func versionCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "version",
+		Summary: "print the version, commit, build date and Go version",
+		Usage: `Usage: cordon version [--json]
 
 Prints the build of this binary: the version, commit and build date stamped
 at link time ('make build', deploy/Dockerfile), else what the Go toolchain
@@ -24,18 +25,18 @@ Example:
   cordon version
   cordon version --json
 `,
-		run: runVersion,
+		Run: runVersion,
 	}
 }
 
-func runVersion(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runVersion(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: version takes no arguments", errUsage)
+		return fmt.Errorf("%w: version takes no arguments", cmdline.ErrUsage)
 	}
 	info := version.Get()
 	if *asJSON {

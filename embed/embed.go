@@ -17,25 +17,6 @@ const Hash = "hash"
 // scaled so their largest |component| becomes 127 (int8's range).
 const QuantMax = 127
 
-// ErrInvalidSpec is returned for a model spec that cannot be used.
-var ErrInvalidSpec = errors.New("invalid embedding model")
-
-// ErrUnknownModel is returned when a tenant's model has no configured
-// provider.
-var ErrUnknownModel = errors.New("embedding model not configured")
-
-// ErrDims is returned (wrapped, with ErrProvider) when a provider's vectors
-// have other dimensions than the model spec says.
-var ErrDims = errors.New("vector dimensions differ from the model's")
-
-// ErrProvider is returned (wrapped) for a provider that failed or answered
-// something unusable.
-var ErrProvider = errors.New("embedding provider failed")
-
-// ErrInvalidConfig is returned (wrapped) by [NewHTTP] for a provider
-// configuration it cannot use.
-var ErrInvalidConfig = errors.New("invalid embedding provider configuration")
-
 // Spec names a tenant's embedding model as recorded with its index: vectors
 // of two different specs are never compared.
 type Spec struct {

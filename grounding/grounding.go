@@ -1,7 +1,6 @@
 package grounding
 
 import (
-	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -12,9 +11,6 @@ import (
 // DefaultThreshold is the share of a claim's tokens a chunk must hold to
 // support it.
 const DefaultThreshold = 0.6
-
-// ErrInvalidThreshold is returned by [Check] for a threshold outside [0, 1].
-var ErrInvalidThreshold = errors.New("invalid grounding threshold")
 
 // Claim is one claim's verdict. Citation is nil when unsupported; Overlap is
 // the best share found either way.

@@ -2,7 +2,6 @@ package hashembed
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
 	"math"
@@ -17,9 +16,6 @@ const (
 	DefaultDims = 256
 	MaxDims     = 16000
 )
-
-// ErrInvalidDims is returned when dims is outside 1..16000.
-var ErrInvalidDims = errors.New("invalid dims")
 
 // ValidateDims checks 1 <= dims <= MaxDims.
 func ValidateDims(dims int) error {

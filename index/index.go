@@ -2,7 +2,6 @@ package index
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -13,12 +12,6 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
 )
-
-// ErrVectorBound is returned by [Prepare] when a chunk's count vector has a
-// component beyond MaxCount. Stores keep counts in float32 (pgvector's
-// element type), which represents every integer up to 2^24 exactly and no
-// longer does beyond it.
-var ErrVectorBound = errors.New("vector component beyond the exact float32 range")
 
 // MaxCount is the largest count magnitude a vector component may hold: 2^24,
 // the end of float32's exact integers.

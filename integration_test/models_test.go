@@ -9,7 +9,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/embed/embedtest"
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/index/memindex"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/replay/replaygen"
 	"github.com/cordon-rag/cordon/store/memory"
@@ -56,7 +56,7 @@ func runModelScripts(t *testing.T, reg *embed.Registry, name string, dims, n int
 		}
 		var fast bytes.Buffer
 		if err := replay.RunWithModels(ctx, script, func(_ context.Context, s index.Settings) (replay.Store, error) {
-			return memindex.NewStoreWithModels(s, reg)
+			return memindextest.NewStoreWithModels(s, reg)
 		}, reg, &fast); err != nil {
 			t.Fatalf("seed %d: memindex replay: %v", seed, err)
 		}

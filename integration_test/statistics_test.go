@@ -14,7 +14,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/grounding"
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/index/memindex"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -38,7 +38,7 @@ func scopePaths(t *testing.T, dbURL string, settings index.Settings) []scopePath
 	if err != nil {
 		t.Fatal(err)
 	}
-	mi, err := memindex.NewStore(settings)
+	mi, err := memindextest.NewStore(settings)
 	if err != nil {
 		t.Fatal(err)
 	}

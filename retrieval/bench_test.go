@@ -8,7 +8,7 @@ import (
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/index/memindex"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/internal/proccpu"
 	"github.com/cordon-rag/cordon/lab/bench"
 	"github.com/cordon-rag/cordon/retrieval"
@@ -118,13 +118,13 @@ func BenchmarkPolicyCost(b *testing.B) {
 
 // policyCostCorpus loads lab/bench's generated corpus (seed 1, one tenant of
 // 10,000 chunks) into the in-memory index, with 64 of its queries.
-func policyCostCorpus(b *testing.B) (*memindex.Store, []bench.Query) {
+func policyCostCorpus(b *testing.B) (*memindextest.Store, []bench.Query) {
 	b.Helper()
 	g, err := bench.NewGenerator(bench.Config{Seed: 1, Chunks: 10000, Tenants: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, err := memindex.NewStore(index.DefaultSettings())
+	st, err := memindextest.NewStore(index.DefaultSettings())
 	if err != nil {
 		b.Fatal(err)
 	}

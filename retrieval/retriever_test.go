@@ -13,7 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
-	"github.com/cordon-rag/cordon/index/memindex"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 )
@@ -41,11 +41,11 @@ func newStoreWith(t *testing.T, settings index.Settings, docs ...cordontype.Docu
 
 // newMemindex is the in-memory index store (the Postgres store's query
 // path) holding docs, under the default settings.
-func newMemindex(t *testing.T, docs ...cordontype.Document) *memindex.Store {
+func newMemindex(t *testing.T, docs ...cordontype.Document) *memindextest.Store {
 	t.Helper()
-	st, err := memindex.NewStore(index.DefaultSettings())
+	st, err := memindextest.NewStore(index.DefaultSettings())
 	if err != nil {
-		t.Fatalf("memindex.NewStore: %v", err)
+		t.Fatalf("memindextest.NewStore: %v", err)
 	}
 	for _, d := range docs {
 		if _, err := st.Put(context.Background(), d); err != nil {

@@ -15,6 +15,7 @@
 // hashembed.Cosine) over the same exact integers, so results are
 // byte-identical; the differential tests hold it to that.
 //
-// [Index] is not safe for concurrent use; [Store] wraps one Index per tenant
-// behind a lock and implements the replay and retrieval store interfaces.
+// [Index] is not safe for concurrent use. store/postgres keeps one per
+// tenant behind its own lock; memindextest wraps one per tenant as a replay
+// and retrieval store for the differential tests.
 package memindex

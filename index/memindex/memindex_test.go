@@ -1,4 +1,4 @@
-package memindex
+package memindex_test
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package memindex
+package memindex_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/replay/replaygen"
 )
@@ -47,11 +49,8 @@ func overflowScript() []byte {
 // (so block edges and int8 overflow slots fall everywhere) and compares with
 // the reference.
 func TestParallelBlockedRank(t *testing.T) {
-	oldP, oldB := parallelMin, denseBlock
-	t.Cleanup(func() { parallelMin, denseBlock = oldP, oldB })
-	parallelMin = 0
 	for _, blk := range []int{1, 3, 64} {
-		denseBlock = blk
+		memindex.SetParallel(t, 0, blk)
 		compare(t, fmt.Sprintf("overflow script, block %d", blk), overflowScript())
 		for seed := uint64(2000); seed < 2100; seed++ {
 			compare(t, fmt.Sprintf("seed %d, block %d", seed, blk), replaygen.Generate(seed, 60))
@@ -62,15 +61,15 @@ func TestParallelBlockedRank(t *testing.T) {
 // TestOverflowScriptOverflows guards the test above: its documents must
 // really hold vectors that do not fit int8.
 func TestOverflowScriptOverflows(t *testing.T) {
-	var st *Store
+	var st *memindextest.Store
 	if err := replay.Run(context.Background(), overflowScript(), func(_ context.Context, s index.Settings) (replay.Store, error) {
 		var err error
-		st, err = NewStore(s)
+		st, err = memindextest.NewStore(s)
 		return st, err
 	}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(st.tenants["t"].overflow); n == 0 {
+	if n := st.Tenant("t").Overflowed(); n == 0 {
 		t.Fatal("no chunk overflowed int8: the overflow path is untested")
 	}
 }

@@ -1,4 +1,4 @@
-package memindex
+package memindex_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex/memindextest"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/store/memory"
 )
@@ -13,16 +14,16 @@ import (
 // compare runs script on the reference store and on a memindex Store and
 // requires byte-identical output; it returns the memindex Store, for tests
 // that look inside it afterwards.
-func compare(t *testing.T, name string, script []byte) *Store {
+func compare(t *testing.T, name string, script []byte) *memindextest.Store {
 	t.Helper()
 	var want, got bytes.Buffer
 	if err := replay.Run(context.Background(), script, func(_ context.Context, s index.Settings) (replay.Store, error) { return memory.New(s) }, &want); err != nil {
 		t.Fatal(err)
 	}
-	var st *Store
+	var st *memindextest.Store
 	if err := replay.Run(context.Background(), script, func(_ context.Context, s index.Settings) (replay.Store, error) {
 		var err error
-		st, err = NewStore(s)
+		st, err = memindextest.NewStore(s)
 		return st, err
 	}, &got); err != nil {
 		t.Fatal(err)

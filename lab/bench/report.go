@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Report is one run's result, written by 'cordon bench --json'.
+// Report is one run's result, written by 'cordon-lab bench --json'.
 type Report struct {
 	Chunks      int `json:"chunks"`
 	Tenants     int `json:"tenants"`

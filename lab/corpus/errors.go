@@ -29,3 +29,6 @@ var ErrInvalidOptions = errors.New("invalid corpus options")
 
 // ErrKind is returned by [ParseKind] for an unknown query kind.
 var ErrKind = errors.New("unknown query kind")
+
+// ErrEmptyCorpus is returned by [Load] when a directory holds no "*.md" file.
+var ErrEmptyCorpus = errors.New("corpus directory holds no .md documents")

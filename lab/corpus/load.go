@@ -3,7 +3,6 @@ package corpus
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -19,9 +18,6 @@ type Doc struct {
 	ID   string
 	Text string
 }
-
-// ErrEmptyCorpus is returned by [Load] when a directory holds no "*.md" file.
-var ErrEmptyCorpus = errors.New("corpus directory holds no .md documents")
 
 // Load reads every "*.md" file under dir (recursively) as a document whose id
 // is the file's path relative to dir, with "/" separators and without ".md".

@@ -1,6 +1,6 @@
 package eval
 
-// Evaluation is one evaluation as `cordon eval --json` writes it: where its inputs
+// Evaluation is one evaluation as `cordon-lab eval --json` writes it: where its inputs
 // came from, its report, and its bake-off when one was run.
 type Evaluation struct {
 	Meta    Meta            `json:"meta"`

@@ -264,7 +264,7 @@ func writeMarkdownResults(b *strings.Builder, rs []PipelineResult) {
 	}
 }
 
-// WriteScores writes 'cordon eval score' results: one row per run, then
+// WriteScores writes 'cordon-lab eval score' results: one row per run, then
 // each run's paired bootstrap interval against the first.
 func WriteScores(w io.Writer, markdown bool, queries int, scores []RunScore, ivs []Interval) error {
 	var b strings.Builder

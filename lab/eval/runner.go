@@ -318,7 +318,10 @@ var comparisons = [][2]Pipeline{
 
 // Hit is one returned chunk with how it was placed: each side's score and
 // 1-based rank (absent when the chunk is not in that truncated ranking),
-// the fused RRF score and the rerank score (hybrid pipelines).
+// the fused RRF score and the rerank score (hybrid pipelines). It is not
+// [retrieval.ScoredJSON]: a per-query line leaves out what a pipeline did
+// not compute (a single-side pipeline has no fused score) rather than
+// writing null, and carries no citation span.
 type Hit struct {
 	ChunkID    string   `json:"chunk_id"`
 	DocID      string   `json:"doc_id"`

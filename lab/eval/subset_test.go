@@ -45,7 +45,7 @@ func loadSubset(t *testing.T) ([]eval.Document, []eval.Query) {
 }
 
 // TestSubsetQueriesReproducible: the committed query file is exactly what
-// 'cordon corpus queries' builds from the committed corpus.
+// 'cordon-lab corpus queries' builds from the committed corpus.
 func TestSubsetQueriesReproducible(t *testing.T) {
 	docs, err := corpus.Load(subsetCorpus)
 	if err != nil {

@@ -3,7 +3,6 @@ package plot
 import (
 	"cmp"
 	"fmt"
-	"github.com/cordon-rag/cordon/lab/bench"
 	"math"
 	"slices"
 
@@ -11,12 +10,14 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/cordon-rag/cordon/lab/bench"
 )
 
 // Bench draws p50 latency (log scale) against corpus size (log scale), one
 // line per system and tenant count, from reports, and writes it to file
 // (the format follows the extension, e.g. .png). A point is the one-client
-// p50 where the report has one (cordon bench --serial), else the p50 with
+// p50 where the report has one (cordon-lab bench --serial), else the p50 with
 // the report's clients.
 func Bench(reports []*bench.Report, file string) error {
 	if len(reports) == 0 {

@@ -14,7 +14,7 @@ import (
 )
 
 // Service draws throughput against clients (log scale) for the store path
-// (cordon) and the service path (http) of reports written by 'cordon bench
+// (cordon) and the service path (http) of reports written by 'cordon-lab bench
 // --systems cordon,http --json': one colour per system, one line style per
 // tenant count. Every report is a point; the line goes through the median
 // of the reports at each client count. It writes the chart to file.
@@ -40,7 +40,7 @@ func Service(reports []*bench.Report, file string) error {
 		}
 	}
 	if !slices.ContainsFunc(keys, func(k key) bool { return k.system == bench.SystemHTTP }) {
-		return fmt.Errorf("plot: no report has the http system (cordon bench --systems cordon,http)")
+		return fmt.Errorf("plot: no report has the http system (cordon-lab bench --systems cordon,http)")
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		return cmp.Or(cmp.Compare(a.tenants, b.tenants), cmp.Compare(a.system, b.system))

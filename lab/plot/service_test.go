@@ -2,7 +2,6 @@ package plot
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,26 +16,13 @@ func serviceReport(tenants, clients int, store, http float64) *bench.Report {
 }
 
 func TestServiceChart(t *testing.T) {
-	dir := t.TempDir()
-	var files []string
-	for i, r := range []*bench.Report{
+	png := filepath.Join(t.TempDir(), "service.png")
+	reports := []*bench.Report{
 		serviceReport(1, 1, 1000, 500), serviceReport(1, 8, 2000, 1200), serviceReport(1, 8, 2100, 1300),
 		serviceReport(1, 32, 1900, 1200), serviceReport(20, 8, 2800, 1250),
-	} {
-		b, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := filepath.Join(dir, "r"+string(rune('a'+i))+".json")
-		if err := os.WriteFile(f, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
 	}
-	png := filepath.Join(dir, "service.png")
-	var out, errb bytes.Buffer
-	if code := Main(append([]string{"service", "--out", png}, files...), &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
+	if err := Service(reports, png); err != nil {
+		t.Fatal(err)
 	}
 	b, err := os.ReadFile(png)
 	if err != nil {

@@ -18,17 +18,17 @@
 #
 # Every step is deterministic: the same installed pages give byte-identical
 # files. Other installed pages (another distribution, other packages) give
-# another corpus; 'cordon eval' prints the corpus fingerprint to compare with
+# another corpus; 'cordon-lab eval' prints the corpus fingerprint to compare with
 # docs/quality.md. Takes about a minute on 2 cores.
 set -eu
 
 man_dir=${1:-/tmp/cordon-man}
-cordon=${CORDON:-"go run ./cmd/cordon"}
+lab=${CORDON_LAB:-"go run ./cmd/cordon-lab"}
 
-$cordon corpus manpages --out testdata/eval/corpus --replace \
+$lab corpus manpages --out testdata/eval/corpus --replace \
 	--sections 1,5,8 --exclude 'gcloud*' --every 20 --max-bytes 6000
-$cordon corpus queries --corpus testdata/eval/corpus --kinds name,body,option,heldout --out testdata/eval/queries.jsonl
+$lab corpus queries --corpus testdata/eval/corpus --kinds name,body,option,heldout --out testdata/eval/queries.jsonl
 
-$cordon corpus manpages --out "$man_dir" --replace \
+$lab corpus manpages --out "$man_dir" --replace \
 	--sections 1,5,8 --exclude 'gcloud*' --every 4
-$cordon corpus queries --corpus "$man_dir" --kinds name,body,option,heldout --out testdata/eval/man-every4-queries.jsonl
+$lab corpus queries --corpus "$man_dir" --kinds name,body,option,heldout --out testdata/eval/man-every4-queries.jsonl

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""SQLite FTS5 as a peer of Cordon: index the chunks 'cordon eval export'
-wrote and write a TREC run for 'cordon eval score'.
+"""SQLite FTS5 as a peer of Cordon: index the chunks 'cordon-lab eval export'
+wrote and write a TREC run for 'cordon-lab eval score'.
 
     python3 lab/eval/peers/fts5.py --chunks CHUNKS.jsonl --queries QUERIES.jsonl \
         [--kind K] [--split S] [--unit chunk|doc] [--op or|and] [--distinct] --out RUN
@@ -14,7 +14,7 @@ rows are ranked by FTS5's bm25() (k1 1.2, b 0.75), ties by chunk id. A word
 the query repeats is OR-ed again, so it counts again; --distinct keeps each
 (lowercased) word once, as SPEC's BM25 counts a query's distinct terms. The
 run lists, per query, the first 100 distinct documents; the qid is the
-query's "id", else its 1-based line number, as 'cordon eval score' expects.
+query's "id", else its 1-based line number, as 'cordon-lab eval score' expects.
 Python's standard library only (sqlite3 with FTS5).
 """
 import argparse

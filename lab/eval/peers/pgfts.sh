@@ -1,6 +1,6 @@
 #!/bin/sh
 # PostgreSQL full-text search as a peer of Cordon: index the chunks
-# 'cordon eval export' wrote and write a TREC run for 'cordon eval score'.
+# 'cordon-lab eval export' wrote and write a TREC run for 'cordon-lab eval score'.
 #
 #   sh lab/eval/peers/pgfts.sh CHUNKS.jsonl QUERIES.jsonl RUN [CONFIG] [OP] [KIND] [SPLIT]
 #

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs docs/quality.md's comparison: for each split (dev, test) and query
 # kind, Cordon's pipelines (and a tuning profile) with TREC runs, the chunks
-# exported, the FTS5 and PostgreSQL FTS peers over them, and 'cordon eval
+# exported, the FTS5 and PostgreSQL FTS peers over them, and 'cordon-lab eval
 # score' over all runs. Run from the repository root:
 #
 #   sh lab/eval/peers/run.sh CORPUS QUERIES OUT
@@ -11,7 +11,7 @@
 # PostgreSQL peer, and Debian's python3-xapian for the Xapian peer.
 set -eu
 corpus=$1 queries=$2 out=$3
-cordon=${CORDON:-"go run ./cmd/cordon"}
+lab=${CORDON_LAB:-"go run ./cmd/cordon-lab"}
 # idf10: rrf_k 10 with idf_overlap blended 0.5, over the seed profile's other values.
 profile='idf10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5,"rrf_weights":{"bm25":1},"min_score":0.2,"max_chunks_per_doc":0}'
 mkdir -p "$out"
@@ -23,9 +23,9 @@ for split in dev test; do
 	for kind in name body option heldout; do
 		o=$out/$split-$kind
 		mkdir -p "$o"
-		$cordon eval --corpus "$corpus" --queries "$queries" --split $split --kind $kind \
+		$lab eval --corpus "$corpus" --queries "$queries" --split $split --kind $kind \
 			--profile "$profile" --trec "$o" --markdown --progress-every 0 >"$o.md"
-		$cordon eval export --corpus "$corpus" --queries "$queries" --split $split --kind $kind --chunks "$o/chunks.jsonl"
+		$lab eval export --corpus "$corpus" --queries "$queries" --split $split --kind $kind --chunks "$o/chunks.jsonl"
 		python3 lab/eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op or --out "$o/fts5-or.run"
 		python3 lab/eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --op and --out "$o/fts5-and.run"
 		python3 lab/eval/peers/fts5.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --unit doc --op or --out "$o/fts5-doc-or.run"
@@ -33,7 +33,7 @@ for split in dev test; do
 		$py_xapian lab/eval/peers/xapianrun.py --chunks "$o/chunks.jsonl" --queries "$queries" --split $split --kind $kind --stem none --out "$o/xapian-none.run"
 		sh lab/eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-english-or.run" english or $kind $split
 		sh lab/eval/peers/pgfts.sh "$o/chunks.jsonl" "$queries" "$o/pg-simple-or.run" simple or $kind $split
-		$cordon eval score --queries "$queries" --split $split --kind $kind --markdown \
+		$lab eval score --queries "$queries" --split $split --kind $kind --markdown \
 			--run "$o/bm25.run" --run "$o/dense.run" --run "$o/hybrid_rrf.run" --run "$o/hybrid_rrf_rerank.run" \
 			--run "$o/seed.run" --run "$o/idf10.run" --run "$o/fts5-or.run" --run "$o/fts5-and.run" --run "$o/fts5-doc-or.run" \
 			--run "$o/xapian-english.run" --run "$o/xapian-none.run" \

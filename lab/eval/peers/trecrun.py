@@ -1,7 +1,7 @@
-"""What every peer script shares: reading 'cordon eval export' chunks and a
-query file, selecting queries by kind and split as 'cordon eval' does, and
+"""What every peer script shares: reading 'cordon-lab eval export' chunks and a
+query file, selecting queries by kind and split as 'cordon-lab eval' does, and
 writing a TREC run of the first DEPTH distinct documents per query for
-'cordon eval score' (qid: the query's "id", else its 1-based line number).
+'cordon-lab eval score' (qid: the query's "id", else its 1-based line number).
 """
 import json
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Xapian as a peer of Cordon: index the chunks 'cordon eval export' wrote
-and write a TREC run for 'cordon eval score'.
+"""Xapian as a peer of Cordon: index the chunks 'cordon-lab eval export' wrote
+and write a TREC run for 'cordon-lab eval score'.
 
     python3 lab/eval/peers/xapianrun.py --chunks CHUNKS.jsonl --queries QUERIES.jsonl \
         [--kind K] [--split S] [--stem none|english] --out RUN
@@ -12,7 +12,7 @@ QueryParser with its default operator OR (and FLAG_DEFAULT); documents are
 ranked by Xapian's default BM25Weight (k1 1, k3 1, b 0.5), ties by chunk id;
 a Cordon document is ranked at its best chunk. The run lists, per query, the
 first 100 distinct documents; the qid is the query's "id", else its 1-based
-line number, as 'cordon eval score' expects. Needs Debian's python3-xapian
+line number, as 'cordon-lab eval score' expects. Needs Debian's python3-xapian
 (apt-get install python3-xapian; the system python3 then imports it).
 """
 import argparse

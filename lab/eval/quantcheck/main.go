@@ -3,7 +3,7 @@
 // float cosine of the model's vectors and by Cordon's exact cosine of the
 // quantized ones, and reports how far the two agree.
 //
-//	cordon eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --chunks /tmp/chunks.jsonl
+//	cordon-lab eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --chunks /tmp/chunks.jsonl
 //	go run ./lab/eval/quantcheck --chunks /tmp/chunks.jsonl --queries testdata/eval/man-every4-queries.jsonl \
 //	    --embed-api tei --embed-url http://127.0.0.1:18081 --embed-model use-lite --embed-dims 512 --embed-cache /tmp/embcache/use-lite-512.vec
 package main
@@ -24,13 +24,13 @@ import (
 )
 
 func main() {
-	chunksPath := flag.String("chunks", "", "chunks JSON Lines from 'cordon eval export' (required)")
+	chunksPath := flag.String("chunks", "", "chunks JSON Lines from 'cordon-lab eval export' (required)")
 	queriesPath := flag.String("queries", "", "query file, JSON Lines (required)")
 	api := flag.String("embed-api", embed.APIOpenAI, "openai, ollama or tei")
 	url := flag.String("embed-url", "", "embedding server (required)")
 	model := flag.String("embed-model", "", "model name (required)")
 	dims := flag.Int("embed-dims", 0, "vector length (required)")
-	cachePath := flag.String("embed-cache", "", "embedding cache file (embed.Cache), shared with cordon eval --embed-cache")
+	cachePath := flag.String("embed-cache", "", "embedding cache file (embed.Cache), shared with cordon-lab eval --embed-cache")
 	k := flag.Int("k", 10, "top-k lists compared")
 	flag.Parse()
 	if *chunksPath == "" || *queriesPath == "" || *url == "" || *model == "" || *dims < 1 {

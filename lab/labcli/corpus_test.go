@@ -1,10 +1,11 @@
-package cli
+package labcli
 
 import (
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 
 func TestCorpusHelpAndUsage(t *testing.T) {
 	code, out, _ := runEvalCLI(t, "corpus", "--help")
-	if code != ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "cordon corpus manpages --out") {
+	if code != ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "cordon-lab corpus manpages --out") {
 		t.Errorf("help: exit %d\n%s", code, out)
 	}
 	tests := []struct {
@@ -49,7 +50,7 @@ func TestCorpusQueriesReproducesGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out != string(want) {
-		t.Errorf("'cordon corpus queries --corpus %s' differs from %s; rerun testdata/eval/build.sh", evalSubsetCorpus, evalSubsetQueries)
+		t.Errorf("'cordon-lab corpus queries --corpus %s' differs from %s; rerun testdata/eval/build.sh", evalSubsetCorpus, evalSubsetQueries)
 	}
 	if !strings.Contains(stderr, "195 queries from 58 documents") {
 		t.Errorf("stderr: %q", stderr)
@@ -60,7 +61,7 @@ func TestCorpusQueriesReproducesGolden(t *testing.T) {
 // machine's man-db: the command's real path, end to end.
 func TestCorpusManPagesRealMan(t *testing.T) {
 	if _, err := exec.LookPath("man"); err != nil {
-		t.Skip("SKIP: man is not installed; 'cordon corpus manpages' cannot run on this machine")
+		t.Skip("SKIP: man is not installed; 'cordon-lab corpus manpages' cannot run on this machine")
 	}
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "man1"), 0o755)
@@ -106,5 +107,20 @@ func TestCorpusManPagesRealMan(t *testing.T) {
 	again, _ := os.ReadFile(filepath.Join(out, "man", "1", "frob.md"))
 	if string(again) != string(got) {
 		t.Errorf("a second run wrote a different page")
+	}
+}
+
+// Every subcommand has its own help, printed without a database.
+func TestSubcommandHelp(t *testing.T) {
+	for _, path := range [][]string{{"eval", "score"}, {"eval", "export"}, {"corpus", "manpages"}, {"corpus", "queries"}} {
+		name := strings.Join(path, " ")
+		t.Run(name, func(t *testing.T) {
+			for _, args := range [][]string{append(slices.Clone(path), "--help"), append([]string{path[0], "-h"}, path[1:]...), append([]string{"help"}, path...)} {
+				code, out, stderr := runEvalCLI(t, args...)
+				if code != ExitOK || !strings.HasPrefix(out, "Usage: cordon-lab "+name) || stderr != "" {
+					t.Errorf("%q: got exit %d, stdout %q, stderr %q; want exit 0 and 'Usage: cordon-lab %s'", args, code, out, stderr, name)
+				}
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package cmdline
 
 import (
 	"context"
@@ -10,14 +10,12 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/embed"
-	"github.com/cordon-rag/cordon/embed/localmodel"
-	"github.com/cordon-rag/cordon/hashembed"
 )
 
-// embedFlags are the flags that configure an embedding provider: one HTTP
+// EmbedFlags are the flags that configure an embedding provider: one HTTP
 // server serving one model (docs/embeddings.md). Without --embed-url no
 // model is served, and only hashing tenants can be written or queried.
-type embedFlags struct {
+type EmbedFlags struct {
 	api, url, model, keyFile, keyEnv, docPrefix, queryPrefix *string
 	dims, batch, concurrency, retries, burst                 *int
 	timeout                                                  *time.Duration
@@ -25,8 +23,8 @@ type embedFlags struct {
 	requestDims, sameOrigin                                  *bool
 }
 
-func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
-	return &embedFlags{
+func AddEmbedFlags(fs *flag.FlagSet) *EmbedFlags {
+	return &EmbedFlags{
 		url:         fs.String("embed-url", "", "base URL of an embedding server for tenants whose model is not hash (e.g. http://127.0.0.1:11434)"),
 		api:         fs.String("embed-api", embed.APIOpenAI, "the server's API: openai (/v1/embeddings), ollama (/api/embed) or tei (/embed)"),
 		model:       fs.String("embed-model", "", "the model name the server serves (the name tenants record)"),
@@ -47,21 +45,34 @@ func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
 	}
 }
 
-// registry returns the providers the flags configure: none without
+// Model is the model --embed-model names and --embed-dims its vector
+// length ("" and 0 without them).
+func (f *EmbedFlags) Model() (name string, dims int) { return *f.model, *f.dims }
+
+// URL is the server's --embed-url ("" when no model is served).
+func (f *EmbedFlags) URL() string { return *f.url }
+
+// LogAttrs describes the provider for the config log line.
+func (f *EmbedFlags) LogAttrs() []any {
+	return []any{"embed_url", RedactURL(*f.url), "embed_api", *f.api, "embed_model", *f.model, "embed_dims", *f.dims,
+		"embed_same_origin_redirects", *f.sameOrigin}
+}
+
+// Registry returns the providers the flags configure: none without
 // --embed-url.
-func (f *embedFlags) registry() (*embed.Registry, error) {
-	reg, _, err := f.cachedRegistry("")
+func (f *EmbedFlags) Registry() (*embed.Registry, error) {
+	reg, _, err := f.CachedRegistry("")
 	return reg, err
 }
 
-// cachedRegistry is registry with the provider's vectors cached in
+// CachedRegistry is Registry with the provider's vectors cached in
 // cacheDir/MODEL-DIMS.vec when cacheDir is not empty (see embed.Cache);
 // the caller closes the cache.
-func (f *embedFlags) cachedRegistry(cacheDir string) (*embed.Registry, *embed.Cache, error) {
+func (f *EmbedFlags) CachedRegistry(cacheDir string) (*embed.Registry, *embed.Cache, error) {
 	var reg embed.Registry
 	if *f.url == "" {
 		if *f.model != "" {
-			return nil, nil, fmt.Errorf("%w: --embed-model %q needs --embed-url (the server that serves it)", errUsage, *f.model)
+			return nil, nil, fmt.Errorf("%w: --embed-model %q needs --embed-url (the server that serves it)", ErrUsage, *f.model)
 		}
 		return &reg, nil, nil
 	}
@@ -70,7 +81,7 @@ func (f *embedFlags) cachedRegistry(cacheDir string) (*embed.Registry, *embed.Ca
 		Retries: *f.retries, RateLimit: *f.rate, RateBurst: *f.burst, DocPrefix: *f.docPrefix, QueryPrefix: *f.queryPrefix,
 		SameOriginRedirects: *f.sameOrigin})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	var e embed.Embedder = h
 	var cache *embed.Cache
@@ -82,17 +93,17 @@ func (f *embedFlags) cachedRegistry(cacheDir string) (*embed.Registry, *embed.Ca
 		e = cache
 	}
 	if err := reg.Register(*f.model, e); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errUsage, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return &reg, cache, nil
 }
 
-// probe embeds one short text with the configured model, so that a server
+// Probe embeds one short text with the configured model, so that a server
 // that is down, serves another model or answers other dimensions is named
 // at start rather than at the first request. A dimension mismatch is a
 // configuration error; anything else may be transient and is only
 // reported.
-func (f *embedFlags) probe(ctx context.Context, reg *embed.Registry) (warning string, err error) {
+func (f *EmbedFlags) Probe(ctx context.Context, reg *embed.Registry) (warning string, err error) {
 	if *f.url == "" {
 		return "", nil
 	}
@@ -103,25 +114,7 @@ func (f *embedFlags) probe(ctx context.Context, reg *embed.Registry) (warning st
 	case err == nil:
 		return "", nil
 	case errors.Is(err, embed.ErrDims):
-		return "", fmt.Errorf("%w: --embed-dims %d: %w", errUsage, *f.dims, err)
+		return "", fmt.Errorf("%w: --embed-dims %d: %w", ErrUsage, *f.dims, err)
 	}
 	return err.Error(), nil
-}
-
-// modelDims is the vector length of a model whose name fixes it: hashing's
-// default and the local sentence encoder's (embed/localmodel). Any other
-// model's length is the operator's to give.
-func modelDims(model string) (int, bool) {
-	switch model {
-	case embed.Hash:
-		return hashembed.DefaultDims, true
-	case localmodel.DefaultModelName:
-		return localmodel.Dims, true
-	}
-	return 0, false
-}
-
-// knownModelDims lists modelDims's models for messages: "hash 256, use-lite 512".
-func knownModelDims() string {
-	return fmt.Sprintf("%s %d, %s %d", embed.Hash, hashembed.DefaultDims, localmodel.DefaultModelName, localmodel.Dims)
 }

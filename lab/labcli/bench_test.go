@@ -1,11 +1,10 @@
-package cli
+package labcli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/cordon-rag/cordon/lab/plot"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -141,9 +140,8 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	png := filepath.Join(dir, "plot.png")
-	var plotOut, plotErr bytes.Buffer
-	if code := plot.Main([]string{"bench", "--out", png, report}, &plotOut, &plotErr); code != 0 {
-		t.Fatalf("cordon-plot bench: exit %d: %s", code, plotErr.String())
+	if code, _, plotErr := runEvalCLI(t, "plot", "bench", "--out", png, report); code != ExitOK {
+		t.Fatalf("plot bench: exit %d: %s", code, plotErr)
 	}
 	b, err := os.ReadFile(png)
 	if err != nil {
@@ -276,7 +274,7 @@ func TestBenchUsage(t *testing.T) {
 		})
 	}
 	stdout, _, code := runBenchCLI(t, nil, "--help")
-	if code != ExitOK || !strings.Contains(stdout, "cordon-plot bench") || !slices.ContainsFunc(bench.AllSystems, func(s string) bool { return strings.Contains(stdout, s) }) {
+	if code != ExitOK || !strings.Contains(stdout, "cordon-lab plot bench") || !slices.ContainsFunc(bench.AllSystems, func(s string) bool { return strings.Contains(stdout, s) }) {
 		t.Errorf("--help: exit %d, output:\n%s", code, stdout)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"bufio"
@@ -12,17 +12,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/lab/corpus"
 )
 
-func corpusCommand() *command {
-	return &command{
-		name:    "corpus",
-		summary: "build evaluation corpora: man pages to Markdown, known-item queries",
-		usage: `Usage:
-  cordon corpus manpages --out DIR [--sections 1,5,8] [--exclude GLOBS] [--every N] [--limit N]
+func corpusCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "corpus",
+		Summary: "build evaluation corpora: man pages to Markdown, known-item queries",
+		Usage: `Usage:
+  cordon-lab corpus manpages --out DIR [--sections 1,5,8] [--exclude GLOBS] [--every N] [--limit N]
                          [--max-bytes N] [--width 100] [--workers N] [--replace]
-  cordon corpus queries  --corpus DIR [--out FILE.jsonl] [--kinds name,body,option,heldout]
+  cordon-lab corpus queries  --corpus DIR [--out FILE.jsonl] [--kinds name,body,option,heldout]
 
 manpages renders the machine's own English manual pages (man-db and groff,
 under --root, default /usr/share/man) into Markdown documents, one file per
@@ -52,7 +53,7 @@ as JSON Lines, {"id": "kind:doc_id", "kind": ..., "split": ..., "query":
            SYNOPSIS, 6-30 tokens), left in the page.
   option   the first sentence of one option's description (4-30 tokens).
   heldout  another body sentence, which the query's "remove" field makes
-           'cordon eval' cut out of the page before indexing: the page must
+           'cordon-lab eval' cut out of the page before indexing: the page must
            be found by the rest of its text.
 
 A body, option or held-out passage is chosen per page by a hash of its doc
@@ -61,41 +62,41 @@ id among the page's candidates that no other page has. "split" is "dev" or
 dev, report test. Pages giving no query of a kind are counted on stderr.
 
 Examples:
-  cordon corpus manpages --out /tmp/man-sample --sections 1 --limit 200
-  cordon corpus manpages --out /tmp/man --sections 1,5,8 --exclude 'gcloud*' --every 4
-  cordon corpus queries --corpus /tmp/man --out /tmp/man-queries.jsonl
-  cordon corpus queries --corpus /tmp/man --kinds name,body,option,heldout --out /tmp/man-queries.jsonl
+  cordon-lab corpus manpages --out /tmp/man-sample --sections 1 --limit 200
+  cordon-lab corpus manpages --out /tmp/man --sections 1,5,8 --exclude 'gcloud*' --every 4
+  cordon-lab corpus queries --corpus /tmp/man --out /tmp/man-queries.jsonl
+  cordon-lab corpus queries --corpus /tmp/man --kinds name,body,option,heldout --out /tmp/man-queries.jsonl
 `,
-		subs: []*command{
-			{name: "manpages", summary: "render man pages to Markdown documents", usage: corpusManPagesUsage, run: runCorpusManPages},
-			{name: "queries", summary: "build known-item query sets of a corpus", usage: corpusQueriesUsage, run: runCorpusQueries},
+		Subs: []*cmdline.Command{
+			{Name: "manpages", Summary: "render man pages to Markdown documents", Usage: corpusManPagesUsage, Run: runCorpusManPages},
+			{Name: "queries", Summary: "build known-item query sets of a corpus", Usage: corpusQueriesUsage, Run: runCorpusQueries},
 		},
 	}
 }
 
-const corpusManPagesUsage = `Usage: cordon corpus manpages --out DIR [--sections 1,5,8] [--exclude GLOBS] [--every N]
+const corpusManPagesUsage = `Usage: cordon-lab corpus manpages --out DIR [--sections 1,5,8] [--exclude GLOBS] [--every N]
                               [--limit N] [--max-bytes N] [--width 100] [--workers N] [--replace]
 
 Renders the machine's English manual pages into Markdown, one file per page:
 DIR/man/<section>/<name>.md, doc id man/<section>/<name> (the path without
-.md, the rule 'cordon ingest' and 'cordon eval' use too). 'cordon corpus
+.md, the rule 'cordon ingest' and 'cordon-lab eval' use too). 'cordon-lab corpus
 --help' says more.
 
 Example:
-  cordon corpus manpages --out /tmp/man-sample --sections 1 --limit 200
+  cordon-lab corpus manpages --out /tmp/man-sample --sections 1 --limit 200
 `
 
-const corpusQueriesUsage = `Usage: cordon corpus queries --corpus DIR [--out FILE.jsonl] [--kinds name,body,option,heldout]
+const corpusQueriesUsage = `Usage: cordon-lab corpus queries --corpus DIR [--out FILE.jsonl] [--kinds name,body,option,heldout]
 
 Builds known-item query sets of a converted corpus as JSON Lines. 'cordon
 corpus --help' describes the kinds and the dev/test split.
 
 Example:
-  cordon corpus queries --corpus /tmp/man --kinds name,body --out /tmp/man-queries.jsonl
+  cordon-lab corpus queries --corpus /tmp/man --kinds name,body --out /tmp/man-queries.jsonl
 `
 
-func runCorpusManPages(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runCorpusManPages(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	out := fs.String("out", "", "output directory (required); pages go to DIR/man/, the manifest to DIR/manifest.json")
 	root := fs.String("root", corpus.DefaultManRoot, "manual tree to read")
 	sections := fs.String("sections", "1,5,8", "comma-separated sections to read (directories man<N> under --root)")
@@ -107,19 +108,19 @@ func runCorpusManPages(ctx context.Context, env Env, c *command, args []string) 
 	workers := fs.Int("workers", runtime.NumCPU(), "pages rendered in parallel (the output does not depend on it)")
 	replace := fs.Bool("replace", false, "replace DIR/man and DIR/manifest.json from an earlier run")
 	progressEvery := fs.Int("progress-every", 100, "report progress on stderr every N pages (0 = never)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if *out == "" {
-		return fmt.Errorf("%w: --out DIR is required", errUsage)
+		return fmt.Errorf("%w: --out DIR is required", cmdline.ErrUsage)
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
 	}
 	opts := corpus.ManPageOptions{
 		Root:     *root,
-		Sections: splitList(*sections),
-		Exclude:  splitList(*exclude),
+		Sections: cmdline.SplitList(*sections),
+		Exclude:  cmdline.SplitList(*exclude),
 		Every:    *every,
 		Limit:    *limit,
 		MaxBytes: *maxBytes,
@@ -163,13 +164,13 @@ func runCorpusManPages(ctx context.Context, env Env, c *command, args []string) 
 	return nil
 }
 
-func runCorpusQueries(_ context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runCorpusQueries(_ context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
 	out := fs.String("out", "-", "query file to write (JSON Lines); - for stdout")
-	var kindNames listFlag
+	var kindNames cmdline.ListFlag
 	fs.Var(&kindNames, "kinds", "query kinds: name, body, option, heldout (repeatable or comma-separated; default name)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	kinds := []corpus.Kind{corpus.KindName}
@@ -178,16 +179,16 @@ func runCorpusQueries(_ context.Context, env Env, c *command, args []string) err
 		for _, k := range kindNames {
 			kind, err := corpus.ParseKind(k)
 			if err != nil {
-				return fmt.Errorf("%w: --kinds: %w", errUsage, err)
+				return fmt.Errorf("%w: --kinds: %w", cmdline.ErrUsage, err)
 			}
 			kinds = append(kinds, kind)
 		}
 	}
 	if *dir == "" {
-		return fmt.Errorf("%w: --corpus DIR is required", errUsage)
+		return fmt.Errorf("%w: --corpus DIR is required", cmdline.ErrUsage)
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
 	}
 	docs, err := corpus.Load(*dir)
 	if err != nil {

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"context"
@@ -9,15 +9,16 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/lab/bench"
 )
 
-func benchCommand() *command {
-	return &command{
-		name:    "bench",
-		summary: "benchmark Cordon against SQL baselines on one synthetic corpus",
-		usage: `Usage:
-  cordon bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
+func benchCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "bench",
+		Summary: "benchmark Cordon against SQL baselines on one synthetic corpus",
+		Usage: `Usage:
+  cordon-lab bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
                [--warmup N] [--warm-tenants=false] [--cache-mib auto|M] [--serial N]
                [--mix OPS] [--cpuprofile FILE]
@@ -89,24 +90,24 @@ as one JSON object:
    "p95_ms", "p99_ms", "qps", "ingest_chunks_per_s", "bytes_per_chunk", "compacted_bytes_per_chunk",
    "recall_at_10", ...}, "sql_exact": ..., "sql_hybrid": ..., "memory": ...}, ...}
 
-cordon-plot (a separate binary, so plotting stays out of 'cordon') draws p50
+'cordon-lab plot bench' (plotting stays out of 'cordon') draws p50
 latency against corpus size from one or more --json reports.
 
 Examples:
-  cordon bench --database-url "$URL" --chunks 10000 --queries 500 --concurrency 8
-  cordon bench --database-url "$URL" --chunks 100000 --json > bench-100k.json
-  cordon bench --database-url "$URL" --chunks 100000 --tenants 100 --batch 50 --json > bench-100x1k.json
-  cordon bench --systems memory --chunks 100000
-  cordon bench --database-url "$URL" --systems cordon,http --concurrency 8 --mix default --cpuprofile http.prof
-  go run ./cmd/cordon-plot bench --out docs/benchmarks.png bench-10k.json bench-100k.json
+  cordon-lab bench --database-url "$URL" --chunks 10000 --queries 500 --concurrency 8
+  cordon-lab bench --database-url "$URL" --chunks 100000 --json > bench-100k.json
+  cordon-lab bench --database-url "$URL" --chunks 100000 --tenants 100 --batch 50 --json > bench-100x1k.json
+  cordon-lab bench --systems memory --chunks 100000
+  cordon-lab bench --database-url "$URL" --systems cordon,http --concurrency 8 --mix default --cpuprofile http.prof
+  go run ./cmd/cordon-lab plot bench --out docs/benchmarks.png bench-10k.json bench-100k.json
 `,
-		run: runBench,
+		Run: runBench,
 	}
 }
 
-func runBench(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
-	dbURL := databaseFlag(fs)
+func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
+	dbURL := cmdline.DatabaseFlag(fs)
 	chunks := fs.Int("chunks", 10_000, "chunks in the corpus, over all tenants")
 	tenants := fs.Int("tenants", 1, "tenants the corpus is split across")
 	queries := fs.Int("queries", 200, "measured queries per system")
@@ -119,23 +120,23 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 	warmup := fs.Int("warmup", 20, "unmeasured warm-up queries per system")
 	serial := fs.Int("serial", 0, "after the measured run, run the first N queries again with one client and report their latency (serial_p50_ms, serial_p95_ms, serial_p99_ms)")
 	warmTenants := fs.Bool("warm-tenants", true, "before measuring, one unmeasured query per tenant per system")
-	cacheMiB := fs.String("cache-mib", cacheAuto, "cordon's in-memory query path budget in MiB; auto: as 'cordon serve' chooses it (a quarter of the memory this process may use); 0: every query in SQL")
+	cacheMiB := fs.String("cache-mib", cmdline.CacheAuto, "cordon's in-memory query path budget in MiB; auto: as 'cordon serve' chooses it (a quarter of the memory this process may use); 0: every query in SQL")
 	create := fs.Bool("create-database", true, "run in a fresh database created on the server, dropped afterwards")
 	keep := fs.Bool("keep", false, "keep the bench database (or tenants) afterwards")
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (ingest and queries) to this file, for go tool pprof")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
 	}
 	var opMix bench.Mix
 	if *mix != "" {
 		m, err := bench.ParseMix(*mix)
 		if err != nil {
-			return fmt.Errorf("%w: --mix: %w", errUsage, err)
+			return fmt.Errorf("%w: --mix: %w", cmdline.ErrUsage, err)
 		}
 		opMix = m
 	}
@@ -150,12 +151,12 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	cacheBytes, cacheRule, err := cacheBudget("--cache-mib", *cacheMiB, 1<<20)
+	cacheBytes, cacheRule, err := cmdline.CacheBudget("--cache-mib", *cacheMiB, 1<<20)
 	if err != nil {
 		return err
 	}
 	opts := bench.Options{
-		DatabaseURL:    databaseURL(env, *dbURL),
+		DatabaseURL:    cmdline.DatabaseURL(env, *dbURL),
 		CreateDatabase: *create,
 		Keep:           *keep,
 		Seed:           *seed,
@@ -170,7 +171,7 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 		WarmTenants:    *warmTenants,
 		CacheBytes:     cacheBytes,
 		CacheRule:      cacheRule,
-		Systems:        splitList(*systems),
+		Systems:        cmdline.SplitList(*systems),
 		Mix:            opMix,
 	}
 	if !*quiet {

@@ -1,4 +1,4 @@
-package cli
+package labcli
 
 import (
 	"bytes"
@@ -18,27 +18,28 @@ import (
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/lab/corpus"
 	"github.com/cordon-rag/cordon/lab/eval"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-func evalCommand() *command {
-	return &command{
-		name:    "eval",
-		summary: "measure retrieval quality: recall@k, MRR@10, nDCG@10 per pipeline; score TREC runs",
-		usage: `Usage:
-  cordon eval --corpus DIR --queries FILE.jsonl [--kind K,...] [--split dev|test]
+func evalCommand() *cmdline.Command {
+	return &cmdline.Command{
+		Name:    "eval",
+		Summary: "measure retrieval quality: recall@k, MRR@10, nDCG@10 per pipeline; score TREC runs",
+		Usage: `Usage:
+  cordon-lab eval --corpus DIR --queries FILE.jsonl [--kind K,...] [--split dev|test]
               [--policy JSON|@FILE] [--profile NAME=JSON|@FILE]... [--k1 X] [--b X]
               [--bm25-statistics entitled|tenant] [--drop-section NAME] [--bakeoff]
               [--bootstrap N] [--baseline PIPELINE] [--json | --markdown]
               [--save RUN.json] [--per-query FILE.jsonl] [--trec DIR]
               [--reranker-url URL [--reranker-api tei|cohere] [--reranker-model M] ...]
               [--rerank-budget DURATION]
-  cordon eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
+  cordon-lab eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
               [--split dev|test] [--bootstrap N] [--markdown | --json]
-  cordon eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
+  cordon-lab eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
 
 Indexes every *.md document under DIR (doc id = path without .md) in an
@@ -47,7 +48,7 @@ A query line is {"query": "...", "relevant": ["doc_id", ...]}, optionally
 with "id", "kind", "split" (what --kind and --split select on) and
 "remove" (a passage cut out of each relevant document before indexing: a
 held-out query); any other field is provenance, passed through to
---per-query. 'cordon corpus queries' writes such files.
+--per-query. 'cordon-lab corpus queries' writes such files.
 
 Pipelines, each returning at most 10 chunks:
   bm25               the store's BM25 ranking alone (SPEC's: each distinct query
@@ -87,11 +88,11 @@ time, e.g. --rerank-budget 10s, and fewer --workers).
 extra fields, relevant documents, and per pipeline the documents, the first
 10 chunks (chunk id, doc id, bm25 score and rank, cosine score and rank,
 fused, rerank) and the metrics. --trec DIR writes DIR/PIPELINE.run, each
-pipeline's document-level ranking as a TREC run for 'cordon eval score'.
+pipeline's document-level ranking as a TREC run for 'cordon-lab eval score'.
 
 Output is a table for people; --markdown prints the tables of
 docs/quality.md; --json prints the whole run for scripts, --save also
-writes it to a file (both are what the separate cordon-plot binary draws). Progress
+writes it to a file (both are what 'cordon-lab plot eval' draws). Progress
 goes to stderr. Deterministic: the same inputs give the same numbers.
 
 score reads TREC runs ("qid Q0 docid rank score tag" per line; documents
@@ -102,7 +103,7 @@ has none. A query with no line in a run scores 0 (counted as missing).
 With several --run, each run after the first gets paired bootstrap
 intervals against the first.
 
-export writes the chunks 'cordon eval' indexes with the same inputs (held-
+export writes the chunks 'cordon-lab eval' indexes with the same inputs (held-
 out passages and sections removed, same chunking), one {"chunk_id",
 "doc_id", "text"} line each, so another system can index exactly the same
 text (lab/eval/peers/).
@@ -112,35 +113,35 @@ committed 58-page subset under 1 s; 402 man pages and 400 queries 10-20 s,
 with --bakeoff about 2.5 minutes. docs/quality.md gives the commands.
 
 Examples:
-  cordon eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --kind name
-  cordon eval --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --split dev \
+  cordon-lab eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --kind name
+  cordon-lab eval --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --split dev \
       --profile 'k10={"rrf_k":10,"rerank":"idf_overlap","rerank_blend":0.5}' --trec /tmp/runs
-  cordon eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --reranker-url http://127.0.0.1:8081 \
+  cordon-lab eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --reranker-url http://127.0.0.1:8081 \
       --rerank-budget 10s --workers 2 --profile 'model={"rerank":"model","rerank_blend":0}'
-  cordon eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
-  cordon eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
-  go run ./cmd/cordon-plot eval --out docs/quality.png kept.json heldout.json
+  cordon-lab eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
+  cordon-lab eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
+  go run ./cmd/cordon-lab plot eval --out docs/quality.png kept.json heldout.json
 `,
-		run: runEval,
-		subs: []*command{
-			{name: "score", summary: "score TREC runs against a query file", run: runEvalScore, usage: `Usage: cordon eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
+		Run: runEval,
+		Subs: []*cmdline.Command{
+			{Name: "score", Summary: "score TREC runs against a query file", Run: runEvalScore, Usage: `Usage: cordon-lab eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
               [--split dev|test] [--bootstrap N] [--markdown | --json]
 
 Scores TREC runs ("qid Q0 docid rank score tag" per line) with the
-document-level metrics of 'cordon eval'; each run after the first gets
-paired bootstrap intervals against the first. 'cordon eval --help' says more.
+document-level metrics of 'cordon-lab eval'; each run after the first gets
+paired bootstrap intervals against the first. 'cordon-lab eval --help' says more.
 
 Example:
-  cordon eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
+  cordon-lab eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
 `},
-			{name: "export", summary: "write the chunks eval indexes, for another system", run: runEvalExport, usage: `Usage: cordon eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
+			{Name: "export", Summary: "write the chunks eval indexes, for another system", Run: runEvalExport, Usage: `Usage: cordon-lab eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
 
-Writes the chunks 'cordon eval' indexes with the same inputs, one
-{"chunk_id", "doc_id", "text"} line each. 'cordon eval --help' says more.
+Writes the chunks 'cordon-lab eval' indexes with the same inputs, one
+{"chunk_id", "doc_id", "text"} line each. 'cordon-lab eval --help' says more.
 
 Example:
-  cordon eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
+  cordon-lab eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
 `},
 		},
 	}
@@ -167,13 +168,13 @@ func evalPolicies(opts *eval.Options, policy string, profiles []string) error {
 			return err
 		}
 		if opts.Policy, err = replay.ParsePolicyFor(raw, opts.Policy, opts.Validate); err != nil {
-			return fmt.Errorf("%w: --policy: %w", errUsage, err)
+			return fmt.Errorf("%w: --policy: %w", cmdline.ErrUsage, err)
 		}
 	}
 	for _, p := range profiles {
 		name, val, ok := strings.Cut(p, "=")
 		if !ok || name == "" {
-			return fmt.Errorf("%w: --profile %q: want NAME=JSON or NAME=@FILE", errUsage, p)
+			return fmt.Errorf("%w: --profile %q: want NAME=JSON or NAME=@FILE", cmdline.ErrUsage, p)
 		}
 		raw, err := policyArg(val)
 		if err != nil {
@@ -181,7 +182,7 @@ func evalPolicies(opts *eval.Options, policy string, profiles []string) error {
 		}
 		pol, err := replay.ParsePolicyFor(raw, opts.Policy, opts.Validate)
 		if err != nil {
-			return fmt.Errorf("%w: --profile %s: %w", errUsage, name, err)
+			return fmt.Errorf("%w: --profile %s: %w", cmdline.ErrUsage, name, err)
 		}
 		opts.Profiles = append(opts.Profiles, eval.Profile{Name: eval.Pipeline(name), Policy: pol})
 	}
@@ -217,17 +218,17 @@ func loadDocs(dir string) ([]corpus.Doc, []eval.Document, error) {
 	return docs, edocs, nil
 }
 
-func runEval(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runEval(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
 	queriesPath := fs.String("queries", "", "query file, JSON Lines (required)")
-	var kinds listFlag
+	var kinds cmdline.ListFlag
 	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
 	split := fs.String("split", "", "only queries of this split (dev or test)")
-	var drop listFlag
+	var drop cmdline.ListFlag
 	fs.Var(&drop, "drop-section", "section name to hold out of every document (repeatable, or comma-separated)")
 	policy := fs.String("policy", "", "the service profile: a SPEC 9 policy JSON object over the service defaults, or @FILE")
-	var profiles repeatFlag
+	var profiles cmdline.RepeatFlag
 	fs.Var(&profiles, "profile", "NAME=JSON or NAME=@FILE: an extra pipeline, a policy over the service profile (repeatable)")
 	k1 := fs.Float64("k1", index.DefaultSettings().BM25.K1, "BM25 k1")
 	bParam := fs.Float64("b", index.DefaultSettings().BM25.B, "BM25 b")
@@ -237,7 +238,7 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	bakeoff := fs.Bool("bakeoff", false, "also run the chunking bake-off (nine chunkings)")
 	asJSON := fs.Bool("json", false, "print the run as JSON")
 	asMarkdown := fs.Bool("markdown", false, "print the tables as Markdown")
-	savePath := fs.String("save", "", "also write the run as JSON to FILE (for cordon-plot eval)")
+	savePath := fs.String("save", "", "also write the run as JSON to FILE (for cordon-lab plot eval)")
 	perQuery := fs.String("per-query", "", "write every query's rankings, chunks and metrics to FILE (JSON Lines)")
 	trecDir := fs.String("trec", "", "write each pipeline's document ranking as DIR/PIPELINE.run (TREC run format)")
 	maxWords := fs.Int("max-words", index.DefaultSettings().Chunking.MaxWords, "chunk window size in words for the main run")
@@ -247,11 +248,11 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	model := fs.String("model", embed.Hash, "embedding model of the dense side: hash, or the --embed-model an --embed-url server serves")
 	dims := fs.Int("dims", index.DefaultSettings().Dims, "dense vector dimensions (hash), or the model's vector length")
 	embedCache := fs.String("embed-cache", "", "directory caching the model's vectors across runs (MODEL-DIMS.vec)")
-	embedding := addEmbedFlags(fs)
+	embedding := cmdline.AddEmbedFlags(fs)
 	var errs []error
-	reranker := addRerankerFlags(fs, env, &errs)
+	reranker := cmdline.AddRerankerFlags(fs, env, &errs)
 	rerankBudget := fs.String("rerank-budget", "", "model reranker latency budget of every pipeline that sets no rerank_budget_ms (default 300ms)")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if len(errs) > 0 {
@@ -259,15 +260,15 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	}
 	switch {
 	case *dir == "":
-		return fmt.Errorf("%w: --corpus DIR is required", errUsage)
+		return fmt.Errorf("%w: --corpus DIR is required", cmdline.ErrUsage)
 	case *queriesPath == "":
-		return fmt.Errorf("%w: --queries FILE.jsonl is required", errUsage)
+		return fmt.Errorf("%w: --queries FILE.jsonl is required", cmdline.ErrUsage)
 	case fs.NArg() != 0:
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
 	case *asJSON && *asMarkdown:
-		return fmt.Errorf("%w: --json and --markdown exclude each other", errUsage)
+		return fmt.Errorf("%w: --json and --markdown exclude each other", cmdline.ErrUsage)
 	case *boot < 0:
-		return fmt.Errorf("%w: --bootstrap %d must be >= 0", errUsage, *boot)
+		return fmt.Errorf("%w: --bootstrap %d must be >= 0", cmdline.ErrUsage, *boot)
 	}
 
 	opts := eval.DefaultOptions()
@@ -278,12 +279,12 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	opts.Settings.Statistics = bm25.Scope(*stats)
 	opts.Settings.Model, opts.Settings.Dims = *model, *dims
 	if err := opts.Settings.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
-	if *model != embed.Hash && (*model != *embedding.model || *dims != *embedding.dims) {
-		return fmt.Errorf("%w: --model %s --dims %d needs a server for it: --embed-url URL --embed-model %s --embed-dims %d", errUsage, *model, *dims, *model, *dims)
+	if m, d := embedding.Model(); *model != embed.Hash && (*model != m || *dims != d) {
+		return fmt.Errorf("%w: --model %s --dims %d needs a server for it: --embed-url URL --embed-model %s --embed-dims %d", cmdline.ErrUsage, *model, *dims, *model, *dims)
 	}
-	models, cache, err := embedding.cachedRegistry(*embedCache)
+	models, cache, err := embedding.CachedRegistry(*embedCache)
 	if err != nil {
 		return err
 	}
@@ -300,14 +301,14 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 		opts.Policy = retrieval.ModelDefaults().Apply(opts.Policy)
 	}
 	if *rerankBudget != "" {
-		d, err := parseBudget("--rerank-budget", *rerankBudget)
+		d, err := cmdline.ParseBudget("--rerank-budget", *rerankBudget)
 		if err != nil {
 			return err
 		}
-		opts.Policy.RerankBudgetMS = budgetMS(d)
-		opts.SeedPolicy.RerankBudgetMS = budgetMS(d)
+		opts.Policy.RerankBudgetMS = cmdline.BudgetMS(d)
+		opts.SeedPolicy.RerankBudgetMS = cmdline.BudgetMS(d)
 	}
-	rr, err := reranker.build(env, logger(env))
+	rr, err := reranker.Build(env, cmdline.Logger(env))
 	if err != nil {
 		return err
 	}
@@ -339,24 +340,36 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 	opts.DropSections = drop
 	opts.Workers = *workers
 	opts.PerQuery = *perQuery != "" || *trecDir != ""
+	run, err := measureEval(ctx, env, edocs, queries, opts, meta, *bakeoff, *every)
+	if err != nil {
+		return err
+	}
+	return writeEval(env, run, queries, evalOutputs{trecDir: *trecDir, perQuery: *perQuery, save: *savePath, json: *asJSON, markdown: *asMarkdown})
+}
+
+// measureEval runs the pipelines of opts over the documents and queries,
+// and with bakeoff the chunking bake-off, reporting progress on stderr
+// every progressEvery queries.
+func measureEval(ctx context.Context, env Env, edocs []eval.Document, queries []eval.Query, opts eval.Options, meta eval.Meta, bakeoff bool, progressEvery int) (eval.Evaluation, error) {
 	label := "main run"
 	start := time.Now()
 	opts.Progress = func(done, total int) {
-		if *every > 0 && (done%*every == 0 || done == total) {
+		if progressEvery > 0 && (done%progressEvery == 0 || done == total) {
 			el := time.Since(start)
 			rate := float64(done) / el.Seconds()
 			fmt.Fprintf(env.Stderr, "eval: %s: %d/%d queries, %.0f queries/s, ETA %s\n", label, done, total, rate,
 				time.Duration(float64(total-done)/rate*float64(time.Second)).Round(time.Second))
 		}
 	}
-	fmt.Fprintf(env.Stderr, "eval: %d documents, %d queries, %d workers\n", len(docs), len(queries), *workers)
+	fmt.Fprintf(env.Stderr, "eval: %d documents, %d queries, %d workers\n", len(edocs), len(queries), opts.Workers)
 	run := eval.Evaluation{Meta: meta}
+	var err error
 	run.Report, err = eval.Run(ctx, edocs, queries, opts)
 	if err != nil {
-		return err
+		return run, err
 	}
 	fmt.Fprintf(env.Stderr, "eval: main run took %s\n", time.Since(start).Round(100*time.Millisecond))
-	if *bakeoff {
+	if bakeoff {
 		variants := eval.DefaultVariants()
 		bstart := time.Now()
 		run.BakeOff, err = eval.BakeOff(ctx, edocs, queries, variants, opts, func(i int, v eval.Variant) {
@@ -364,38 +377,49 @@ func runEval(ctx context.Context, env Env, c *command, args []string) error {
 			start = time.Now()
 		})
 		if err != nil {
-			return err
+			return run, err
 		}
 		fmt.Fprintf(env.Stderr, "eval: bake-off took %s\n", time.Since(bstart).Round(100*time.Millisecond))
 	}
+	return run, nil
+}
 
-	if *trecDir != "" {
-		if err := writeTREC(*trecDir, queries, run.Report.PerQuery); err != nil {
+// evalOutputs are where an eval run goes besides stdout's report.
+type evalOutputs struct {
+	trecDir, perQuery, save string
+	json, markdown          bool
+}
+
+// writeEval writes run's TREC runs, per-query lines and saved JSON as out
+// asks, then the report to stdout: JSON, Markdown tables or text.
+func writeEval(env Env, run eval.Evaluation, queries []eval.Query, out evalOutputs) error {
+	if out.trecDir != "" {
+		if err := writeTREC(out.trecDir, queries, run.Report.PerQuery); err != nil {
 			return err
 		}
 	}
-	if *perQuery != "" {
-		if err := writePerQuery(*perQuery, run.Report.PerQuery); err != nil {
+	if out.perQuery != "" {
+		if err := writePerQuery(out.perQuery, run.Report.PerQuery); err != nil {
 			return err
 		}
 	}
 	run.Report.PerQuery = nil
-	if *savePath != "" {
+	if out.save != "" {
 		var b bytes.Buffer
 		if err := encodeRun(&b, run); err != nil {
 			return err
 		}
-		if err := os.WriteFile(*savePath, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(out.save, b.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("save run: %w", err)
 		}
 	}
 	switch {
-	case *asJSON:
+	case out.json:
 		return encodeRun(env.Stdout, run)
-	case *asMarkdown:
-		return eval.WriteMarkdown(env.Stdout, meta, run.Report, run.BakeOff)
+	case out.markdown:
+		return eval.WriteMarkdown(env.Stdout, run.Meta, run.Report, run.BakeOff)
 	}
-	return eval.WriteText(env.Stdout, meta, run.Report, run.BakeOff)
+	return eval.WriteText(env.Stdout, run.Meta, run.Report, run.BakeOff)
 }
 
 func encodeRun(w io.Writer, run eval.Evaluation) error {
@@ -450,37 +474,37 @@ func writeTREC(dir string, queries []eval.Query, per []eval.QueryResult) error {
 	return nil
 }
 
-func runEvalScore(_ context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runEvalScore(_ context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	queriesPath := fs.String("queries", "", "query file, JSON Lines (required)")
-	var runs repeatFlag
+	var runs cmdline.RepeatFlag
 	fs.Var(&runs, "run", "TREC run file (repeatable; the first is the baseline of the intervals)")
-	var compare repeatFlag
+	var compare cmdline.RepeatFlag
 	fs.Var(&compare, "compare", "another TREC run file, compared with the first --run (same as a further --run)")
-	var kinds listFlag
+	var kinds cmdline.ListFlag
 	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
 	split := fs.String("split", "", "only queries of this split (dev or test)")
 	k := fs.Int("k", eval.K, "metric cut-off; only 10 is supported")
 	boot := fs.Int("bootstrap", eval.DefaultBootstrap, "paired bootstrap resamples (0 = none)")
 	asJSON := fs.Bool("json", false, "print the scores as JSON")
 	asMarkdown := fs.Bool("markdown", false, "print the tables as Markdown")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	runs = append(runs, compare...)
 	switch {
 	case *queriesPath == "":
-		return fmt.Errorf("%w: --queries FILE.jsonl is required", errUsage)
+		return fmt.Errorf("%w: --queries FILE.jsonl is required", cmdline.ErrUsage)
 	case len(runs) == 0:
-		return fmt.Errorf("%w: --run FILE is required", errUsage)
+		return fmt.Errorf("%w: --run FILE is required", cmdline.ErrUsage)
 	case fs.NArg() != 0:
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
 	case *k != eval.K:
-		return fmt.Errorf("%w: --k %d: only %d is supported", errUsage, *k, eval.K)
+		return fmt.Errorf("%w: --k %d: only %d is supported", cmdline.ErrUsage, *k, eval.K)
 	case *boot < 0:
-		return fmt.Errorf("%w: --bootstrap %d must be >= 0", errUsage, *boot)
+		return fmt.Errorf("%w: --bootstrap %d must be >= 0", cmdline.ErrUsage, *boot)
 	case *asJSON && *asMarkdown:
-		return fmt.Errorf("%w: --json and --markdown exclude each other", errUsage)
+		return fmt.Errorf("%w: --json and --markdown exclude each other", cmdline.ErrUsage)
 	}
 	queries, _, err := readQueryFile(*queriesPath, kinds, *split)
 	if err != nil {
@@ -521,32 +545,32 @@ func runEvalScore(_ context.Context, env Env, c *command, args []string) error {
 	return eval.WriteScores(env.Stdout, *asMarkdown, len(queries), scores, ivs)
 }
 
-func runEvalExport(ctx context.Context, env Env, c *command, args []string) error {
-	fs := newFlagSet(c, env)
+func runEvalExport(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
+	fs := cmdline.NewFlagSet(c)
 	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
 	queriesPath := fs.String("queries", "", "query file, JSON Lines (required: its held-out passages are removed)")
 	out := fs.String("chunks", "", "JSON Lines file to write (required)")
-	var kinds listFlag
+	var kinds cmdline.ListFlag
 	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
 	split := fs.String("split", "", "only queries of this split (dev or test)")
-	var drop listFlag
+	var drop cmdline.ListFlag
 	fs.Var(&drop, "drop-section", "section name to hold out of every document (repeatable, or comma-separated)")
 	maxWords := fs.Int("max-words", index.DefaultSettings().Chunking.MaxWords, "chunk window size in words")
 	overlap := fs.Int("overlap-words", index.DefaultSettings().Chunking.OverlapWords, "chunk window overlap in words")
-	if err := parseFlags(fs, c, env, args); err != nil {
+	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	switch {
 	case *dir == "" || *queriesPath == "" || *out == "":
-		return fmt.Errorf("%w: --corpus DIR, --queries FILE.jsonl and --chunks FILE are required", errUsage)
+		return fmt.Errorf("%w: --corpus DIR, --queries FILE.jsonl and --chunks FILE are required", cmdline.ErrUsage)
 	case fs.NArg() != 0:
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
 	}
 	opts := eval.DefaultOptions()
 	opts.Settings.Chunking.MaxWords = *maxWords
 	opts.Settings.Chunking.OverlapWords = *overlap
 	if err := opts.Settings.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
 	opts.DropSections = drop
 	_, edocs, err := loadDocs(*dir)

@@ -1,4 +1,4 @@
-package cli
+package cmdline
 
 import (
 	"errors"
@@ -24,9 +24,9 @@ func TestCacheBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, rule, err := cacheBudget("--cache-bytes", tt.value, tt.unit)
+			got, rule, err := CacheBudget("--cache-bytes", tt.value, tt.unit)
 			if tt.wantErr {
-				if !errors.Is(err, errUsage) {
+				if !errors.Is(err, ErrUsage) {
 					t.Fatalf("got %d, %v; want a usage error", got, err)
 				}
 				return
@@ -38,7 +38,7 @@ func TestCacheBudget(t *testing.T) {
 	}
 	// auto: a quarter of what this process may use, whatever that is here.
 	for _, v := range []string{"auto", ""} {
-		got, rule, err := cacheBudget("--cache-bytes", v, 1)
+		got, rule, err := CacheBudget("--cache-bytes", v, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

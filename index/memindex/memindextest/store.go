@@ -1,24 +1,28 @@
-package memindex
+package memindextest
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
 var _ retrieval.Store = (*Store)(nil)
 
-// Store is an in-memory, multi-tenant store over one Index per tenant. It
-// gives the same results as store/memory, faster.
+// Store is an in-memory, multi-tenant store over one [memindex.Index] per
+// tenant. It gives the same results as store/memory; the differential
+// tests hold memindex to that through it.
 type Store struct {
 	settings index.Settings
 	models   *embed.Registry
 	mu       sync.RWMutex
-	tenants  map[string]*Index
+	tenants  map[string]*memindex.Index
 }
 
 // NewStore returns an empty store.
@@ -36,7 +40,7 @@ func NewStoreWithModels(s index.Settings, models *embed.Registry) (*Store, error
 			return nil, err
 		}
 	}
-	return &Store{settings: s, models: models, tenants: make(map[string]*Index)}, nil
+	return &Store{settings: s, models: models, tenants: make(map[string]*memindex.Index)}, nil
 }
 
 // Put validates, prepares and stores doc.
@@ -54,7 +58,7 @@ func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.
 	defer s.mu.Unlock()
 	x := s.tenants[doc.Tenant]
 	if x == nil {
-		x = New(s.settings)
+		x = memindex.New(s.settings)
 		s.tenants[doc.Tenant] = x
 	}
 	x.Put(doc.DocID, prepared, false)
@@ -102,4 +106,18 @@ func (s *Store) IDF(_ context.Context, p cordontype.Principal, terms []string) (
 		return make([]float64, len(terms)), nil
 	}
 	return x.IDF(p, terms), nil
+}
+
+// Tenant is the index of tenant, nil before its first Put.
+func (s *Store) Tenant(tenant string) *memindex.Index {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.tenants[tenant]
+}
+
+// Tenants are the tenants put into s, sorted.
+func (s *Store) Tenants() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(s.tenants))
 }

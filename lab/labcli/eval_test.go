@@ -1,10 +1,9 @@
-package cli
+package labcli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/cordon-rag/cordon/lab/plot"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +13,8 @@ import (
 )
 
 const (
-	evalSubsetCorpus  = "../testdata/eval/corpus"
-	evalSubsetQueries = "../testdata/eval/queries.jsonl"
+	evalSubsetCorpus  = "../../testdata/eval/corpus"
+	evalSubsetQueries = "../../testdata/eval/queries.jsonl"
 )
 
 // runEvalCLI runs the CLI and returns its exit code, stdout and stderr.
@@ -29,7 +28,7 @@ func runEvalCLI(t *testing.T, args ...string) (int, string, string) {
 func TestEvalHelp(t *testing.T) {
 	for _, args := range [][]string{{"eval", "--help"}, {"help", "eval"}} {
 		code, out, _ := runEvalCLI(t, args...)
-		if code != ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "cordon eval --corpus") {
+		if code != ExitOK || !strings.Contains(out, "Examples:") || !strings.Contains(out, "cordon-lab eval --corpus") {
 			t.Errorf("%v: exit %d, help without an example:\n%s", args, code, out)
 		}
 	}
@@ -141,22 +140,25 @@ func TestEvalOutputs(t *testing.T) {
 		t.Errorf("a second run with 1 worker printed a different table")
 	}
 
-	// cordon-plot draws saved runs: one, and two side by side.
+	// plot eval draws saved runs: one, and two side by side.
 	saved := filepath.Join(dir, "run.json")
 	os.WriteFile(saved, []byte(js), 0o644)
 	png2 := filepath.Join(dir, "two.png")
-	var pout, perr bytes.Buffer
-	if code := plot.Main([]string{"eval", "--out", png, saved}, &pout, &perr); code != 0 {
-		t.Fatalf("cordon-plot eval: exit %d: %s", code, perr.String())
+	if code, _, perr := runEvalCLI(t, "plot", "eval", "--out", png, saved); code != ExitOK {
+		t.Fatalf("plot eval: exit %d: %s", code, perr)
 	}
 	checkEvalPNG(t, png)
-	if code := plot.Main([]string{"eval", "--out", png2, saved, saved}, &pout, &perr); code != 0 {
-		t.Fatalf("cordon-plot eval: exit %d: %s", code, perr.String())
+	if code, _, perr := runEvalCLI(t, "plot", "eval", "--out", png2, saved, saved); code != ExitOK {
+		t.Fatalf("plot eval: exit %d: %s", code, perr)
 	}
 	checkEvalPNG(t, png2)
-	perr.Reset()
-	if code := plot.Main([]string{"eval", "--out", png2, perQuery}, &pout, &perr); code != 1 || !strings.Contains(perr.String(), "not a 'cordon eval --json' run") {
-		t.Errorf("cordon-plot eval of a non-run: exit %d, %s", code, perr.String())
+	if code, _, perr := runEvalCLI(t, "plot", "eval", "--out", png2, perQuery); code != ExitError || !strings.Contains(perr, "not a 'cordon-lab eval --json' run") {
+		t.Errorf("plot eval of a non-run: exit %d, %s", code, perr)
+	}
+	for _, args := range [][]string{{"plot", "eval", saved}, {"plot", "bench", "--out", png}} {
+		if code, _, perr := runEvalCLI(t, args...); code != ExitUsage {
+			t.Errorf("%q: exit %d, %s; want a usage error", args, code, perr)
+		}
 	}
 }
 

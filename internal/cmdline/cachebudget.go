@@ -1,4 +1,4 @@
-package cli
+package cmdline
 
 import (
 	"fmt"
@@ -16,17 +16,17 @@ import (
 // or pod.
 const cacheFraction = 4
 
-// cacheAuto is the budget flags' default value.
-const cacheAuto = "auto"
+// CacheAuto is the budget flags' default value.
+const CacheAuto = "auto"
 
-// cacheBudget resolves a budget flag: "auto" (or empty) is 1/cacheFraction
+// CacheBudget resolves a budget flag: "auto" (or empty) is 1/cacheFraction
 // of the memory this process may use (0 where that is unknown: not Linux),
 // a number is taken as is (in units of unit bytes: 1 for --cache-bytes,
 // 1 MiB for --cache-mib), and 0 turns the in-memory path off. rule says how
 // the budget was chosen, for the logs.
-func cacheBudget(flagName, value string, unit int64) (budget int64, rule string, err error) {
+func CacheBudget(flagName, value string, unit int64) (budget int64, rule string, err error) {
 	v := strings.TrimSpace(value)
-	if v == "" || v == cacheAuto {
+	if v == "" || v == CacheAuto {
 		l, err := sysmem.Read()
 		if err != nil {
 			// Not Linux: no figure to take a share of. Ranking in SQL is
@@ -37,7 +37,7 @@ func cacheBudget(flagName, value string, unit int64) (budget int64, rule string,
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 || n > (1<<62)/unit {
-		return 0, "", fmt.Errorf("%w: %s %q: want %q or a number >= 0", errUsage, flagName, value, cacheAuto)
+		return 0, "", fmt.Errorf("%w: %s %q: want %q or a number >= 0", ErrUsage, flagName, value, CacheAuto)
 	}
 	if n == 0 {
 		return 0, "off: every query is ranked in SQL", nil

@@ -1,0 +1,7 @@
+package hashembed
+
+import "errors"
+
+// ErrInvalidDims is returned (wrapped) by [ValidateDims] when dims is
+// outside 1..MaxDims.
+var ErrInvalidDims = errors.New("invalid dims")
