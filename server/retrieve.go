@@ -187,7 +187,3 @@ func auditModel(m *retrieval.ModelRun) *modelAudit {
 	}
 	return &modelAudit{Provider: m.Provider, Model: m.Model, Outcome: string(m.Outcome), Shed: m.Shed}
 }
-
-// The server's store reports the index version that answered a ranking,
-// for the audit record and the auditor's index_version.
-var _ retrieval.VersionedStore = (*postgres.Store)(nil)

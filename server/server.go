@@ -150,10 +150,10 @@ func (c *Config) defaults() {
 	}
 }
 
-// Server is Cordon's HTTP API over a Postgres store.
+// Server is Cordon's HTTP API over a [Store].
 type Server struct {
 	cfg   Config
-	store *postgres.Store
+	store Store
 	// queryModels embeds queries with each tenant's model.
 	queryModels *retrieval.QueryModels
 	verifier    *Verifier
@@ -171,8 +171,9 @@ type Server struct {
 //go:embed openapi.yaml
 var openAPI []byte
 
-// New returns a Server over st, authenticating with v.
-func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
+// New returns a Server over st (in cordon serve, a *postgres.Store),
+// authenticating with v.
+func New(cfg Config, st Store, v *Verifier) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models),
 		retrieves: newTenantGate(cfg.TenantRetrieves, cfg.TenantQueue)}
