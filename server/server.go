@@ -156,8 +156,10 @@ type Server struct {
 	store Store
 	// queryModels embeds queries with each tenant's model.
 	queryModels *retrieval.QueryModels
-	verifier    *Verifier
-	metrics     *metrics
+	// pipeline ranks retrieves (newRetriever).
+	pipeline *retrieval.Retriever
+	verifier *Verifier
+	metrics  *metrics
 	// reranker is Config.Reranker with its calls counted; nil without one.
 	reranker rerank.Reranker
 	// retrieves bounds each tenant's retrieves in progress.
@@ -197,6 +199,7 @@ func New(cfg Config, st Store, v *Verifier) *Server {
 	if cfg.Reranker != nil {
 		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
 	}
+	s.pipeline = s.newRetriever()
 	// The embedding providers report to this server's metrics (to the
 	// last server made over them, when several share a registry).
 	cfg.Models.Observe(s.metrics.registerEmbed())
