@@ -99,8 +99,7 @@ var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // large answer does not stay in memory.
 const maxPooledResponse = 1 << 20
 
-// writeJSON encodes v (through its own appendJSON when it has one, else
-// encoding/json: the same bytes either way) as the whole body, then sends it with its
+// writeJSON encodes v as the whole body, then sends it with its
 // Content-Length in one write: nothing is sent before the encoding
 // succeeded, so a value that cannot be encoded answers 500, not half a
 // body, and a client reads the body to its end without chunked framing.
@@ -112,16 +111,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 			responseBuffers.Put(buf)
 		}
 	}()
-	var err error
-	if a, ok := v.(jsonAppender); ok {
-		var b []byte
-		if b, err = a.appendJSON(buf.AvailableBuffer()); err == nil {
-			buf.Write(b)
-		}
-	} else {
-		err = json.NewEncoder(buf).Encode(v)
-	}
-	if err != nil {
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		buf.Reset()
 		status = errInternal.Status
 		_ = json.NewEncoder(buf).Encode(errorBody{errInternal})
