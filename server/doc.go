@@ -1,4 +1,6 @@
-// Package server is Cordon's JSON-over-HTTP API over the Postgres store.
+// Package server is Cordon's JSON-over-HTTP API over a [Store] (the
+// Postgres store in cordon serve): the handlers consume small interfaces
+// declared here, not the store's concrete type.
 //
 // # Authentication and authorization
 //

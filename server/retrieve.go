@@ -14,15 +14,19 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
-// retriever is the pipeline over the server's store, within the server's
-// policy limits, with the model reranker when one is configured.
-func (s *Server) retriever() *retrieval.Retriever {
+// newRetriever is the pipeline over the server's store, within the
+// server's policy limits, with the model reranker when one is configured;
+// [New] makes it once (a Retriever holds no per-request state).
+func (s *Server) newRetriever() *retrieval.Retriever {
 	opts := []retrieval.Option{retrieval.WithLimits(s.cfg.Limits)}
 	if s.reranker != nil {
 		opts = append(opts, retrieval.WithReranker(s.reranker))
 	}
 	return retrieval.New(s.store, opts...).WithModels(s.queryModels)
 }
+
+// retriever is the pipeline [New] made.
+func (s *Server) retriever() *retrieval.Retriever { return s.pipeline }
 
 // rerankBudgetMS is tenant's default rerank_budget_ms: its own budget, else
 // the server's, rounded up to whole milliseconds.
@@ -187,7 +191,3 @@ func auditModel(m *retrieval.ModelRun) *modelAudit {
 	}
 	return &modelAudit{Provider: m.Provider, Model: m.Model, Outcome: string(m.Outcome), Shed: m.Shed}
 }
-
-// The server's store reports the index version that answered a ranking,
-// for the audit record and the auditor's index_version.
-var _ retrieval.VersionedStore = (*postgres.Store)(nil)

@@ -150,14 +150,16 @@ func (c *Config) defaults() {
 	}
 }
 
-// Server is Cordon's HTTP API over a Postgres store.
+// Server is Cordon's HTTP API over a [Store].
 type Server struct {
 	cfg   Config
-	store *postgres.Store
+	store Store
 	// queryModels embeds queries with each tenant's model.
 	queryModels *retrieval.QueryModels
-	verifier    *Verifier
-	metrics     *metrics
+	// pipeline ranks retrieves (newRetriever).
+	pipeline *retrieval.Retriever
+	verifier *Verifier
+	metrics  *metrics
 	// reranker is Config.Reranker with its calls counted; nil without one.
 	reranker rerank.Reranker
 	// retrieves bounds each tenant's retrieves in progress.
@@ -171,8 +173,9 @@ type Server struct {
 //go:embed openapi.yaml
 var openAPI []byte
 
-// New returns a Server over st, authenticating with v.
-func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
+// New returns a Server over st (in cordon serve, a *postgres.Store),
+// authenticating with v.
+func New(cfg Config, st Store, v *Verifier) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models),
 		retrieves: newTenantGate(cfg.TenantRetrieves, cfg.TenantQueue)}
@@ -196,6 +199,7 @@ func New(cfg Config, st *postgres.Store, v *Verifier) *Server {
 	if cfg.Reranker != nil {
 		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
 	}
+	s.pipeline = s.newRetriever()
 	// The embedding providers report to this server's metrics (to the
 	// last server made over them, when several share a registry).
 	cfg.Models.Observe(s.metrics.registerEmbed())

@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cordon-rag/cordon/store/postgres"
 )
@@ -71,22 +74,8 @@ func TestMixSchedule(t *testing.T) {
 // list: the HTTP request carries the bench policy and the token the query's
 // principal.
 func TestHTTPMatchesStore(t *testing.T) {
-	base := os.Getenv("CORDON_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
-			t.Fatal("PostgreSQL is required here: set CORDON_TEST_DATABASE_URL")
-		}
-		t.Skip("SKIPPING: CORDON_TEST_DATABASE_URL is not set")
-	}
 	ctx := context.Background()
-	dbURL, drop, err := createDatabase(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
-		t.Fatal(err)
-	}
+	dbURL := migratedDatabase(t)
 	g, err := NewGenerator(Config{Seed: 3, Chunks: 400, Tenants: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -132,4 +121,115 @@ func TestHTTPMatchesStore(t *testing.T) {
 	if nonEmpty < len(queries)/2 {
 		t.Errorf("only %d of %d queries found anything: the comparison proves little", nonEmpty, len(queries))
 	}
+}
+
+// testDatabase is the server of CORDON_TEST_DATABASE_URL; without it a test
+// fails in CI (or with CORDON_REQUIRE_DB) and skips loudly elsewhere.
+func testDatabase(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv("CORDON_TEST_DATABASE_URL")
+	if base == "" {
+		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
+			tb.Fatal("PostgreSQL is required here: set CORDON_TEST_DATABASE_URL")
+		}
+		tb.Skip("SKIPPING: CORDON_TEST_DATABASE_URL is not set")
+	}
+	return base
+}
+
+// migratedDatabase creates a database on the test server, migrated, and
+// drops it when the test ends.
+func migratedDatabase(tb testing.TB) string {
+	tb.Helper()
+	ctx := context.Background()
+	dbURL, drop, err := createDatabase(ctx, testDatabase(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(drop)
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		tb.Fatal(err)
+	}
+	return dbURL
+}
+
+// BenchmarkRetrieve runs the bench's queries over 10,000 chunks in one
+// tenant through the store path (cordon) and the service path (http, the
+// server in this process, client included) with 1 and 8 clients, on the
+// in-memory query path. Beside ns/op it reports the CPU per query of this
+// process (cpu-ms/op: clients, server, store) and of the PostgreSQL
+// backends of its database (db-cpu-ms/op), the measure on a shared machine;
+// every HTTP list must equal the store's. With -cpuprofile and
+// -memprofile, -bench Retrieve/http profiles the service path alone:
+//
+//	go test ./lab/bench/ -run '^$' -bench Retrieve -benchtime 3000x
+func BenchmarkRetrieve(b *testing.B) {
+	ctx := context.Background()
+	dbURL := migratedDatabase(b)
+	g, err := NewGenerator(Config{Seed: 1, Chunks: 10000, Tenants: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	queries := g.Queries(2000)
+	const conns, cache = 16, 2 << 30
+	store, err := newCordon(ctx, dbURL, conns, cache)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := store.Ingest(ctx, g, 2, 50, func(int64) {}); err != nil {
+		store.Close()
+		b.Fatal(err)
+	}
+	want := make([][]string, len(queries))
+	for i, q := range queries {
+		if want[i], err = store.Query(ctx, q); err != nil {
+			store.Close()
+			b.Fatal(err)
+		}
+	}
+	run := func(name string, sys System, st *postgres.Store) {
+		// The first query starts the tenant's load; answers wait for it.
+		if _, err := sys.Query(ctx, queries[0]); err != nil {
+			b.Fatal(err)
+		}
+		for st.CacheStats().Loading > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		for _, clients := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/%dclients", name, clients), func(b *testing.B) {
+				qs := make([]Query, b.N)
+				for i := range qs {
+					qs[i] = queries[i%len(queries)]
+				}
+				cpu0 := readCPU(databaseName(dbURL))
+				b.ResetTimer()
+				_, lists, _, err := runQueries(ctx, name, sys, qs, clients, &progress{})
+				b.StopTimer()
+				cpu1 := readCPU(databaseName(dbURL))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i, l := range lists {
+					if !slices.Equal(l, want[i%len(want)]) {
+						b.Fatalf("query %d: %s %v, store %v", i, name, l, want[i%len(want)])
+					}
+				}
+				b.ReportMetric(ms(cpu1.process-cpu0.process)/float64(b.N), "cpu-ms/op")
+				if cpu0.dbSeen && cpu1.dbSeen {
+					b.ReportMetric(ms(cpu1.db-cpu0.db)/float64(b.N), "db-cpu-ms/op")
+				}
+			})
+		}
+	}
+	run(SystemCordon, store, store.st)
+	// As in cordon bench, one system at a time: the store's in-memory
+	// index would otherwise stay in the heap the HTTP run's collections scan.
+	store.Close()
+	runtime.GC()
+	h, err := newHTTP(ctx, dbURL, conns, 8, cache)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	run(SystemHTTP, h, h.st)
 }
