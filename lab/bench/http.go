@@ -81,8 +81,12 @@ func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheB
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, cl) }()
 	// One kept-alive connection per client, as a pooled service client
-	// holds; the default keeps only 2 per host.
-	tr := &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients, DisableCompression: true}
+	// holds; the default keeps only 2 per host. MaxConnsPerHost caps the
+	// pool at one connection per client: a connection goes back to the idle
+	// pool on the transport's own goroutine after its body is read, so a
+	// client's next request may start before that, and without the cap it
+	// would dial another connection instead of waiting a moment for its own.
+	tr := &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients, MaxConnsPerHost: clients, DisableCompression: true}
 	return &httpSystem{
 		st: st, base: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr},
 		secret: secret, stop: stop, served: served, tokens: map[string]string{}, conns: cl,
