@@ -266,9 +266,10 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 // Verdicts of the pre-filter (SPEC section 5, steps 2-3) as scanChunks
 // reports them, in the order the funnel counts them.
 const (
-	verdictKeep   = 0 // visible and fresh
-	verdictHidden = 1 // outside the principal's entitlement
-	verdictStale  = 2 // visible, but older than the freshness contract allows
+	verdictKeep   = 0  // visible and fresh
+	verdictHidden = 1  // outside the principal's entitlement
+	verdictStale  = 2  // visible, but older than the freshness contract allows
+	verdictGone   = -1 // no such chunk: deleted since its postings were written
 )
 
 // verdictSQL is the verdict of chunk c, with visibleSQL's and staleSQL's
@@ -283,8 +284,9 @@ type candidate struct {
 }
 
 // chunkScan is what scanChunks reads: the dense side's funnel counts and
-// top candidates, and the length and verdict of each chunk that was asked
-// for and exists (ids ascending, lengths and verdicts parallel).
+// top candidates, and the length and verdict of each chunk asked for (ids,
+// ascending; lengths and verdicts parallel, verdictGone for a chunk that
+// does not exist).
 type chunkScan struct {
 	positive, hidden, stale int64 // chunks with a positive dot product, and of those the excluded
 	dense                   []candidate
@@ -315,17 +317,16 @@ func exactDot(col string, q []int32, maxAbs int32) (expr string, arg any) {
 }
 
 // scanChunks reads, in one statement, the length and verdict of the chunks
-// ids (ascending) that exist and, when q is not zero, the dense side: the
+// ids (ascending, distinct) and, when q is not zero, the dense side: the
 // funnel counts of the chunks whose dot product with q is positive, and
-// the top_n visible, fresh ones by cosine with every chunk tied with the
-// last (FETCH FIRST ... WITH TIES), which fetchChunks orders by chunk id.
+// the top_n visible, fresh ones by cosine, then chunk id (SPEC section 5).
 //
 // The dot products are exact (exactDot). The cosine is ordered in SQL as
 // dot::float8 / (sqrt(qn) * sqrt(norm_sq::float8)): correctly rounded IEEE
 // 754 double operations (conversion, square root, product, quotient) in
 // the order hashembed.Cosine performs them, so SQL orders and ties by the
-// very values Go reports, and the top_n with ties hold the reference's
-// top_n whatever the chunk ids.
+// very values Go reports (chunk_id is COLLATE "C": byte order, as Go
+// compares strings).
 func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, q []int32, maxAbs int32, filterArgs []any, ids []int64) (chunkScan, error) {
 	var sc chunkScan
 	qn := hashembed.NormSq(q)
@@ -336,27 +337,29 @@ func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Rank
 			return sc, nil
 		}
 		sql = `
-			SELECT 0, 0::bigint, 0::bigint, 0::bigint, array_agg(c.id ORDER BY c.id), array_agg(c.length ORDER BY c.id),
-			       array_agg(` + verdictSQL + ` ORDER BY c.id)
+			SELECT 0, 0::bigint, 0::bigint, 0::bigint, array_agg(c.id), array_agg(c.length), array_agg(` + verdictSQL + `)
 			FROM ` + t.tables.chunks + ` c WHERE c.id = ANY($1::bigint[])`
 		args = append([]any{ids}, filterArgs...)
 	} else {
 		dot, qarg := exactDot("c.embedding", q, maxAbs)
 		// d is one pass over the tenant: each dot product is computed once.
+		// The three arrays are aggregated from the same rows in the same
+		// order, so they are parallel (no ORDER BY: scanChunks places them).
 		sql = `
 			WITH d AS MATERIALIZED (
-				SELECT c.id, c.length, c.norm_sq, (` + dot + `)::bigint AS dot, ` + verdictSQL + ` AS verdict, a.id IS NOT NULL AS asked
-				FROM ` + t.tables.chunks + ` c LEFT JOIN unnest($8::bigint[]) AS a(id) ON a.id = c.id
+				SELECT c.id, c.chunk_id, c.length, c.norm_sq, (` + dot + `)::bigint AS dot, ` + verdictSQL + ` AS verdict,
+				       c.id = ANY($8::bigint[]) AS asked
+				FROM ` + t.tables.chunks + ` c
 			)
 			SELECT 0 AS kind, count(*) FILTER (WHERE dot > 0), count(*) FILTER (WHERE dot > 0 AND verdict = 1),
 			       count(*) FILTER (WHERE dot > 0 AND verdict = 2),
-			       array_agg(id ORDER BY id) FILTER (WHERE asked), array_agg(length ORDER BY id) FILTER (WHERE asked),
-			       array_agg(verdict ORDER BY id) FILTER (WHERE asked)
+			       array_agg(id) FILTER (WHERE asked), array_agg(length) FILTER (WHERE asked),
+			       array_agg(verdict) FILTER (WHERE asked)
 			FROM d
 			UNION ALL
 			(SELECT 1, id, dot, norm_sq, NULL, NULL, NULL FROM d WHERE dot > 0 AND verdict = 0
-			 ORDER BY dot::float8 / ($6::float8 * sqrt(norm_sq::float8)) DESC
-			 FETCH FIRST $7 ROWS WITH TIES)`
+			 ORDER BY dot::float8 / ($6::float8 * sqrt(norm_sq::float8)) DESC, chunk_id
+			 LIMIT $7)`
 		args = append(append([]any{qarg}, filterArgs...), math.Sqrt(float64(qn)), req.TopN, ids)
 	}
 	rows, err := tx.Query(ctx, sql, args...)
@@ -364,6 +367,12 @@ func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Rank
 		return sc, classify(err)
 	}
 	defer rows.Close()
+	sc.ids, sc.lengths, sc.verdicts = ids, make([]int32, len(ids)), make([]int32, len(ids))
+	for i := range sc.verdicts {
+		sc.verdicts[i] = verdictGone
+	}
+	var got []int64
+	var lengths, verdicts []int32
 	for rows.Next() {
 		var kind int
 		var a, b, c int64
@@ -383,17 +392,24 @@ func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Rank
 		if rawIDs == nil {
 			continue // none of ids exists
 		}
-		if sc.ids, err = appendInt8Array(nil, rawIDs); err != nil {
+		if got, err = appendInt8Array(got[:0], rawIDs); err != nil {
 			return sc, err
 		}
-		if sc.lengths, err = appendInt4Array(nil, rawLengths); err != nil {
+		if lengths, err = appendInt4Array(lengths[:0], rawLengths); err != nil {
 			return sc, err
 		}
-		if sc.verdicts, err = appendInt4Array(nil, rawVerdicts); err != nil {
+		if verdicts, err = appendInt4Array(verdicts[:0], rawVerdicts); err != nil {
 			return sc, err
 		}
-		if len(sc.lengths) != len(sc.ids) || len(sc.verdicts) != len(sc.ids) {
-			return sc, fmt.Errorf("%w: %d ids, %d lengths, %d verdicts", errArrayFormat, len(sc.ids), len(sc.lengths), len(sc.verdicts))
+		if len(lengths) != len(got) || len(verdicts) != len(got) {
+			return sc, fmt.Errorf("%w: %d ids, %d lengths, %d verdicts", errArrayFormat, len(got), len(lengths), len(verdicts))
+		}
+		for i, id := range got {
+			p, found := slices.BinarySearch(ids, id)
+			if !found {
+				return sc, fmt.Errorf("chunk scan: chunk %d was not asked for", id)
+			}
+			sc.lengths[p], sc.verdicts[p] = lengths[i], verdicts[i]
 		}
 	}
 	return sc, classify(rows.Err())
@@ -403,8 +419,8 @@ func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Rank
 // sumLen; df over visible postings when the scope is entitled), counts the
 // funnel and records each term's idf in rk, exactly as the reference
 // (index/memindex) does: a chunk's score sums float64(w * bm25.Term(...))
-// in query term order from 0 (SPEC section 4). Postings of chunks sc does
-// not know were deleted and count nowhere. It returns the top_n visible,
+// in query term order from 0 (SPEC section 4). Postings of chunks that are
+// gone (deleted) count nowhere. It returns the top_n visible,
 // fresh chunks by score with every chunk tied with the last; fetchChunks
 // orders ties by chunk id.
 func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, n, sumLen int64, settings index.Settings, rk *retrieval.Rankings) []candidate {
@@ -419,14 +435,14 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, n, sumLe
 			pos := make([]int32, len(r.chunks))
 			lo := 0
 			for k, id := range r.chunks {
-				// A run is ascending: search on from the last match.
-				p, found := slices.BinarySearch(sc.ids[lo:], id)
-				if !found {
+				// A run is ascending, and sc.ids holds every posting's
+				// chunk: search on from the last one.
+				p, _ := slices.BinarySearch(sc.ids[lo:], id)
+				lo += p
+				if sc.verdicts[lo] == verdictGone {
 					pos[k] = -1
-					lo += p
 					continue
 				}
-				lo += p
 				pos[k] = int32(lo)
 				if !entitled || sc.verdicts[lo] != verdictHidden {
 					df[i+1]++
@@ -454,7 +470,7 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, n, sumLe
 	}
 	var kept []candidate
 	for p, s := range score {
-		if !(s > 0) {
+		if !(s > 0) { // a gone chunk's score stays 0
 			continue
 		}
 		rk.Considered++
