@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -575,12 +577,41 @@ func readQueryPostings(ctx context.Context, tx pgx.Tx, tb tables, terms []string
 }
 
 // chunks is the chunk ids of all the postings, ascending, each once.
+// Chunk ids are drawn from one sequence per tenant, so they usually span
+// a range not much wider than their count: then a bitmap over the range
+// orders them in linear time; else they are sorted.
 func (qp queryPostings) chunks() []int64 {
 	var n int
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, runs := range qp.runs {
 		for _, r := range runs {
-			n += len(r.chunks)
+			if len(r.chunks) > 0 {
+				n += len(r.chunks)
+				lo, hi = min(lo, r.chunks[0]), max(hi, r.chunks[len(r.chunks)-1])
+			}
 		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if span := uint64(hi - lo); span/64 <= uint64(n) {
+		set := make([]uint64, span/64+1)
+		for _, runs := range qp.runs {
+			for _, r := range runs {
+				for _, id := range r.chunks {
+					d := uint64(id - lo)
+					set[d/64] |= 1 << (d % 64)
+				}
+			}
+		}
+		ids := make([]int64, 0, n)
+		for w, word := range set {
+			for word != 0 {
+				ids = append(ids, lo+int64(w*64+bits.TrailingZeros64(word)))
+				word &= word - 1
+			}
+		}
+		return ids
 	}
 	ids := make([]int64, 0, n)
 	for _, runs := range qp.runs {

@@ -415,20 +415,14 @@ func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Rank
 	return sc, classify(rows.Err())
 }
 
-// lexical scores the query's postings (qp) with the scope's statistics (n,
-// sumLen; df over visible postings when the scope is entitled), counts the
-// funnel and records each term's idf in rk, exactly as the reference
-// (index/memindex) does: a chunk's score sums float64(w * bm25.Term(...))
-// in query term order from 0 (SPEC section 4). Postings of chunks that are
-// gone (deleted) count nowhere. It returns the top_n visible,
-// fresh chunks by score with every chunk tied with the last; fetchChunks
-// orders ties by chunk id.
-func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, n, sumLen int64, settings index.Settings, rk *retrieval.Rankings) []candidate {
-	entitled := settings.Statistics.Entitled()
-	// at[i][j][k] is the position in sc.ids of posting k of run j of term
-	// i, or -1: each posting is looked up once.
-	at := make([][][]int32, len(qp.runs))
-	df := make([]int64, len(req.Terms)+1) // by ordinal, 1-based
+// positions looks each posting of qp up in sc: at[i][j][k] is the
+// position in sc.ids of the chunk of posting k of run j of term i, or -1
+// for a chunk that is gone. df[i] counts term i's postings of chunks that
+// exist and, when the statistics scope is entitled, are visible
+// (freshness does not narrow it).
+func (qp queryPostings) positions(sc chunkScan, entitled bool) (at [][][]int32, df []int64) {
+	at = make([][][]int32, len(qp.runs))
+	df = make([]int64, len(qp.runs))
 	for i, runs := range qp.runs {
 		at[i] = make([][]int32, len(runs))
 		for j, r := range runs {
@@ -445,21 +439,34 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, n, sumLe
 				}
 				pos[k] = int32(lo)
 				if !entitled || sc.verdicts[lo] != verdictHidden {
-					df[i+1]++
+					df[i]++
 				}
 			}
 			at[i][j] = pos
 		}
 	}
+	return at, df
+}
+
+// lexical scores the query's postings (qp) with the scope's statistics (n,
+// sumLen; df over visible postings when the scope is entitled), counts the
+// funnel and records each term's idf in rk, exactly as the reference
+// (index/memindex) does: a chunk's score sums float64(w * bm25.Term(...))
+// in query term order from 0 (SPEC section 4). Postings of chunks that are
+// gone (deleted) count nowhere. It returns the top_n visible,
+// fresh chunks by score with every chunk tied with the last; fetchChunks
+// orders ties by chunk id.
+func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, n, sumLen int64, settings index.Settings, rk *retrieval.Rankings) []candidate {
+	at, df := qp.positions(sc, settings.Statistics.Entitled())
 	w := bm25.NewIDFs(req.IDF, len(df))
-	for ord := 1; ord < len(df); ord++ {
-		w.Set(ord, n, df[ord])
+	for i, d := range df {
+		w.Set(i, n, d)
 	}
-	rk.IDF = w.IDF[1:]
+	rk.IDF = w.IDF
 	avgdl := bm25.AvgDL(sumLen, n)
 	score := make([]float64, len(sc.ids))
 	for i, runs := range qp.runs {
-		weight, idf := req.Weight(i), w.Lex[i+1]
+		weight, idf := req.Weight(i), w.Lex[i]
 		for j, r := range runs {
 			for k, p := range at[i][j] {
 				if p >= 0 {
@@ -495,15 +502,36 @@ func topWithTies(c []candidate, k int) []candidate {
 	if len(c) <= k {
 		return c
 	}
-	scores := make([]float64, len(c))
-	for i, x := range c {
-		scores[i] = x.score
+	// The k best scores in a min-heap: its root is the k-th best.
+	h := make([]float64, 0, k)
+	for _, x := range c {
+		switch {
+		case len(h) < k:
+			h = append(h, x.score)
+			for i := len(h) - 1; i > 0 && h[i] < h[(i-1)/2]; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case x.score > h[0]:
+			h[0] = x.score
+			for i := 0; ; {
+				m, l, r := i, 2*i+1, 2*i+2
+				if l < k && h[l] < h[m] {
+					m = l
+				}
+				if r < k && h[r] < h[m] {
+					m = r
+				}
+				if m == i {
+					break
+				}
+				h[i], h[m] = h[m], h[i]
+				i = m
+			}
+		}
 	}
-	slices.Sort(scores)
-	kth := scores[len(scores)-k]
 	out := c[:0]
 	for _, x := range c {
-		if x.score >= kth {
+		if x.score >= h[0] {
 			out = append(out, x)
 		}
 	}
@@ -562,31 +590,17 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 	if err != nil || n == 0 || len(terms) == 0 {
 		return idf, err
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT q.ord::int, count(*)::bigint
-		FROM unnest($1::text[], $5::text[]) WITH ORDINALITY AS q(term, bucket, ord)
-		JOIN `+t.tables.postings+` p ON p.term IN (q.term, q.bucket)
-		CROSS JOIN LATERAL unnest(p.chunks, p.terms) AS u(chunk, term)
-		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
-		WHERE coalesce(u.term, p.term) = q.term AND (NOT $4::boolean OR `+visibleSQL+`)
-		GROUP BY q.ord`,
-		terms, int16(p.Clearance), p.Barriers, t.settings.Statistics.Entitled(), TermBuckets(terms))
+	qp, err := readQueryPostings(ctx, tx, t.tables, terms)
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
-	df := make([]int64, len(terms))
-	for rows.Next() {
-		var ord int
-		var count int64
-		if err := rows.Scan(&ord, &count); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		df[ord-1] = count
+	// No freshness contract: the verdicts only tell hidden from visible.
+	filterArgs := []any{int16(p.Clearance), p.Barriers, int64(0), (*int64)(nil)}
+	sc, err := scanChunks(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, 0, filterArgs, qp.chunks())
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
+	_, df := qp.positions(sc, t.settings.Statistics.Entitled())
 	for i := range idf {
 		idf[i] = bm25.IDF(n, df[i])
 	}
