@@ -429,11 +429,11 @@ func (qp queryPostings) positions(sc chunkScan, entitled bool) (at [][][]int32, 
 			pos := make([]int32, len(r.chunks))
 			lo := 0
 			for k, id := range r.chunks {
-				// A run is ascending, and sc.ids holds every posting's
-				// chunk: search on from the last one.
-				p, _ := slices.BinarySearch(sc.ids[lo:], id)
+				// A run is ascending: search on from the last one. sc.ids
+				// holds every posting's chunk (qp.chunks()).
+				p, found := slices.BinarySearch(sc.ids[lo:], id)
 				lo += p
-				if sc.verdicts[lo] == verdictGone {
+				if !found || sc.verdicts[lo] == verdictGone {
 					pos[k] = -1
 					continue
 				}
