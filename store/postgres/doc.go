@@ -24,25 +24,36 @@
 // A retrieval (query.go) runs in one read-only REPEATABLE READ transaction,
 // so both rankings and the statistics come from one snapshot. Its first
 // statement reads the tenant's registry row and its stats row together;
-// nothing later reads either again. The entitlement and
-// freshness pre-filter is evaluated in SQL: a chunk the principal may not see
-// contributes only a count, never its id or text.
+// nothing later reads either again. The entitlement and freshness
+// pre-filter is evaluated in SQL: a chunk the principal may not see is
+// never a candidate; it reaches Go only as an internal id with its length
+// and verdict, to be counted (in the funnel, and in df under the tenant
+// statistics scope), never with its chunk id or text.
 //
-//   - Lexical: the postings rows of the query's distinct terms (their term
-//     rows and their buckets' rows, keeping a bucket's postings of the term) are unnested
-//     and joined to chunks for each chunk's length and filter flags (a posting
-//     whose chunk is gone finds no row). df is counted from those rows, N and the
-//     length sum come from stats, and Go computes BM25 with package bm25 in the
-//     pinned summation order (SQL's sum() has no defined order and SQL's ln() is
-//     glibc's, which differs from ours in the last bit).
-//   - Dense: one scan computes each chunk's exact integer dot product with the
-//     query (pgvector's inner product is exact when every partial sum stays
-//     below 2^24, which the stats' max_abs bound proves per query; otherwise an
-//     exact bigint sum over the unnested vector is used), counts the funnel,
-//     and orders the visible, fresh chunks by float64(dot) / (|q| * |d|) —
-//     the same IEEE operations in the same order as Go — returning only top_n.
-//   - Then the texts of the kept chunks (at most 2 * top_n) are fetched, and
-//     fusion, rerank and limit run in Go, shared with every store.
+//   - Postings: the postings rows of the query's terms (their term rows and
+//     their buckets' rows) are read as stored, in one statement, and their
+//     arrays decoded in Go, keeping a bucket's postings of the query's
+//     terms (readQueryPostings in postings.go). Nothing is joined per
+//     posting.
+//   - One scan of the tenant's chunks (scanChunks) computes each chunk's
+//     exact integer dot product with the query (pgvector's inner product is
+//     exact when every partial sum stays below 2^24, which the stats'
+//     max_abs bound proves per query; otherwise an exact bigint sum over the
+//     unnested vector is used), counts the dense funnel, orders the visible,
+//     fresh chunks by float64(dot) / (|q| * |d|) (the same correctly
+//     rounded IEEE operations in the same order as hashembed.Cosine), then
+//     chunk id, returning only top_n, and returns the length and verdict
+//     of every chunk the postings name.
+//   - Lexical: df is counted from the postings of chunks that exist (only
+//     visible ones under the entitled scope), N and the length sum come
+//     from stats, and Go computes BM25 with package bm25 in the pinned
+//     summation order (SQL's sum() has no defined order and SQL's ln() is
+//     glibc's, which differs from ours in the last bit), as the reference
+//     does; the best top_n, with ties, are candidates.
+//   - Then the texts of both sides' candidates are fetched by internal id,
+//     visibility and freshness checked again in the WHERE clause, each side
+//     ordered by score, then chunk id, and cut to top_n; fusion, rerank and
+//     limit run in Go, shared with every store.
 //
 // # Writes
 //

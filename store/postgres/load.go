@@ -60,9 +60,25 @@ func (s *Store) LoadChunks(ctx context.Context, p cordontype.Principal, ids []st
 	return out, version, nil
 }
 
-// chunkColumns are the columns of chunks c that collectChunks reads.
+// chunkColumns are the columns of chunks c that scanChunk reads.
 const chunkColumns = `c.chunk_id, c.doc_id, c.section, c.text, c.start_char, c.end_char, c.length,
 	c.classification, c.barriers, c.as_of_tick`
+
+// scanChunk reads the current row, chunkColumns after the columns lead
+// scans into, as a chunk of tenant.
+func scanChunk(rows pgx.Rows, tenant string, lead ...any) (cordontype.Chunk, error) {
+	var c cordontype.Chunk
+	var class int16
+	var start, end, length int32
+	dst := append(lead, &c.ChunkID, &c.DocID, &c.Section, &c.Text, &start, &end, &length, &class, &c.Barriers, &c.AsOfTick)
+	if err := rows.Scan(dst...); err != nil {
+		return c, err
+	}
+	c.Tenant = tenant
+	c.StartChar, c.EndChar, c.Length = int(start), int(end), int(length)
+	c.Classification = cordontype.Classification(class)
+	return c, nil
+}
 
 // collectChunks reads rows of chunkColumns into chunks of tenant by chunk
 // id; n sizes the map.
@@ -70,16 +86,30 @@ func collectChunks(rows pgx.Rows, tenant string, n int) (map[string]cordontype.C
 	defer rows.Close()
 	out := make(map[string]cordontype.Chunk, n)
 	for rows.Next() {
-		var c cordontype.Chunk
-		var class int16
-		var start, end, length int32
-		if err := rows.Scan(&c.ChunkID, &c.DocID, &c.Section, &c.Text, &start, &end, &length, &class, &c.Barriers, &c.AsOfTick); err != nil {
+		c, err := scanChunk(rows, tenant)
+		if err != nil {
 			return nil, err
 		}
-		c.Tenant = tenant
-		c.StartChar, c.EndChar, c.Length = int(start), int(end), int(length)
-		c.Classification = cordontype.Classification(class)
 		out[c.ChunkID] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
+}
+
+// collectChunksByID reads rows of c.id and chunkColumns into chunks of
+// tenant by internal id; n sizes the map.
+func collectChunksByID(rows pgx.Rows, tenant string, n int) (map[int64]cordontype.Chunk, error) {
+	defer rows.Close()
+	out := make(map[int64]cordontype.Chunk, n)
+	for rows.Next() {
+		var id int64
+		c, err := scanChunk(rows, tenant, &id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify(err)

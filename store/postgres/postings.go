@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -506,4 +508,117 @@ func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 	}
 	_, err := tx.Exec(ctx, `UPDATE `+tb.stats+` SET dead_postings = 0`)
 	return classify(err)
+}
+
+// queryPostings are the stored postings of one query's terms, as the query
+// path reads them: runs[i] holds those of terms[i], one run per postings
+// row (a term row, or the postings of a bucket row that name the term),
+// each run in chunk id order. Postings of chunks deleted since their
+// segment was written are still there: a reader drops those whose chunk it
+// does not find.
+type queryPostings struct {
+	runs [][]postingList
+}
+
+// readQueryPostings reads the postings rows of terms (their term rows and
+// bucket rows, each row once) in one statement and keeps, of a bucket row,
+// the postings that name a query term. Nothing is joined in SQL: the rows
+// come back as the stored arrays, decoded here.
+func readQueryPostings(ctx context.Context, tx pgx.Tx, tb tables, terms []string) (queryPostings, error) {
+	qp := queryPostings{runs: make([][]postingList, len(terms))}
+	ords := make(map[string][]int, len(terms))
+	keys := make([]string, 0, 2*len(terms))
+	for i, t := range terms {
+		ords[t] = append(ords[t], i)
+		keys = append(keys, t, bucketKey(t))
+	}
+	rows, err := tx.Query(ctx, `SELECT term, chunks, tfs, terms FROM `+tb.postings+` WHERE term = ANY($1::text[])`, keys)
+	if err != nil {
+		return qp, classify(err)
+	}
+	defer rows.Close()
+	var names [][]byte
+	for rows.Next() {
+		if fd := rows.FieldDescriptions(); fd[1].Format != pgx.BinaryFormatCode || fd[2].Format != pgx.BinaryFormatCode || fd[3].Format != pgx.BinaryFormatCode {
+			return qp, fmt.Errorf("%w: postings arrays not in binary format", errArrayFormat)
+		}
+		raw := rows.RawValues()
+		var run postingList
+		if err := decodePostings(&run.chunks, &run.tfs, raw[1], raw[2]); err != nil {
+			return qp, err
+		}
+		if raw[3] == nil {
+			// A term row: all of its postings are the term's.
+			for _, i := range ords[string(raw[0])] {
+				qp.runs[i] = append(qp.runs[i], run)
+			}
+			continue
+		}
+		// A bucket row, ordered by term, then chunk: each query term's
+		// postings are one stretch of it.
+		if names, err = appendTextArray(names[:0], raw[3]); err != nil {
+			return qp, err
+		}
+		if len(names) != len(run.chunks) {
+			return qp, fmt.Errorf("%w: %d chunks and %d terms", errArrayFormat, len(run.chunks), len(names))
+		}
+		for lo := 0; lo < len(names); {
+			hi := lo + 1
+			for hi < len(names) && bytes.Equal(names[hi], names[lo]) {
+				hi++
+			}
+			for _, i := range ords[string(names[lo])] {
+				qp.runs[i] = append(qp.runs[i], postingList{chunks: run.chunks[lo:hi:hi], tfs: run.tfs[lo:hi:hi]})
+			}
+			lo = hi
+		}
+	}
+	return qp, classify(rows.Err())
+}
+
+// chunks is the chunk ids of all the postings, ascending, each once.
+// Chunk ids are drawn from one sequence per tenant, so they usually span
+// a range not much wider than their count: then a bitmap over the range
+// orders them in linear time; else they are sorted.
+func (qp queryPostings) chunks() []int64 {
+	var n int
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, runs := range qp.runs {
+		for _, r := range runs {
+			if len(r.chunks) > 0 {
+				n += len(r.chunks)
+				lo, hi = min(lo, r.chunks[0]), max(hi, r.chunks[len(r.chunks)-1])
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if span := uint64(hi - lo); span/64 <= uint64(n) {
+		set := make([]uint64, span/64+1)
+		for _, runs := range qp.runs {
+			for _, r := range runs {
+				for _, id := range r.chunks {
+					d := uint64(id - lo)
+					set[d/64] |= 1 << (d % 64)
+				}
+			}
+		}
+		ids := make([]int64, 0, n)
+		for w, word := range set {
+			for word != 0 {
+				ids = append(ids, lo+int64(w*64+bits.TrailingZeros64(word)))
+				word &= word - 1
+			}
+		}
+		return ids
+	}
+	ids := make([]int64, 0, n)
+	for _, runs := range qp.runs {
+		for _, r := range runs {
+			ids = append(ids, r.chunks...)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }

@@ -220,131 +220,78 @@ func scopeTotals(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p co
 	return n, sumLen, classify(err)
 }
 
-// rankTx ranks req in SQL in tx's snapshot, whose stats row is st.
+// rankTx ranks req in SQL in tx's snapshot, whose stats row is st, in
+// three statements after scopeTotals: the query terms' postings rows
+// (readQueryPostings), one scan of the tenant's chunks that scores the
+// dense side and reads the length and verdict of every chunk the postings
+// name (scanChunks), and the chunks of the hits (fetchChunks). The lexical
+// side is scored in Go (lexical), as the reference scores it.
 func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retrieval.RankRequest) (retrieval.Rankings, error) {
-	entitled := t.settings.Statistics.Entitled()
+	var rk retrieval.Rankings
 	n, sumLen, err := scopeTotals(ctx, tx, t, st, req.Principal)
 	if err != nil {
-		return retrieval.Rankings{}, err
+		return rk, err
+	}
+	q, err := req.QueryVector(t.settings.Spec())
+	if err != nil {
+		return rk, err
+	}
+	var qp queryPostings
+	if len(req.Terms) > 0 && n > 0 {
+		if qp, err = readQueryPostings(ctx, tx, t.tables, req.Terms); err != nil {
+			return rk, err
+		}
 	}
 	filterArgs := []any{int16(req.Principal.Clearance), req.Principal.Barriers, req.NowTick, req.MaxStaleTicks}
-	var rk retrieval.Rankings
-	lex, err := lexical(ctx, tx, t, req, n, sumLen, entitled, filterArgs, &rk)
+	sc, err := scanChunks(ctx, tx, t, req, q, st.maxAbs, filterArgs, qp.chunks())
 	if err != nil {
 		return rk, err
 	}
-	dense, err := denseSide(ctx, tx, t, req, st.maxAbs, filterArgs, &rk)
-	if err != nil {
-		return rk, err
+	var lex []candidate
+	if len(req.Terms) > 0 && n > 0 {
+		lex = lexical(req, qp, sc, n, sumLen, t.settings, &rk)
 	}
-	if err := fetchChunks(ctx, tx, t, req, filterArgs, lex, dense); err != nil {
+	rk.Considered += int(sc.positive)
+	rk.ExcludedByEntitlement += int(sc.hidden)
+	rk.ExcludedByFreshness += int(sc.stale)
+	hits, err := fetchChunks(ctx, tx, t, req, filterArgs, lex, sc.dense)
+	if err != nil {
 		return rk, err
 	}
 	// A side with no hits is an empty ranking, never nil.
-	if lex == nil {
-		lex = []retrieval.Hit{}
-	}
-	if dense == nil {
-		dense = []retrieval.Hit{}
-	}
-	rk.Lexical, rk.Dense = lex, dense
+	rk.Lexical, rk.Dense = hits[0], hits[1]
 	return rk, nil
 }
 
-// lexical scores the postings of the query's distinct terms in Go with the
-// scope's statistics (n, sumLen; df over visible postings when entitled),
-// and records each term's idf in rk. A term's postings are those of its
-// term rows and those of its bucket rows that name it (postings.go). The
-// join to chunks drops postings of deleted chunks still in unmerged blocks,
-// so df counts current chunks only. The hits it returns carry only their
-// chunk ids (see fetchChunks).
-func lexical(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, n, sumLen int64, entitled bool, filterArgs []any, rk *retrieval.Rankings) ([]retrieval.Hit, error) {
-	if len(req.Terms) == 0 || n == 0 {
-		return nil, nil
-	}
-	rows, err := tx.Query(ctx, `
-		SELECT q.ord::int, u.chunk, u.tf, c.length, `+visibleSQL+`, `+staleSQL+`,
-		       CASE WHEN `+visibleSQL+` AND NOT `+staleSQL+` THEN c.chunk_id END
-		FROM unnest($1::text[], $6::text[]) WITH ORDINALITY AS q(term, bucket, ord)
-		JOIN `+t.tables.postings+` p ON p.term IN (q.term, q.bucket)
-		CROSS JOIN LATERAL unnest(p.chunks, p.tfs, p.terms) AS u(chunk, tf, term)
-		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
-		WHERE coalesce(u.term, p.term) = q.term`,
-		append(append([]any{req.Terms}, filterArgs...), TermBuckets(req.Terms))...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	type posting struct {
-		ord int
-		tf  int64
-	}
-	type chunkAcc struct {
-		length         int64
-		visible, stale bool
-		chunkID        *string
-		postings       []posting
-	}
-	df := make([]int64, len(req.Terms)+1)
-	acc := make(map[int64]*chunkAcc)
-	var order []int64
-	for rows.Next() {
-		var ord int
-		var id, tf, length int64
-		var visible, stale bool
-		var chunkID *string
-		if err := rows.Scan(&ord, &id, &tf, &length, &visible, &stale, &chunkID); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if visible || !entitled {
-			df[ord]++
-		}
-		a := acc[id]
-		if a == nil {
-			a = &chunkAcc{length: length, visible: visible, stale: stale, chunkID: chunkID}
-			acc[id] = a
-			order = append(order, id)
-		}
-		a.postings = append(a.postings, posting{ord: ord, tf: tf})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	w := bm25.NewIDFs(req.IDF, len(df)) // by ordinal, 1-based
-	for ord := 1; ord < len(df); ord++ {
-		w.Set(ord, n, df[ord])
-	}
-	idf, lex := w.IDF, w.Lex
-	rk.IDF = idf[1:]
-	avgdl := bm25.AvgDL(sumLen, n)
-	slices.Sort(order) // no dependence on row order
-	var kept []retrieval.Hit
-	for _, id := range order {
-		a := acc[id]
-		// Sum in order of first occurrence in the query (SPEC section 4).
-		slices.SortFunc(a.postings, func(x, y posting) int { return x.ord - y.ord })
-		var score float64
-		for _, p := range a.postings {
-			score += float64(req.Weight(p.ord-1) * bm25.Term(lex[p.ord], p.tf, a.length, avgdl, t.settings.BM25))
-		}
-		if !(score > 0) {
-			continue
-		}
-		rk.Considered++
-		switch {
-		case !a.visible:
-			rk.ExcludedByEntitlement++
-		case a.stale:
-			rk.ExcludedByFreshness++
-		default:
-			kept = append(kept, retrieval.Hit{Chunk: cordontype.Chunk{ChunkID: *a.chunkID}, Score: score})
-		}
-	}
-	retrieval.SortHits(kept)
-	if len(kept) > req.TopN {
-		kept = kept[:req.TopN]
-	}
-	return kept, nil
+// Verdicts of the pre-filter (SPEC section 5, steps 2-3) as scanChunks
+// reports them, in the order the funnel counts them.
+const (
+	verdictKeep   = 0  // visible and fresh
+	verdictHidden = 1  // outside the principal's entitlement
+	verdictStale  = 2  // visible, but older than the freshness contract allows
+	verdictGone   = -1 // no such chunk: deleted since its postings were written
+)
+
+// verdictSQL is the verdict of chunk c, with visibleSQL's and staleSQL's
+// parameters.
+const verdictSQL = `(CASE WHEN NOT ` + visibleSQL + ` THEN 1 WHEN ` + staleSQL + ` THEN 2 ELSE 0 END)::int`
+
+// candidate is a chunk (by its internal id) and its score, before its
+// row is read.
+type candidate struct {
+	id    int64
+	score float64
+}
+
+// chunkScan is what scanChunks reads: the dense side's funnel counts and
+// top candidates, and the length and verdict of each chunk asked for (ids,
+// ascending; lengths and verdicts parallel, verdictGone for a chunk that
+// does not exist).
+type chunkScan struct {
+	positive, hidden, stale int64 // chunks with a positive dot product, and of those the excluded
+	dense                   []candidate
+	ids                     []int64
+	lengths, verdicts       []int32
 }
 
 // exactDot is the SQL expression of the exact dot product of the vector
@@ -369,99 +316,268 @@ func exactDot(col string, q []int32, maxAbs int32) (expr string, arg any) {
 	return `(SELECT sum(u.a::bigint * u.b) FROM unnest(` + col + `::real[], $1::bigint[]) AS u(a, b))`, q64
 }
 
-// denseSide computes exact dot products in SQL, counts the funnel and returns
-// the top_n visible, fresh chunks by cosine, carrying only their chunk ids
-// (see fetchChunks).
-func denseSide(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, maxAbs int32, filterArgs []any, rk *retrieval.Rankings) ([]retrieval.Hit, error) {
-	q, err := req.QueryVector(t.settings.Spec())
-	if err != nil {
-		return nil, err
-	}
+// scanChunks reads, in one statement, the length and verdict of the chunks
+// ids (ascending, distinct) and, when q is not zero, the dense side: the
+// funnel counts of the chunks whose dot product with q is positive, and
+// the top_n visible, fresh ones by cosine, then chunk id (SPEC section 5).
+//
+// The dot products are exact (exactDot). The cosine is ordered in SQL as
+// dot::float8 / (sqrt(qn) * sqrt(norm_sq::float8)): correctly rounded IEEE
+// 754 double operations (conversion, square root, product, quotient) in
+// the order hashembed.Cosine performs them, so SQL orders and ties by the
+// very values Go reports (chunk_id is COLLATE "C": byte order, as Go
+// compares strings).
+func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, q []int32, maxAbs int32, filterArgs []any, ids []int64) (chunkScan, error) {
+	var sc chunkScan
 	qn := hashembed.NormSq(q)
+	var sql string
+	var args []any
 	if qn == 0 {
-		return nil, nil
+		if len(ids) == 0 {
+			return sc, nil
+		}
+		sql = `
+			SELECT 0, 0::bigint, 0::bigint, 0::bigint, array_agg(c.id), array_agg(c.length), array_agg(` + verdictSQL + `)
+			FROM ` + t.tables.chunks + ` c WHERE c.id = ANY($1::bigint[])`
+		args = append([]any{ids}, filterArgs...)
+	} else {
+		dot, qarg := exactDot("c.embedding", q, maxAbs)
+		// d is one pass over the tenant: each dot product is computed once.
+		// The three arrays are aggregated from the same rows in the same
+		// order, so they are parallel (no ORDER BY: scanChunks places them).
+		sql = `
+			WITH d AS MATERIALIZED (
+				SELECT c.id, c.chunk_id, c.length, c.norm_sq, (` + dot + `)::bigint AS dot, ` + verdictSQL + ` AS verdict,
+				       c.id = ANY($8::bigint[]) AS asked
+				FROM ` + t.tables.chunks + ` c
+			)
+			SELECT 0 AS kind, count(*) FILTER (WHERE dot > 0), count(*) FILTER (WHERE dot > 0 AND verdict = 1),
+			       count(*) FILTER (WHERE dot > 0 AND verdict = 2),
+			       array_agg(id) FILTER (WHERE asked), array_agg(length) FILTER (WHERE asked),
+			       array_agg(verdict) FILTER (WHERE asked)
+			FROM d
+			UNION ALL
+			(SELECT 1, id, dot, norm_sq, NULL, NULL, NULL FROM d WHERE dot > 0 AND verdict = 0
+			 ORDER BY dot::float8 / ($6::float8 * sqrt(norm_sq::float8)) DESC, chunk_id
+			 LIMIT $7)`
+		args = append(append([]any{qarg}, filterArgs...), math.Sqrt(float64(qn)), req.TopN, ids)
 	}
-	dot, qarg := exactDot("c.embedding", q, maxAbs)
-	qnorm := math.Sqrt(float64(qn))
-	rows, err := tx.Query(ctx, `
-		WITH d AS MATERIALIZED (
-			SELECT c.chunk_id, c.norm_sq, `+dot+` AS dot,
-			       `+visibleSQL+` AS visible, `+staleSQL+` AS stale
-			FROM `+t.tables.chunks+` c
-		), pos AS MATERIALIZED (
-			SELECT chunk_id, norm_sq, dot, visible, stale FROM d WHERE dot > 0
-		)
-		SELECT 0 AS kind, count(*)::bigint, count(*) FILTER (WHERE NOT visible)::bigint,
-		       count(*) FILTER (WHERE visible AND stale)::bigint, NULL::text, NULL::bigint, NULL::bigint
-		FROM pos
-		UNION ALL
-		(SELECT 1, 0, 0, 0, chunk_id, dot, norm_sq FROM pos WHERE visible AND NOT stale
-		 ORDER BY dot::float8 / ($6::float8 * sqrt(norm_sq::float8)) DESC, chunk_id
-		 LIMIT $7)`,
-		append(append([]any{qarg}, filterArgs...), qnorm, req.TopN)...)
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, classify(err)
+		return sc, classify(err)
 	}
-	var kept []retrieval.Hit
+	defer rows.Close()
+	sc.ids, sc.lengths, sc.verdicts = ids, make([]int32, len(ids)), make([]int32, len(ids))
+	for i := range sc.verdicts {
+		sc.verdicts[i] = verdictGone
+	}
+	var got []int64
+	var lengths, verdicts []int32
 	for rows.Next() {
 		var kind int
-		var considered, excl, fresh int64
-		var dotV, normSq *int64
-		var chunkID *string
-		if err := rows.Scan(&kind, &considered, &excl, &fresh, &chunkID, &dotV, &normSq); err != nil {
-			rows.Close()
-			return nil, err
+		var a, b, c int64
+		if err := rows.Scan(&kind, &a, &b, &c, nil, nil, nil); err != nil {
+			return sc, err
 		}
-		if kind == 0 {
-			rk.Considered += int(considered)
-			rk.ExcludedByEntitlement += int(excl)
-			rk.ExcludedByFreshness += int(fresh)
+		if kind == 1 {
+			sc.dense = append(sc.dense, candidate{id: a, score: hashembed.Cosine(b, qn, c)})
 			continue
 		}
-		kept = append(kept, retrieval.Hit{Chunk: cordontype.Chunk{ChunkID: *chunkID}, Score: hashembed.Cosine(*dotV, qn, *normSq)})
+		sc.positive, sc.hidden, sc.stale = a, b, c
+		if fd := rows.FieldDescriptions(); fd[4].Format != pgx.BinaryFormatCode || fd[5].Format != pgx.BinaryFormatCode || fd[6].Format != pgx.BinaryFormatCode {
+			return sc, fmt.Errorf("%w: chunk arrays not in binary format", errArrayFormat)
+		}
+		raw := rows.RawValues()
+		rawIDs, rawLengths, rawVerdicts := raw[4], raw[5], raw[6]
+		if rawIDs == nil {
+			continue // none of ids exists
+		}
+		if got, err = appendInt8Array(got[:0], rawIDs); err != nil {
+			return sc, err
+		}
+		if lengths, err = appendInt4Array(lengths[:0], rawLengths); err != nil {
+			return sc, err
+		}
+		if verdicts, err = appendInt4Array(verdicts[:0], rawVerdicts); err != nil {
+			return sc, err
+		}
+		if len(lengths) != len(got) || len(verdicts) != len(got) {
+			return sc, fmt.Errorf("%w: %d ids, %d lengths, %d verdicts", errArrayFormat, len(got), len(lengths), len(verdicts))
+		}
+		for i, id := range got {
+			p, found := slices.BinarySearch(ids, id)
+			if !found {
+				return sc, fmt.Errorf("chunk scan: chunk %d was not asked for", id)
+			}
+			sc.lengths[p], sc.verdicts[p] = lengths[i], verdicts[i]
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
-	// The SQL order used the same IEEE operations; sorting again in Go makes
-	// the reported order depend only on the Go-computed scores.
-	retrieval.SortHits(kept)
-	return kept, nil
+	return sc, classify(rows.Err())
 }
 
-// fetchChunks fills in the chunks of the ranked hits, re-checking
-// visibility and freshness in the WHERE clause: a row the principal may not
-// see cannot come back.
-func fetchChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, filterArgs []any, rankings ...[]retrieval.Hit) error {
-	var ids []string
-	for _, hits := range rankings {
-		for _, h := range hits {
-			ids = append(ids, h.Chunk.ChunkID)
+// positions looks each posting of qp up in sc: at[i][j][k] is the
+// position in sc.ids of the chunk of posting k of run j of term i, or -1
+// for a chunk that is gone. df[i] counts term i's postings of chunks that
+// exist and, when the statistics scope is entitled, are visible
+// (freshness does not narrow it).
+func (qp queryPostings) positions(sc chunkScan, entitled bool) (at [][][]int32, df []int64) {
+	at = make([][][]int32, len(qp.runs))
+	df = make([]int64, len(qp.runs))
+	for i, runs := range qp.runs {
+		at[i] = make([][]int32, len(runs))
+		for j, r := range runs {
+			pos := make([]int32, len(r.chunks))
+			lo := 0
+			for k, id := range r.chunks {
+				// A run is ascending: search on from the last one. sc.ids
+				// holds every posting's chunk (qp.chunks()).
+				p, found := slices.BinarySearch(sc.ids[lo:], id)
+				lo += p
+				if !found || sc.verdicts[lo] == verdictGone {
+					pos[k] = -1
+					continue
+				}
+				pos[k] = int32(lo)
+				if !entitled || sc.verdicts[lo] != verdictHidden {
+					df[i]++
+				}
+			}
+			at[i][j] = pos
+		}
+	}
+	return at, df
+}
+
+// lexical scores the query's postings (qp) with the scope's statistics (n,
+// sumLen; df over visible postings when the scope is entitled), counts the
+// funnel and records each term's idf in rk, exactly as the reference
+// (index/memindex) does: a chunk's score sums float64(w * bm25.Term(...))
+// in query term order from 0 (SPEC section 4). Postings of chunks that are
+// gone (deleted) count nowhere. It returns the top_n visible,
+// fresh chunks by score with every chunk tied with the last; fetchChunks
+// orders ties by chunk id.
+func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, n, sumLen int64, settings index.Settings, rk *retrieval.Rankings) []candidate {
+	at, df := qp.positions(sc, settings.Statistics.Entitled())
+	w := bm25.NewIDFs(req.IDF, len(df))
+	for i, d := range df {
+		w.Set(i, n, d)
+	}
+	rk.IDF = w.IDF
+	avgdl := bm25.AvgDL(sumLen, n)
+	score := make([]float64, len(sc.ids))
+	for i, runs := range qp.runs {
+		weight, idf := req.Weight(i), w.Lex[i]
+		for j, r := range runs {
+			for k, p := range at[i][j] {
+				if p >= 0 {
+					score[p] += float64(weight * bm25.Term(idf, int64(r.tfs[k]), int64(sc.lengths[p]), avgdl, settings.BM25))
+				}
+			}
+		}
+	}
+	var kept []candidate
+	for p, s := range score {
+		if !(s > 0) { // a gone chunk's score stays 0
+			continue
+		}
+		rk.Considered++
+		switch sc.verdicts[p] {
+		case verdictHidden:
+			rk.ExcludedByEntitlement++
+		case verdictStale:
+			rk.ExcludedByFreshness++
+		default:
+			kept = append(kept, candidate{id: sc.ids[p], score: s})
+		}
+	}
+	return topWithTies(kept, req.TopN)
+}
+
+// topWithTies returns the k best of c by score, and every other one whose
+// score equals the k-th best's, in no particular order.
+func topWithTies(c []candidate, k int) []candidate {
+	if k <= 0 {
+		return nil
+	}
+	if len(c) <= k {
+		return c
+	}
+	// The k best scores in a min-heap: its root is the k-th best.
+	h := make([]float64, 0, k)
+	for _, x := range c {
+		switch {
+		case len(h) < k:
+			h = append(h, x.score)
+			for i := len(h) - 1; i > 0 && h[i] < h[(i-1)/2]; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case x.score > h[0]:
+			h[0] = x.score
+			for i := 0; ; {
+				m, l, r := i, 2*i+1, 2*i+2
+				if l < k && h[l] < h[m] {
+					m = l
+				}
+				if r < k && h[r] < h[m] {
+					m = r
+				}
+				if m == i {
+					break
+				}
+				h[i], h[m] = h[m], h[i]
+				i = m
+			}
+		}
+	}
+	out := c[:0]
+	for _, x := range c {
+		if x.score >= h[0] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// fetchChunks reads the chunks of each side's candidates (by internal id)
+// in one statement, re-checking visibility and freshness in the WHERE
+// clause: a row the principal may not see cannot come back. It returns
+// each side's hits ordered by score, then chunk id (SPEC section 5), cut
+// to top_n, never nil.
+func fetchChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, filterArgs []any, sides ...[]candidate) ([][]retrieval.Hit, error) {
+	out := make([][]retrieval.Hit, len(sides))
+	var ids []int64
+	for i, side := range sides {
+		out[i] = []retrieval.Hit{}
+		for _, c := range side {
+			ids = append(ids, c.id)
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return out, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT `+chunkColumns+` FROM `+t.tables.chunks+` c
-		WHERE c.chunk_id = ANY($1::text[]) AND `+visibleSQL+` AND NOT `+staleSQL,
+	rows, err := tx.Query(ctx, `SELECT c.id, `+chunkColumns+` FROM `+t.tables.chunks+` c
+		WHERE c.id = ANY($1::bigint[]) AND `+visibleSQL+` AND NOT `+staleSQL,
 		append([]any{ids}, filterArgs...)...)
 	if err != nil {
-		return classify(err)
+		return nil, classify(err)
 	}
-	chunks, err := collectChunks(rows, req.Principal.Tenant, len(ids))
+	chunks, err := collectChunksByID(rows, req.Principal.Tenant, len(ids))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, hits := range rankings {
-		for i := range hits {
-			c, ok := chunks[hits[i].Chunk.ChunkID]
+	for i, side := range sides {
+		hits := make([]retrieval.Hit, len(side))
+		for j, c := range side {
+			chunk, ok := chunks[c.id]
 			if !ok {
-				return errors.New("a ranked chunk vanished within one snapshot: this is a bug, please report it with a replay script")
+				return nil, errors.New("a ranked chunk vanished within one snapshot: this is a bug, please report it with a replay script")
 			}
-			hits[i].Chunk = c
+			hits[j] = retrieval.Hit{Chunk: chunk, Score: c.score}
 		}
+		retrieval.SortHits(hits)
+		out[i] = hits[:min(len(hits), req.TopN)]
 	}
-	return nil
+	return out, nil
 }
 
 // idfTx is each term's idf under p's statistics scope in tx's snapshot,
@@ -474,31 +590,17 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 	if err != nil || n == 0 || len(terms) == 0 {
 		return idf, err
 	}
-	rows, err := tx.Query(ctx, `
-		SELECT q.ord::int, count(*)::bigint
-		FROM unnest($1::text[], $5::text[]) WITH ORDINALITY AS q(term, bucket, ord)
-		JOIN `+t.tables.postings+` p ON p.term IN (q.term, q.bucket)
-		CROSS JOIN LATERAL unnest(p.chunks, p.terms) AS u(chunk, term)
-		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
-		WHERE coalesce(u.term, p.term) = q.term AND (NOT $4::boolean OR `+visibleSQL+`)
-		GROUP BY q.ord`,
-		terms, int16(p.Clearance), p.Barriers, t.settings.Statistics.Entitled(), TermBuckets(terms))
+	qp, err := readQueryPostings(ctx, tx, t.tables, terms)
 	if err != nil {
-		return nil, classify(err)
+		return nil, err
 	}
-	df := make([]int64, len(terms))
-	for rows.Next() {
-		var ord int
-		var count int64
-		if err := rows.Scan(&ord, &count); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		df[ord-1] = count
+	// No freshness contract: the verdicts only tell hidden from visible.
+	filterArgs := []any{int16(p.Clearance), p.Barriers, int64(0), (*int64)(nil)}
+	sc, err := scanChunks(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, 0, filterArgs, qp.chunks())
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
-	}
+	_, df := qp.positions(sc, t.settings.Statistics.Entitled())
 	for i := range idf {
 		idf[i] = bm25.IDF(n, df[i])
 	}
