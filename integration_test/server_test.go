@@ -346,6 +346,15 @@ func TestServerEndToEnd(t *testing.T) {
 	if exp, _ := res["expansion"].([]any); len(exp) != 2 {
 		t.Fatalf("expansion = %v, want two terms", res["expansion"])
 	}
+	// Document evidence: each result carries its document's rank.
+	res = a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "PMT-771 hold", "now_tick": 120,
+		"policy": map[string]any{"rrf_weights": map[string]any{"doc": 1}}}), http.StatusOK).json(t)
+	if rs := res["results"].([]any); len(rs) != 1 || rs[0].(map[string]any)["doc_rank"] != float64(1) {
+		t.Fatalf("retrieve with rrf_weights.doc 1 = %v, want pay-001::0 with doc_rank 1", res["results"])
+	}
+	if _, ok := first["doc_rank"]; ok {
+		t.Fatalf("doc_rank without rrf_weights.doc: %v", first)
+	}
 	// Defaults: now_tick from the server clock.
 	res = a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "daily limit"}), http.StatusOK).json(t)
 	if nt := res["now_tick"].(float64); nt < float64(time.Now().Unix()-60) {

@@ -77,9 +77,14 @@ const (
 type Weights struct {
 	BM25   float64
 	Cosine float64
+	// Doc weighs the document ranking, in which each fused chunk takes its
+	// document's rank (SPEC section 5, "Document evidence"); 0 leaves it
+	// out, and the store does not rank documents.
+	Doc float64
 }
 
-// DefaultWeights weighs both rankings 1: classic RRF.
+// DefaultWeights weighs both rankings 1 (classic RRF) and leaves the
+// document ranking out.
 func DefaultWeights() Weights { return Weights{BM25: 1, Cosine: 1} }
 
 // Policy tunes one retrieval.
@@ -322,6 +327,8 @@ func (p Policy) validateRanges(model bool) error {
 		return fmt.Errorf("%w: rrf_weights.bm25 %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.BM25)
 	case !weightOK(p.RRFWeights.Cosine):
 		return fmt.Errorf("%w: rrf_weights.cosine %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.Cosine)
+	case !weightOK(p.RRFWeights.Doc):
+		return fmt.Errorf("%w: rrf_weights.doc %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.Doc)
 	case p.Rerank == RerankModel && !model:
 		return fmt.Errorf("%w: rerank %q needs a model reranker, and this retriever has none: start the server with --reranker-url (cordon eval takes it too)", ErrInvalidPolicy, p.Rerank)
 	case p.Rerank != RerankOverlap && p.Rerank != RerankIDFOverlap && p.Rerank != RerankModel:

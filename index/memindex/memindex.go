@@ -418,9 +418,14 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 		lex.Lexical = lexical(&lex, 0, n).hits()
 		dense.Dense = x.dense(req, q, newFilter(), &dense)
 	}
+	var docs []retrieval.DocHit
+	if req.Docs {
+		docs = x.docRanking(&req, st, newFilter())
+	}
 	return retrieval.Rankings{
 		Lexical:               lex.Lexical,
 		Dense:                 dense.Dense,
+		Docs:                  docs,
 		IDF:                   st.idf,
 		Considered:            lex.Considered + dense.Considered,
 		ExcludedByEntitlement: lex.ExcludedByEntitlement + dense.ExcludedByEntitlement,

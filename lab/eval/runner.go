@@ -208,6 +208,7 @@ type PolicyInfo struct {
 	RRFWeights   struct {
 		BM25   float64 `json:"bm25"`
 		Cosine float64 `json:"cosine"`
+		Doc    float64 `json:"doc,omitempty"`
 	} `json:"rrf_weights"`
 	Rerank      retrieval.RerankKind `json:"rerank"`
 	RerankBlend float64              `json:"rerank_blend"`
@@ -220,7 +221,7 @@ type PolicyInfo struct {
 func policyInfo(p retrieval.Policy) PolicyInfo {
 	in := PolicyInfo{EnableRerank: p.EnableRerank, MinScore: p.MinScore, TopN: p.TopN, RerankDepth: p.RerankDepth,
 		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend}
-	in.RRFWeights.BM25, in.RRFWeights.Cosine = p.RRFWeights.BM25, p.RRFWeights.Cosine
+	in.RRFWeights.BM25, in.RRFWeights.Cosine, in.RRFWeights.Doc = p.RRFWeights.BM25, p.RRFWeights.Cosine, p.RRFWeights.Doc
 	if p.Rerank == retrieval.RerankModel {
 		floor := p.RerankMinScore
 		in.RerankMinScore, in.RerankBudgetMS = &floor, p.RerankBudgetMS

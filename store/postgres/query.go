@@ -248,7 +248,10 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 		dense = []retrieval.Hit{}
 	}
 	rk.Lexical, rk.Dense = lex, dense
-	return rk, nil
+	if req.Docs && n > 0 {
+		rk.Docs, err = docRankTx(ctx, tx, t, req, sumLen, entitled, filterArgs)
+	}
+	return rk, err
 }
 
 // lexical scores the postings of the query's distinct terms in Go with the
