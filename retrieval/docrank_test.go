@@ -54,9 +54,10 @@ func TestRankDocs(t *testing.T) {
 	}
 }
 
-// TestFuseDocuments: every fused chunk of a ranked document takes its
-// document's rank as a third RRF input weighted rrf_weights.doc; chunks of
-// other documents take none, and no chunk joins through its document alone.
+// TestFuseDocuments: a ranked document's lead chunk (its first in the
+// fusion of the other rankings) takes the document's rank as a third RRF
+// input weighted rrf_weights.doc; its other chunks and chunks of other
+// documents take none, and no chunk joins through its document alone.
 func TestFuseDocuments(t *testing.T) {
 	hit := func(id, doc string, s float64) retrieval.Hit {
 		return retrieval.Hit{Chunk: cordontype.Chunk{ChunkID: id, DocID: doc}, Score: s}
@@ -73,7 +74,7 @@ func TestFuseDocuments(t *testing.T) {
 	}{
 		"y::0": {1, float64(1.0/62) + float64(2.0/61)},
 		"x::0": {2, float64(1.0/61) + float64(2.0/62)},
-		"x::1": {2, float64(2.0/62) + float64(1.0/63)},
+		"x::1": {0, 1.0 / 63},
 		"z::0": {0, 1.0 / 61},
 	}
 	if len(fused) != len(want) {

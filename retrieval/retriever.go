@@ -312,7 +312,7 @@ func Fuse(rk Rankings, k int64, w Weights) []Scored {
 			ranked[i][j] = fusion.Ranked{ID: id, Rank: j + 1}
 		}
 	}
-	if docs := docSide(rk, byID, lists); len(docs) > 0 {
+	if docs := docSide(rk, byID, ranked, weights, k); len(docs) > 0 {
 		ranked = append(ranked, docs)
 		weights = append(weights, w.Doc)
 	}
@@ -520,12 +520,13 @@ func distinct(tokens []string) []string {
 	return out
 }
 
-// docSide is the document ranking as a fusion input: each chunk of the
-// fused candidates (the chunks of lists, in their order) whose document is
-// in rk.Docs, with that document's 1-based rank, which it also records in
-// the chunk's DocRank. Chunks of a document that no other ranking holds
-// take no part.
-func docSide(rk Rankings, byID map[string]*Scored, lists [][]string) []fusion.Ranked {
+// docSide is the document ranking as a fusion input: for each document of
+// rk.Docs, its lead chunk (the first of its chunks in the fusion of the
+// other rankings, ranked and weighted as given) with the document's
+// 1-based rank, which it also records in the chunk's DocRank. A document
+// with no chunk among the candidates takes no part, and its other chunks
+// get nothing: one place per document, as a whole-document ranking gives.
+func docSide(rk Rankings, byID map[string]*Scored, ranked [][]fusion.Ranked, weights []float64, k int64) []fusion.Ranked {
 	if len(rk.Docs) == 0 {
 		return nil
 	}
@@ -534,18 +535,12 @@ func docSide(rk Rankings, byID map[string]*Scored, lists [][]string) []fusion.Ra
 		rank[d.DocID] = i + 1
 	}
 	var out []fusion.Ranked
-	seen := make(map[string]bool)
-	for _, ids := range lists {
-		for _, id := range ids {
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			s := byID[id]
-			if r, ok := rank[s.Chunk.DocID]; ok {
-				s.DocRank = &r
-				out = append(out, fusion.Ranked{ID: id, Rank: r})
-			}
+	for _, f := range fusion.WeightedRRFRanked(ranked, weights, k) {
+		s := byID[f.ChunkID]
+		if r, ok := rank[s.Chunk.DocID]; ok {
+			delete(rank, s.Chunk.DocID)
+			s.DocRank = &r
+			out = append(out, fusion.Ranked{ID: f.ChunkID, Rank: r})
 		}
 	}
 	return out
