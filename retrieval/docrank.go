@@ -68,16 +68,22 @@ func RankDocs(req *RankRequest, docs []DocEvidence, sc DocScope, p bm25.Params) 
 			out = append(out, DocHit{DocID: d.DocID, Score: score})
 		}
 	}
-	slices.SortFunc(out, func(a, b DocHit) int {
+	return TopDocs(out, req.TopN)
+}
+
+// TopDocs sorts a document ranking by score descending, then doc id
+// ascending in byte order, and keeps its first topN.
+func TopDocs(h []DocHit, topN int) []DocHit {
+	slices.SortFunc(h, func(a, b DocHit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
 		return strings.Compare(a.DocID, b.DocID)
 	})
-	if len(out) > req.TopN {
-		out = out[:req.TopN]
+	if len(h) > topN {
+		h = h[:topN]
 	}
-	return out
+	return h
 }
 
 // DocCounter sums a request's postings into [DocEvidence]: a store adds the

@@ -1,10 +1,6 @@
 package memindex
 
 import (
-	"cmp"
-	"slices"
-	"strings"
-
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/retrieval"
 )
@@ -84,14 +80,5 @@ func (x *Index) docRanking(req *retrieval.RankRequest, st scopeStats, f *filter)
 			out = append(out, retrieval.DocHit{DocID: x.docNames[d], Score: sc.score[d]})
 		}
 	}
-	slices.SortFunc(out, func(a, b retrieval.DocHit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return strings.Compare(a.DocID, b.DocID)
-	})
-	if len(out) > req.TopN {
-		out = out[:req.TopN]
-	}
-	return out
+	return retrieval.TopDocs(out, req.TopN)
 }
