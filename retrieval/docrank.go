@@ -2,6 +2,7 @@ package retrieval
 
 import (
 	"cmp"
+	"container/heap"
 	"slices"
 	"strings"
 
@@ -72,18 +73,56 @@ func RankDocs(req *RankRequest, docs []DocEvidence, sc DocScope, p bm25.Params) 
 }
 
 // TopDocs sorts a document ranking by score descending, then doc id
-// ascending in byte order, and keeps its first topN.
+// ascending in byte order, and keeps its first topN (doc ids are unique,
+// so the order is total). A long ranking is cut first with a heap of the
+// topN best, which gives the same list as sorting it whole.
 func TopDocs(h []DocHit, topN int) []DocHit {
+	if topN < 0 {
+		topN = 0
+	}
+	if len(h) > topN {
+		top := &docHeap{}
+		for _, d := range h {
+			switch {
+			case len(*top) < topN:
+				heap.Push(top, d)
+			case topN > 0 && docBefore(d, (*top)[0]):
+				(*top)[0] = d
+				heap.Fix(top, 0)
+			}
+		}
+		h = *top
+	}
 	slices.SortFunc(h, func(a, b DocHit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
 			return c
 		}
 		return strings.Compare(a.DocID, b.DocID)
 	})
-	if len(h) > topN {
-		h = h[:topN]
-	}
 	return h
+}
+
+// docBefore reports whether a ranks before b in a document ranking.
+func docBefore(a, b DocHit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.DocID < b.DocID
+}
+
+// docHeap is a min-heap of document hits by ranking order: its root is the
+// worst kept.
+type docHeap []DocHit
+
+func (h docHeap) Len() int           { return len(h) }
+func (h docHeap) Less(i, j int) bool { return docBefore(h[j], h[i]) }
+func (h docHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *docHeap) Push(v any)        { *h = append(*h, v.(DocHit)) }
+func (h *docHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
 }
 
 // DocCounter sums a request's postings into [DocEvidence]: a store adds the

@@ -1,7 +1,9 @@
 package retrieval_test
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/cordon-rag/cordon/bm25"
@@ -115,5 +117,27 @@ func TestDocWeightValidation(t *testing.T) {
 	p.RRFWeights.Doc = 2.5
 	if err := p.Validate(); err != nil {
 		t.Errorf("rrf_weights.doc 2.5: %v", err)
+	}
+}
+
+// TestTopDocs: the heap cut gives the first topN of the whole sorted
+// ranking, ties by doc id, for every topN.
+func TestTopDocs(t *testing.T) {
+	var all []retrieval.DocHit
+	for i := range 200 {
+		all = append(all, retrieval.DocHit{DocID: fmt.Sprintf("d%03d", (i*37)%200), Score: float64((i * 7) % 13)})
+	}
+	want := retrieval.TopDocs(slices.Clone(all), len(all))
+	for i := 1; i < len(want); i++ {
+		a, b := want[i-1], want[i]
+		if a.Score < b.Score || a.Score == b.Score && a.DocID >= b.DocID {
+			t.Fatalf("full sort out of order at %d: %v then %v", i, a, b)
+		}
+	}
+	for _, n := range []int{0, 1, 5, 50, 199, 200, 500} {
+		got := retrieval.TopDocs(slices.Clone(all), n)
+		if w := want[:min(n, len(want))]; !slices.Equal(got, w) {
+			t.Errorf("topN %d: got %v, want %v", n, got, w)
+		}
 	}
 }

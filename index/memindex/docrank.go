@@ -1,16 +1,45 @@
 package memindex
 
 import (
+	"slices"
+
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-// docScratch is one document ranking's accumulators, by document number.
+// docScratch is one document ranking's accumulators, by document number,
+// reused across queries: every entry a query sets is reset before the
+// scratch goes back to the pool.
 type docScratch struct {
 	tf    []int64
 	score []float64
-	seen  []bool  // scored by an earlier term of this query
+	seen  []bool  // met by an earlier term of this query
 	slot  []int32 // one live slot of the document, for its labels
+	// The documents met (seen) and those of them that may be ranked, and
+	// the scored hits, by query.
+	met, ranked, touched []int32
+	hits                 []retrieval.DocHit
+}
+
+// getDocScratch returns a scratch sized for every document number.
+func (x *Index) getDocScratch() *docScratch {
+	sc, _ := x.docPool.Get().(*docScratch)
+	if sc == nil {
+		sc = &docScratch{}
+	}
+	if nd := len(x.docNames); len(sc.tf) < nd {
+		sc.tf, sc.score, sc.seen, sc.slot = make([]int64, nd), make([]float64, nd), make([]bool, nd), make([]int32, nd)
+	}
+	return sc
+}
+
+// putDocScratch resets what a query set and pools sc.
+func (x *Index) putDocScratch(sc *docScratch) {
+	for _, d := range sc.met {
+		sc.seen[d], sc.score[d] = false, 0
+	}
+	sc.met, sc.ranked, sc.touched, sc.hits = sc.met[:0], sc.ranked[:0], sc.touched[:0], sc.hits[:0]
+	x.docPool.Put(sc)
 }
 
 // docRanking is the document ranking of req (SPEC section 5, "Document
@@ -36,9 +65,10 @@ func (x *Index) docRanking(req *retrieval.RankRequest, st scopeStats, f *filter)
 	avgdl := bm25.AvgDL(st.sumLen, n)
 	params := x.settings.BM25
 	w := bm25.NewIDFs(req.IDF, len(req.Terms))
-	nd := len(x.docNames)
-	sc := docScratch{tf: make([]int64, nd), score: make([]float64, nd), seen: make([]bool, nd), slot: make([]int32, nd)}
-	var touched, ranked []int32
+	sc := x.getDocScratch()
+	defer x.putDocScratch(sc)
+	touched, ranked := sc.touched, sc.ranked
+	defer func() { sc.touched, sc.ranked = touched[:0], ranked[:0] }()
 	for i, t := range req.Terms {
 		p := x.postings[t]
 		if p == nil {
@@ -61,6 +91,7 @@ func (x *Index) docRanking(req *retrieval.RankRequest, st scopeStats, f *filter)
 		for _, d := range touched {
 			if !sc.seen[d] {
 				sc.seen[d] = true
+				sc.met = append(sc.met, d)
 				if f.verdict(sc.slot[d]) != keep {
 					sc.tf[d] = 0
 					sc.score[d] = -1 // never ranked
@@ -74,11 +105,11 @@ func (x *Index) docRanking(req *retrieval.RankRequest, st scopeStats, f *filter)
 			sc.tf[d] = 0
 		}
 	}
-	out := make([]retrieval.DocHit, 0, len(ranked))
 	for _, d := range ranked {
 		if sc.score[d] > 0 {
-			out = append(out, retrieval.DocHit{DocID: x.docNames[d], Score: sc.score[d]})
+			sc.hits = append(sc.hits, retrieval.DocHit{DocID: x.docNames[d], Score: sc.score[d]})
 		}
 	}
-	return retrieval.TopDocs(out, req.TopN)
+	// The top list may alias the pooled hits: the caller gets a copy.
+	return slices.Clip(slices.Clone(retrieval.TopDocs(sc.hits, req.TopN)))
 }

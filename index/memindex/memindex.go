@@ -64,7 +64,8 @@ type Index struct {
 	compactions int // times maybeCompact rebuilt the index
 	sumLen      int64
 
-	pool sync.Pool // *scratch
+	pool    sync.Pool // *scratch
+	docPool sync.Pool // *docScratch
 }
 
 type labelSet struct {
