@@ -44,6 +44,29 @@ func RRF(rankings [][]string, k int64) []Fused {
 // rankings. Weights are finite and >= 0; a chunk of a ranking weighted 0
 // stays in the result with that ranking's contribution 0.
 func WeightedRRF(rankings [][]string, weights []float64, k int64) []Fused {
+	ranked := make([][]Ranked, len(rankings))
+	for i, r := range rankings {
+		ranked[i] = make([]Ranked, len(r))
+		for j, id := range r {
+			ranked[i][j] = Ranked{ID: id, Rank: j + 1}
+		}
+	}
+	return WeightedRRFRanked(ranked, weights, k)
+}
+
+// Ranked is a chunk id with its 1-based rank in one ranking, for rankings
+// in which several chunks share a rank (each chunk of a document takes the
+// document's rank in a document ranking).
+type Ranked struct {
+	ID   string
+	Rank int
+}
+
+// WeightedRRFRanked is [WeightedRRF] over rankings whose ranks are given:
+// each ranking names a chunk at most once, ranks are >= 1 and may repeat
+// or skip. With ranks 1, 2, 3, ... in list order it is [WeightedRRF] bit
+// for bit.
+func WeightedRRFRanked(rankings [][]Ranked, weights []float64, k int64) []Fused {
 	type part struct {
 		rank int
 		c    float64
@@ -55,11 +78,11 @@ func WeightedRRF(rankings [][]string, weights []float64, k int64) []Fused {
 		if weights != nil {
 			w = weights[i]
 		}
-		for j, id := range r {
-			if _, ok := parts[id]; !ok {
-				order = append(order, id)
+		for _, e := range r {
+			if _, ok := parts[e.ID]; !ok {
+				order = append(order, e.ID)
 			}
-			parts[id] = append(parts[id], part{rank: j + 1, c: WeightedContribution(w, k, j+1)})
+			parts[e.ID] = append(parts[e.ID], part{rank: e.Rank, c: WeightedContribution(w, k, e.Rank)})
 		}
 	}
 	out := make([]Fused, 0, len(order))

@@ -223,3 +223,26 @@ func BenchmarkRRF(b *testing.B) {
 		RRF([][]string{r1, r2}, DefaultK)
 	}
 }
+
+// TestWeightedRRFRankedShared: chunks may share a rank (a document's rank
+// given to each of its chunks); each contributes w / (k + rank), summed in
+// ascending rank order like the other rankings.
+func TestWeightedRRFRankedShared(t *testing.T) {
+	got := WeightedRRFRanked([][]Ranked{
+		{{ID: "a", Rank: 1}, {ID: "b", Rank: 2}},
+		{{ID: "a", Rank: 3}, {ID: "b", Rank: 3}, {ID: "c", Rank: 1}},
+	}, []float64{1, 2}, 60)
+	want := []Fused{
+		{ChunkID: "a", Score: float64(1.0/61) + float64(2.0/63)},
+		{ChunkID: "b", Score: float64(1.0/62) + float64(2.0/63)},
+		{ChunkID: "c", Score: 2.0 / 61},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("position %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+}

@@ -346,6 +346,18 @@ func TestServerEndToEnd(t *testing.T) {
 	if exp, _ := res["expansion"].([]any); len(exp) != 2 {
 		t.Fatalf("expansion = %v, want two terms", res["expansion"])
 	}
+	// Document evidence (the service profile's rrf_weights.doc 0.5): the
+	// result carries its document's rank; weight 0 leaves it out.
+	if first["doc_rank"] != float64(1) {
+		t.Fatalf("doc_rank under the service profile = %v, want 1", first["doc_rank"])
+	}
+	res = a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "PMT-771 hold", "now_tick": 120,
+		"policy": map[string]any{"rrf_weights": map[string]any{"doc": 0}}}), http.StatusOK).json(t)
+	if rs := res["results"].([]any); len(rs) != 1 {
+		t.Fatalf("retrieve with rrf_weights.doc 0 = %v, want pay-001::0", rs)
+	} else if _, ok := rs[0].(map[string]any)["doc_rank"]; ok {
+		t.Fatalf("doc_rank with rrf_weights.doc 0: %v", rs[0])
+	}
 	// Defaults: now_tick from the server clock.
 	res = a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "daily limit"}), http.StatusOK).json(t)
 	if nt := res["now_tick"].(float64); nt < float64(time.Now().Unix()-60) {

@@ -123,6 +123,17 @@ func TestHiddenDocumentsChangeNothingAPrincipalReceives(t *testing.T) {
 	p = retrieval.DefaultPolicy()
 	p.Rerank, p.PRFDocs, p.PRFTerms, p.PRFWeight = retrieval.RerankIDFOverlap, 2, 10, 1
 	policies["prf, idf_overlap"] = p
+	// Document evidence: the document ranking's N, df and lengths, and
+	// which documents it ranks, may not depend on hidden documents either.
+	p = retrieval.DefaultPolicy()
+	p.RRFWeights.Doc = 1
+	policies["doc evidence"] = p
+	p = retrieval.ServicePolicy()
+	p.RRFWeights.Doc, p.MaxStaleTicks = 2, &stale
+	policies["doc evidence, service profile, fresh only"] = p
+	p = retrieval.DefaultPolicy()
+	p.EnableRerank, p.PRFDocs, p.PRFTerms, p.RRFWeights = false, 2, 4, retrieval.Weights{BM25: 1, Cosine: 0, Doc: 3}
+	policies["doc evidence, prf, no rerank"] = p
 	names := make([]string, 0, len(policies))
 	for n := range policies {
 		names = append(names, n)

@@ -185,11 +185,12 @@ func TestRerankDense(t *testing.T) {
 }
 
 // The model overlay sets the measured values and nothing the store ranks
-// with; a request applied over it keeps its own values.
+// with (the document ranking's weight is the profile's); a request applied
+// over it keeps its own values.
 func TestModelDefaults(t *testing.T) {
 	base := retrieval.ServicePolicy()
 	pol := retrieval.ModelDefaults().Apply(base)
-	if pol.RRFWeights != (retrieval.Weights{BM25: 1, Cosine: 1}) || pol.RerankBlend != 0.75 || pol.RerankDense != 0.15 {
+	if pol.RRFWeights != (retrieval.Weights{BM25: 1, Cosine: 1, Doc: base.RRFWeights.Doc}) || pol.RerankBlend != 0.75 || pol.RerankDense != 0.15 {
 		t.Fatalf("overlay applied: %+v", pol)
 	}
 	tail := base

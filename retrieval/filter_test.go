@@ -267,7 +267,7 @@ func TestValidateRerankKind(t *testing.T) {
 		{"overlap without model", RerankOverlap, false, ""},
 		{"overlap with model", RerankOverlap, true, ""},
 		{"model with model", RerankModel, true, ""},
-		{"model without model", RerankModel, false, `invalid retrieval policy: rerank "model" needs a model reranker, and this retriever has none: start the server with --reranker-url (cordon eval takes it too)`},
+		{"model without model", RerankModel, false, `invalid retrieval policy: rerank "model" needs a model reranker, and this retriever has none: start the server with --reranker-url (cordon-lab eval takes it too)`},
 		{"unknown without model", "cross_encoder", false, `invalid retrieval policy: rerank "cross_encoder" must be "overlap" or "idf_overlap"`},
 		{"unknown with model", "cross_encoder", true, `invalid retrieval policy: rerank "cross_encoder" must be "overlap", "idf_overlap" or "model"`},
 		{"case variant with model", "MODEL", true, `invalid retrieval policy: rerank "MODEL" must be "overlap", "idf_overlap" or "model"`},
@@ -552,7 +552,7 @@ func TestServicePolicy(t *testing.T) {
 	}
 	seed := DefaultPolicy()
 	seed.RRFK, seed.RRFWeights, seed.Rerank, seed.RerankBlend, seed.MinScore, seed.MaxChunksPerDoc, seed.QTFK3, seed.IDF =
-		10, Weights{BM25: 2, Cosine: 1}, RerankIDFOverlap, 0.9, 0.1, 1, 8, bm25.IDFRSJ
+		10, Weights{BM25: 2, Cosine: 1, Doc: 0.5}, RerankIDFOverlap, 0.9, 0.1, 1, 8, bm25.IDFRSJ
 	if !reflect.DeepEqual(svc, seed) {
 		t.Errorf("ServicePolicy() = %+v, want the seed with the documented changes %+v", svc, seed)
 	}

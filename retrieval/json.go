@@ -24,6 +24,10 @@ type ScoredJSON struct {
 	CosineRank *int     `json:"cosine_rank"`
 	Fused      float64  `json:"fused"`
 	Rerank     *float64 `json:"rerank"`
+	// DocRank is the chunk's document's rank in the document ranking,
+	// given only when the policy weighs that ranking and the document is
+	// in it, so a line of a policy without it is unchanged.
+	DocRank *int `json:"doc_rank,omitempty"`
 }
 
 // JSON is s on the wire; withText adds the chunk's digest and text.
@@ -32,6 +36,7 @@ func (s Scored) JSON(withText bool) ScoredJSON {
 	out := ScoredJSON{
 		ChunkID: c.ChunkID, DocID: c.DocID, Section: c.Section, StartChar: c.StartChar, EndChar: c.EndChar,
 		BM25: s.BM25, BM25Rank: s.BM25Rank, Cosine: s.Cosine, CosineRank: s.CosineRank, Fused: s.Fused, Rerank: s.Rerank,
+		DocRank: s.DocRank,
 	}
 	if withText {
 		out.Digest, out.Text = c.Digest(), c.Text

@@ -3,7 +3,7 @@ package retrieval
 import "github.com/cordon-rag/cordon/bm25"
 
 // PolicyPatch is a retrieval policy as a request, a replay step or
-// `cordon eval --policy` gives it (SPEC section 9's policy object): every
+// `cordon-lab eval --policy` gives it (SPEC section 9's policy object): every
 // field present overrides the policy it is applied to, every absent (or
 // null) one keeps it. The HTTP API applies it over [ServicePolicy], replay
 // scripts over [DefaultPolicy]. Marshalled, it names only the fields set.
@@ -19,7 +19,7 @@ type PolicyPatch struct {
 	RerankDepth   *int     `json:"rerank_depth,omitempty"`
 	RRFK          *int64   `json:"rrf_k,omitempty"`
 	Limit         *int     `json:"limit,omitempty"`
-	// RRFWeights may give either key; a missing one keeps its value.
+	// RRFWeights may give any of its keys; a missing one keeps its value.
 	RRFWeights  *WeightsPatch `json:"rrf_weights,omitempty"`
 	Rerank      *string       `json:"rerank,omitempty"`
 	RerankBlend *float64      `json:"rerank_blend,omitempty"`
@@ -45,6 +45,7 @@ type PolicyPatch struct {
 type WeightsPatch struct {
 	BM25   *float64 `json:"bm25,omitempty"`
 	Cosine *float64 `json:"cosine,omitempty"`
+	Doc    *float64 `json:"doc,omitempty"`
 }
 
 // Apply returns base with the fields present in p set; a nil p is base.
@@ -68,6 +69,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	if w := p.RRFWeights; w != nil {
 		setv(&pol.RRFWeights.BM25, w.BM25)
 		setv(&pol.RRFWeights.Cosine, w.Cosine)
+		setv(&pol.RRFWeights.Doc, w.Doc)
 	}
 	if p.Rerank != nil {
 		pol.Rerank = RerankKind(*p.Rerank)
@@ -102,7 +104,7 @@ func (p Policy) Patch() *PolicyPatch {
 		RerankDepth:     &p.RerankDepth,
 		RRFK:            &p.RRFK,
 		Limit:           &p.Limit,
-		RRFWeights:      &WeightsPatch{BM25: &p.RRFWeights.BM25, Cosine: &p.RRFWeights.Cosine},
+		RRFWeights:      &WeightsPatch{BM25: &p.RRFWeights.BM25, Cosine: &p.RRFWeights.Cosine, Doc: &p.RRFWeights.Doc},
 		RerankBlend:     &p.RerankBlend,
 		RerankDense:     &p.RerankDense,
 		MaxChunksPerDoc: &p.MaxChunksPerDoc,

@@ -77,9 +77,14 @@ const (
 type Weights struct {
 	BM25   float64
 	Cosine float64
+	// Doc weighs the document ranking, in which each fused chunk takes its
+	// document's rank (SPEC section 5, "Document evidence"); 0 leaves it
+	// out, and the store does not rank documents.
+	Doc float64
 }
 
-// DefaultWeights weighs both rankings 1: classic RRF.
+// DefaultWeights weighs both rankings 1 (classic RRF) and leaves the
+// document ranking out.
 func DefaultWeights() Weights { return Weights{BM25: 1, Cosine: 1} }
 
 // Policy tunes one retrieval.
@@ -194,11 +199,15 @@ func DefaultPolicy() Policy {
 //     over distinct terms drops;
 //   - ranks with the Robertson-Spärck Jones idf (idf "rsj"): a word in
 //     half the chunks or more weighs almost nothing instead of up to ln 2,
-//     which long queries full of such words need.
+//     which long queries full of such words need;
+//   - fuses in the document ranking weighted 0.5 (rrf_weights.doc): a
+//     document whose chunks each hold some of the query's words is a better
+//     answer than its best chunk alone says, most of all for queries that
+//     paraphrase the page.
 func ServicePolicy() Policy {
 	p := DefaultPolicy()
 	p.RRFK = 10
-	p.RRFWeights = Weights{BM25: 2, Cosine: 1}
+	p.RRFWeights = Weights{BM25: 2, Cosine: 1, Doc: 0.5}
 	p.Rerank = RerankIDFOverlap
 	p.RerankBlend = 0.9
 	p.MinScore = 0.1
@@ -322,8 +331,10 @@ func (p Policy) validateRanges(model bool) error {
 		return fmt.Errorf("%w: rrf_weights.bm25 %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.BM25)
 	case !weightOK(p.RRFWeights.Cosine):
 		return fmt.Errorf("%w: rrf_weights.cosine %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.Cosine)
+	case !weightOK(p.RRFWeights.Doc):
+		return fmt.Errorf("%w: rrf_weights.doc %v must be a finite number >= 0", ErrInvalidPolicy, p.RRFWeights.Doc)
 	case p.Rerank == RerankModel && !model:
-		return fmt.Errorf("%w: rerank %q needs a model reranker, and this retriever has none: start the server with --reranker-url (cordon eval takes it too)", ErrInvalidPolicy, p.Rerank)
+		return fmt.Errorf("%w: rerank %q needs a model reranker, and this retriever has none: start the server with --reranker-url (cordon-lab eval takes it too)", ErrInvalidPolicy, p.Rerank)
 	case p.Rerank != RerankOverlap && p.Rerank != RerankIDFOverlap && p.Rerank != RerankModel:
 		if !model {
 			// The kinds this retriever serves (replay scripts pin the

@@ -46,6 +46,10 @@ type Scored struct {
 	CosineRank *int
 	Fused      float64
 	Rerank     *float64
+	// DocRank is the 1-based rank of the chunk's document in the document
+	// ranking, nil when the policy leaves it out or the document is not in
+	// it.
+	DocRank *int
 }
 
 // Retriever runs the retrieve pipeline over a Store.
@@ -113,7 +117,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		return Result{}, 0, err
 	}
 	if q.ModelPolicy != nil && !ranksAs(*q.ModelPolicy, q.Policy) {
-		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3 and idf equal)", ErrInvalidPolicy)
+		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3 and idf equal, rrf_weights.doc both 0 or both > 0)", ErrInvalidPolicy)
 	}
 	tokens := analysis.Tokenize(q.Text)
 	terms := distinct(tokens)
@@ -126,6 +130,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		NowTick:       q.NowTick,
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
 		TopN:          q.Policy.TopN,
+		Docs:          q.Policy.RRFWeights.Doc > 0,
 	}
 	rk, version, req, denseErr, err := r.rankDense(ctx, req, q.Text, q.Policy)
 	if err != nil {
@@ -171,7 +176,8 @@ func ranksAs(p, q Policy) bool {
 	stale := p.MaxStaleTicks == q.MaxStaleTicks ||
 		p.MaxStaleTicks != nil && q.MaxStaleTicks != nil && *p.MaxStaleTicks == *q.MaxStaleTicks
 	return stale && p.TopN == q.TopN && p.PRFDocs == q.PRFDocs && p.PRFTerms == q.PRFTerms &&
-		p.PRFWeight == q.PRFWeight && p.QTFK3 == q.QTFK3 && p.IDF == q.IDF
+		p.PRFWeight == q.PRFWeight && p.QTFK3 == q.QTFK3 && p.IDF == q.IDF &&
+		(p.RRFWeights.Doc > 0) == (q.RRFWeights.Doc > 0)
 }
 
 // rank asks the store for req's rankings and, from a [VersionedStore], the
@@ -299,7 +305,18 @@ func Fuse(rk Rankings, k int64, w Weights) []Scored {
 	}
 	side(rk.Lexical, true)
 	side(rk.Dense, false)
-	fused := fusion.WeightedRRF(lists, weights, k)
+	ranked := make([][]fusion.Ranked, len(lists))
+	for i, ids := range lists {
+		ranked[i] = make([]fusion.Ranked, len(ids))
+		for j, id := range ids {
+			ranked[i][j] = fusion.Ranked{ID: id, Rank: j + 1}
+		}
+	}
+	if docs := docSide(rk, byID, ranked, weights, k); len(docs) > 0 {
+		ranked = append(ranked, docs)
+		weights = append(weights, w.Doc)
+	}
+	fused := fusion.WeightedRRFRanked(ranked, weights, k)
 	out := make([]Scored, len(fused))
 	for i, f := range fused {
 		out[i] = *byID[f.ChunkID]
@@ -498,6 +515,32 @@ func distinct(tokens []string) []string {
 		if _, ok := seen[t]; !ok {
 			seen[t] = struct{}{}
 			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// docSide is the document ranking as a fusion input: for each document of
+// rk.Docs, its lead chunk (the first of its chunks in the fusion of the
+// other rankings, ranked and weighted as given) with the document's
+// 1-based rank, which it also records in the chunk's DocRank. A document
+// with no chunk among the candidates takes no part, and its other chunks
+// get nothing: one place per document, as a whole-document ranking gives.
+func docSide(rk Rankings, byID map[string]*Scored, ranked [][]fusion.Ranked, weights []float64, k int64) []fusion.Ranked {
+	if len(rk.Docs) == 0 {
+		return nil
+	}
+	rank := make(map[string]int, len(rk.Docs))
+	for i, d := range rk.Docs {
+		rank[d.DocID] = i + 1
+	}
+	var out []fusion.Ranked
+	for _, f := range fusion.WeightedRRFRanked(ranked, weights, k) {
+		s := byID[f.ChunkID]
+		if r, ok := rank[s.Chunk.DocID]; ok {
+			delete(rank, s.Chunk.DocID)
+			s.DocRank = &r
+			out = append(out, fusion.Ranked{ID: f.ChunkID, Rank: r})
 		}
 	}
 	return out

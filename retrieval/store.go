@@ -55,7 +55,10 @@ type RankRequest struct {
 	// NoDense turns the dense side off: the query vector is the zero
 	// vector of the tenant's model, which ranks no chunk and counts none
 	// in the funnel (see [RankRequest.QueryVector]).
-	NoDense       bool
+	NoDense bool
+	// Docs asks for the document ranking too (Rankings.Docs): the policy
+	// weighs it (rrf_weights.doc > 0).
+	Docs          bool
 	NowTick       int64
 	MaxStaleTicks *int64
 	TopN          int
@@ -84,7 +87,12 @@ type Rankings struct {
 	// IDF holds idf(t) of each of the request's Terms (same index) under the
 	// principal's statistics scope, for the idf_overlap reranker; nil or
 	// all zero when the scope holds no chunk.
-	IDF                   []float64
+	IDF []float64
+	// Docs is the document ranking (SPEC section 5, "Document evidence"):
+	// the documents the principal may see (fresh ones under
+	// max_stale_ticks) by whole-document BM25, truncated to TopN; nil
+	// unless the request asked for it.
+	Docs                  []DocHit
 	Considered            int
 	ExcludedByEntitlement int
 	ExcludedByFreshness   int

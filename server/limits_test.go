@@ -191,6 +191,7 @@ func TestRetrievePolicyLimits(t *testing.T) {
 		{"a configured top_n limit", low, `{"top_n": 61}`, "policy top_n 61 must be at most 60: this server's limit on what one retrieve may cost (cordon serve --max-top-n)"},
 		{"a configured prf_terms limit", low, `{"prf_terms": 13}`, "policy prf_terms 13 must be at most 12"},
 		{"the other limits of a configured server are the defaults", low, `{"rerank_depth": 201}`, "policy rerank_depth 201 must be at most 200"},
+		{"a negative document weight", def, `{"rrf_weights": {"doc": -1}}`, "rrf_weights.doc -1 must be a finite number >= 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

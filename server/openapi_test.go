@@ -199,6 +199,9 @@ func TestOpenAPIPolicyDefaults(t *testing.T) {
 	if b, c := w["bm25"].(map[string]any)["default"], w["cosine"].(map[string]any)["default"]; fmt.Sprint(b) != fmt.Sprint(svc.RRFWeights.BM25) || fmt.Sprint(c) != fmt.Sprint(svc.RRFWeights.Cosine) {
 		t.Errorf("rrf_weights defaults %v, %v; the service profile's %v", b, c, svc.RRFWeights)
 	}
+	if d := w["doc"].(map[string]any)["default"]; fmt.Sprint(d) != fmt.Sprint(svc.RRFWeights.Doc) {
+		t.Errorf("rrf_weights.doc default %v; the service profile's %v", d, svc.RRFWeights.Doc)
+	}
 	// The documented kinds are exactly those a retriever with a model
 	// reranker accepts.
 	rt := retrieval.New(nil, retrieval.WithReranker(stubReranker{}))

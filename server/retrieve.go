@@ -127,7 +127,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	// differently never read the same.
 	// Fields that are off or at their default (expansion, qtf weighting,
 	// the plus-one idf, the model reranker's settings, the dense side on,
-	// no dense fallback) are left out.
+	// no dense fallback, no document ranking) are left out.
 	pol = res.Policy // the tenant's: with the model defaults for a model
 	effective := *pol.Patch()
 	if pol.PRFDocs == 0 {
@@ -135,6 +135,11 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	if pol.QTFK3 == 0 {
 		effective.QTFK3 = nil
+	}
+	if pol.RRFWeights.Doc == 0 {
+		w := *effective.RRFWeights
+		w.Doc = nil
+		effective.RRFWeights = &w
 	}
 	if pol.IDF == bm25.IDFPlusOne {
 		effective.IDF = nil

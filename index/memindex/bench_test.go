@@ -17,7 +17,13 @@ import (
 // tenant (four classifications, no barriers; the reader sees three of four
 // label sets), under the default (entitled) statistics scope.
 func BenchmarkRank(b *testing.B) {
-	benchRank(b, index.DefaultSettings(), 0)
+	benchRank(b, index.DefaultSettings(), 0, false)
+}
+
+// BenchmarkRankDocs is BenchmarkRank with the document ranking asked for
+// (the policy's rrf_weights.doc > 0).
+func BenchmarkRankDocs(b *testing.B) {
+	benchRank(b, index.DefaultSettings(), 0, true)
 }
 
 // BenchmarkRankScope compares the two statistics scopes on the same 100,000
@@ -30,7 +36,7 @@ func BenchmarkRankScope(b *testing.B) {
 			b.Run(fmt.Sprintf("labelsets=%d/scope=%s", sets, scope), func(b *testing.B) {
 				s := index.DefaultSettings()
 				s.Statistics = scope
-				benchRank(b, s, sets/4)
+				benchRank(b, s, sets/4, false)
 			})
 		}
 	}
@@ -39,8 +45,9 @@ func BenchmarkRankScope(b *testing.B) {
 // benchRank indexes 20,000 five-section documents (100,000 chunks) whose
 // classification cycles through the four levels and, with barrierSets > 0,
 // whose barrier set is one of barrierSets distinct sets; queries come from a
-// principal holding the labels of the first half of those sets.
-func benchRank(b *testing.B, s index.Settings, barrierSets int) {
+// principal holding the labels of the first half of those sets; docs asks
+// for the document ranking too.
+func benchRank(b *testing.B, s index.Settings, barrierSets int, docs bool) {
 	x := New(s)
 	r := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(r, 1.1, 1, 49999)
@@ -76,7 +83,7 @@ func benchRank(b *testing.B, s index.Settings, barrierSets int) {
 		}
 		toks := analysis.Tokenize(q.String())
 		queries[i] = retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "t", Clearance: cordontype.Confidential, Barriers: held},
-			Tokens: toks, Terms: analysis.TokenSet(q.String()), TopN: 50}
+			Tokens: toks, Terms: analysis.TokenSet(q.String()), TopN: 50, Docs: docs}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

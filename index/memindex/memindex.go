@@ -44,7 +44,14 @@ type Index struct {
 	cols     [][]int8   // cols[d][slot]
 	overflow map[int32][]int32
 
-	docs     map[string][]int32
+	docs map[string][]int32
+	// docOf numbers each slot's document; docNames and docLen (the sum of
+	// its chunks' lengths) are by number. A document gets a new number at
+	// every Put; compaction renumbers. The document ranking accumulates
+	// into slices by number.
+	docOf    []int32
+	docNames []string
+	docLen   []int64
 	postings map[string]*postingList
 	sets     [][]string // barrier sets by id
 	setIDs   map[string]int32
@@ -57,7 +64,8 @@ type Index struct {
 	compactions int // times maybeCompact rebuilt the index
 	sumLen      int64
 
-	pool sync.Pool // *scratch
+	pool    sync.Pool // *scratch
+	docPool sync.Pool // *docScratch
 }
 
 type labelSet struct {
@@ -67,6 +75,7 @@ type labelSet struct {
 
 type labelStats struct {
 	n, sumLen int64
+	docs      int64 // live documents (a document's chunks share its labels)
 }
 
 type scratch struct {
@@ -125,8 +134,25 @@ func (x *Index) Put(docID string, prepared []index.PreparedChunk, dropText bool)
 	for i := range prepared {
 		slots[i] = x.add(&prepared[i], dropText)
 	}
-	x.docs[docID] = slots
+	x.addDoc(docID, slots)
 	x.maybeCompact()
+}
+
+// addDoc records the live slots of document docID under a new number.
+func (x *Index) addDoc(docID string, slots []int32) {
+	x.docs[docID] = slots
+	if len(slots) == 0 {
+		return
+	}
+	num := int32(len(x.docNames))
+	var n int64
+	for _, s := range slots {
+		x.docOf[s] = num
+		n += int64(x.length[s])
+	}
+	x.docNames = append(x.docNames, docID)
+	x.docLen = append(x.docLen, n)
+	x.labels[labelSet{class: x.class[slots[0]], set: x.barrier[slots[0]]}].docs++
 }
 
 func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
@@ -137,6 +163,7 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 	}
 	x.chunks = append(x.chunks, c)
 	x.alive = append(x.alive, true)
+	x.docOf = append(x.docOf, -1)
 	x.class = append(x.class, int8(c.Classification))
 	x.barrier = append(x.barrier, x.internSet(c.Barriers))
 	x.asOf = append(x.asOf, c.AsOfTick)
@@ -194,6 +221,9 @@ func (x *Index) Remove(docID string) bool {
 	slots, ok := x.docs[docID]
 	if !ok {
 		return false
+	}
+	if len(slots) > 0 {
+		x.labels[labelSet{class: x.class[slots[0]], set: x.barrier[slots[0]]}].docs--
 	}
 	for _, s := range slots {
 		x.alive[s] = false
@@ -253,9 +283,10 @@ func (x *Index) maybeCompact() {
 		for i := range pcs {
 			slots[i] = n.add(&pcs[i], false)
 		}
-		n.docs[id] = slots
+		n.addDoc(id, slots)
 	}
 	*x = Index{settings: n.settings, chunks: n.chunks, alive: n.alive, class: n.class, barrier: n.barrier,
+		docOf: n.docOf, docNames: n.docNames, docLen: n.docLen,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
 		docs: n.docs, postings: n.postings, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
 		compactions: old.compactions + 1}
@@ -418,9 +449,14 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 		lex.Lexical = lexical(&lex, 0, n).hits()
 		dense.Dense = x.dense(req, q, newFilter(), &dense)
 	}
+	var docs []retrieval.DocHit
+	if req.Docs {
+		docs = x.docRanking(&req, st, newFilter())
+	}
 	return retrieval.Rankings{
 		Lexical:               lex.Lexical,
 		Dense:                 dense.Dense,
+		Docs:                  docs,
 		IDF:                   st.idf,
 		Considered:            lex.Considered + dense.Considered,
 		ExcludedByEntitlement: lex.ExcludedByEntitlement + dense.ExcludedByEntitlement,

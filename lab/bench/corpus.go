@@ -9,6 +9,7 @@ import (
 
 	"github.com/cordon-rag/cordon/chunk"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 // Corpus shape. The numbers aim at an internal knowledge base: most sections
@@ -275,6 +276,8 @@ type Query struct {
 	MaxStaleTicks *int64
 	// seq is the query's index in a mixed run, which picks its operation.
 	seq int
+	// policy replaces BasePolicy when set (Options.Policy).
+	policy *retrieval.Policy
 }
 
 // Queries returns n queries. Each has 2-8 terms drawn from the corpus's

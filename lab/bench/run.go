@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
@@ -57,7 +58,12 @@ type Options struct {
 	// it was chosen (reported).
 	CacheBytes int64
 	CacheRule  string
-	Systems    []string // subset of AllSystems, run in AllSystems order (none: DefaultSystems)
+	// Policy, when set, is the retrieval policy of the systems behind the
+	// retriever (memory, cordon, cordon_sql, http) instead of BasePolicy;
+	// each query still sets max_stale_ticks. sql_exact and sql_hybrid run
+	// their own fixed pipelines.
+	Policy  *retrieval.Policy
+	Systems []string // subset of AllSystems, run in AllSystems order (none: DefaultSystems)
 	// Mix, when set, runs the http system's queries again as a mix of
 	// operations (retrieve, ground, assemble, put) after its measured
 	// retrieve run, and reports each operation's latency.
@@ -127,6 +133,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	queries := g.Queries(opts.Queries)
+	for i := range queries {
+		queries[i].policy = opts.Policy
+	}
 	rep := newReport(opts)
 	rep.Env.LoadAvg[0] = loadAvg()
 	pr := &progress{w: opts.Progress}

@@ -72,9 +72,20 @@ type System interface {
 	Close()
 }
 
-func policy(q Query) retrieval.Policy {
+// BasePolicy is the policy the retriever-backed systems (memory, cordon,
+// cordon_sql, http) run unless Options.Policy replaces it: SPEC's seed
+// profile with limit Limit. Each query sets its own max_stale_ticks.
+func BasePolicy() retrieval.Policy {
 	p := retrieval.DefaultPolicy()
 	p.Limit = Limit
+	return p
+}
+
+func policy(q Query) retrieval.Policy {
+	p := BasePolicy()
+	if q.policy != nil {
+		p = *q.policy
+	}
 	p.MaxStaleTicks = q.MaxStaleTicks
 	return p
 }

@@ -54,3 +54,27 @@ func TestFeedBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyOption: Options.Policy replaces the bench's policy for the
+// systems behind the retriever, and every query keeps its own freshness
+// contract.
+func TestPolicyOption(t *testing.T) {
+	stale := int64(7)
+	q := Query{MaxStaleTicks: &stale}
+	if got := policy(q); got.Limit != Limit || got.RRFWeights.Doc != 0 || got.MaxStaleTicks != &stale {
+		t.Errorf("default: got limit %d, doc weight %v, stale %v; want %d, 0, the query's", got.Limit, got.RRFWeights.Doc, got.MaxStaleTicks, Limit)
+	}
+	p := BasePolicy()
+	p.RRFWeights.Doc = 2
+	queries := make([]Query, 3)
+	for i := range queries {
+		queries[i].policy = &p
+		queries[i].MaxStaleTicks = &stale
+		if got := policy(queries[i]); got.RRFWeights.Doc != 2 || got.MaxStaleTicks != &stale {
+			t.Errorf("query %d: got doc weight %v, stale %v; want 2 and the query's", i, got.RRFWeights.Doc, got.MaxStaleTicks)
+		}
+	}
+	if p.MaxStaleTicks != nil {
+		t.Errorf("policy() changed the shared policy's max_stale_ticks")
+	}
+}

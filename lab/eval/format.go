@@ -84,8 +84,12 @@ func profileLines(rep Report) []string {
 		if q.RerankMinScore != nil {
 			floor = fmt.Sprintf("rerank_min_score %g, budget %d ms", *q.RerankMinScore, q.RerankBudgetMS)
 		}
-		out = append(out, fmt.Sprintf("%s: rerank %v (%s, blend %g, %s, depth %d), rrf_k %d, weights bm25 %g cosine %g, top_n %d",
-			p.Name, q.EnableRerank, q.Rerank, q.RerankBlend, floor, q.RerankDepth, q.RRFK, q.RRFWeights.BM25, q.RRFWeights.Cosine, q.TopN))
+		weights := fmt.Sprintf("bm25 %g cosine %g", q.RRFWeights.BM25, q.RRFWeights.Cosine)
+		if q.RRFWeights.Doc > 0 {
+			weights += fmt.Sprintf(" doc %g", q.RRFWeights.Doc)
+		}
+		out = append(out, fmt.Sprintf("%s: rerank %v (%s, blend %g, %s, depth %d), rrf_k %d, weights %s, top_n %d",
+			p.Name, q.EnableRerank, q.Rerank, q.RerankBlend, floor, q.RerankDepth, q.RRFK, weights, q.TopN))
 	}
 	return out
 }

@@ -208,6 +208,7 @@ type PolicyInfo struct {
 	RRFWeights   struct {
 		BM25   float64 `json:"bm25"`
 		Cosine float64 `json:"cosine"`
+		Doc    float64 `json:"doc,omitempty"`
 	} `json:"rrf_weights"`
 	Rerank      retrieval.RerankKind `json:"rerank"`
 	RerankBlend float64              `json:"rerank_blend"`
@@ -220,7 +221,7 @@ type PolicyInfo struct {
 func policyInfo(p retrieval.Policy) PolicyInfo {
 	in := PolicyInfo{EnableRerank: p.EnableRerank, MinScore: p.MinScore, TopN: p.TopN, RerankDepth: p.RerankDepth,
 		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend}
-	in.RRFWeights.BM25, in.RRFWeights.Cosine = p.RRFWeights.BM25, p.RRFWeights.Cosine
+	in.RRFWeights.BM25, in.RRFWeights.Cosine, in.RRFWeights.Doc = p.RRFWeights.BM25, p.RRFWeights.Cosine, p.RRFWeights.Doc
 	if p.Rerank == retrieval.RerankModel {
 		floor := p.RerankMinScore
 		in.RerankMinScore, in.RerankBudgetMS = &floor, p.RerankBudgetMS
@@ -552,15 +553,16 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		topN int
 		k3   float64
 		idf  bm25.IDFKind
+		docs bool
 	}
 	ranked := make(map[rankKey]retrieval.Rankings)
-	rank := func(topN int, k3 float64, idf bm25.IDFKind) (retrieval.Rankings, error) {
-		key := rankKey{topN, k3, idf}
+	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool) (retrieval.Rankings, error) {
+		key := rankKey{topN, k3, idf, docs}
 		if rk, ok := ranked[key]; ok {
 			return rk, nil
 		}
 		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
-			Weights: retrieval.QueryTermWeights(tokens, terms, k3), IDF: idf, Dense: dense, TopN: topN})
+			Weights: retrieval.QueryTermWeights(tokens, terms, k3), IDF: idf, Dense: dense, TopN: topN, Docs: docs})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
@@ -584,13 +586,13 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		qr.Chunks = make(map[Pipeline][]Hit, len(specs))
 	}
 	for _, s := range specs {
-		k3, idf := s.Policy.QTFK3, s.Policy.IDF
+		k3, idf, withDocs := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0
 		if s.Mode != Hybrid {
 			// BM25 alone is SPEC section 4's: every distinct term once,
 			// the plus-one idf.
-			k3, idf = 0, bm25.IDFPlusOne
+			k3, idf, withDocs = 0, bm25.IDFPlusOne, false
 		}
-		rk, err := rank(s.Policy.TopN, k3, idf)
+		rk, err := rank(s.Policy.TopN, k3, idf, withDocs)
 		if err != nil {
 			return QueryResult{}, err
 		}

@@ -88,8 +88,8 @@ func TestRunErrors(t *testing.T) {
 
 // TestHybridIsTheRetriever: the hybrid pipelines are retrieval.Tail over
 // rankings computed once per query; their chunks must be exactly what the
-// Retriever returns over the store, for the service, seed and a profile
-// policy, and their first chunks the document-level ranking's start.
+// Retriever returns over the store, for the service, seed and profile
+// policies (query expansion, document evidence), and their first chunks the document-level ranking's start.
 func TestHybridIsTheRetriever(t *testing.T) {
 	docs := []Document{
 		{ID: "a", Text: "# NAME\nls - list directory contents\n# DESCRIPTION\nList information about the FILEs."},
@@ -101,7 +101,9 @@ func TestHybridIsTheRetriever(t *testing.T) {
 	prof.RRFK, prof.Rerank, prof.RerankBlend, prof.MinScore = 10, retrieval.RerankIDFOverlap, 0.5, 0
 	prf := opts.Policy
 	prf.PRFDocs, prf.PRFTerms, prf.MaxChunksPerDoc = 2, 3, 1
-	opts.Profiles = []Profile{{Name: "p", Policy: prof}, {Name: "prf", Policy: prf}}
+	doc := opts.Policy
+	doc.RRFWeights.Doc = 3
+	opts.Profiles = []Profile{{Name: "p", Policy: prof}, {Name: "prf", Policy: prf}, {Name: "doc", Policy: doc}}
 	opts.PerQuery = true
 	st, _, err := build(context.Background(), docs, opts, nil)
 	if err != nil {

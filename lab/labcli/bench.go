@@ -11,6 +11,8 @@ import (
 
 	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/lab/bench"
+	"github.com/cordon-rag/cordon/replay"
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 func benchCommand() *cmdline.Command {
@@ -21,7 +23,7 @@ func benchCommand() *cmdline.Command {
   cordon-lab bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
                [--warmup N] [--warm-tenants=false] [--cache-mib auto|M] [--serial N]
-               [--mix OPS] [--cpuprofile FILE]
+               [--mix OPS] [--policy JSON|@FILE] [--cpuprofile FILE]
                [--create-database=false] [--keep] [--json]
 
 Generates a deterministic corpus of N chunks split across T tenants (Zipf
@@ -56,7 +58,9 @@ Before measuring, each system answers one unmeasured query per tenant
 (--warm-tenants) and the first --warmup queries, and the run waits for the
 background loads these started, so stores that load a tenant on first use
 are measured warm. Every system returns a top-10 list
-under the same policy; recall@10 and the number of identical lists are
+under the same policy (SPEC's seed profile, limit 10; --policy sets another
+for memory, cordon, cordon_sql and http, e.g. '{"rrf_weights":{"doc":1}}';
+sql_exact and sql_hybrid keep their fixed pipelines); recall@10 and the number of identical lists are
 measured against the memory store's lists (the reference), or cordon's when
 memory is not run. Latency is per query, with C clients queueing for the
 machine's cores; --serial N adds the latency of N queries run one at a
@@ -125,6 +129,7 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	keep := fs.Bool("keep", false, "keep the bench database (or tenants) afterwards")
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
+	policy := fs.String("policy", "", "the retrieval policy of memory, cordon, cordon_sql and http: a SPEC 9 policy JSON object over the bench's (the seed profile, limit 10), or @FILE")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (ingest and queries) to this file, for go tool pprof")
 	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
@@ -151,6 +156,18 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		}
 		defer pprof.StopCPUProfile()
 	}
+	var pol *retrieval.Policy
+	if *policy != "" {
+		raw, err := policyArg(*policy)
+		if err != nil {
+			return err
+		}
+		p, err := replay.ParsePolicy(raw, bench.BasePolicy())
+		if err != nil {
+			return fmt.Errorf("%w: --policy: %w", cmdline.ErrUsage, err)
+		}
+		pol = &p
+	}
 	cacheBytes, cacheRule, err := cmdline.CacheBudget("--cache-mib", *cacheMiB, 1<<20)
 	if err != nil {
 		return err
@@ -172,6 +189,7 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		CacheBytes:     cacheBytes,
 		CacheRule:      cacheRule,
 		Systems:        cmdline.SplitList(*systems),
+		Policy:         pol,
 		Mix:            opMix,
 	}
 	if !*quiet {

@@ -264,6 +264,8 @@ func TestBenchUsage(t *testing.T) {
 		{"bad mix", []string{"--systems", "cordon,http", "--mix", "retrieve=1,scan=2", "--database-url", "postgres://x/y"}, "unknown operation"},
 		{"no database", []string{"--systems", "cordon"}, "no database URL"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
+		{"bad policy", []string{"--systems", "memory", "--policy", `{"rrf_weights":{"doc":-1}}`}, "rrf_weights.doc -1 must be"},
+		{"unknown policy field", []string{"--systems", "memory", "--policy", `{"rrf_wieghts":{}}`}, "rrf_wieghts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -213,6 +213,15 @@ func (g gen) retrieve() map[string]any {
 	if g.r.IntN(3) == 0 {
 		pol["idf"] = []string{"plus1", "rsj"}[g.r.IntN(2)]
 	}
+	// Document evidence, drawn last for the same reason.
+	if g.r.IntN(3) == 0 {
+		w, _ := pol["rrf_weights"].(map[string]any)
+		if w == nil {
+			w = map[string]any{}
+			pol["rrf_weights"] = w
+		}
+		w["doc"] = []float64{0, 0.5, 1, 2}[g.r.IntN(4)]
+	}
 	return step
 }
 

@@ -152,6 +152,9 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 	st := t.stats(req, s.settings.Statistics)
 	rk := retrieval.Funnel(req, t.lexical(&req, st, s.settings.BM25), t.dense(q))
 	rk.IDF = st.idf
+	if req.Docs {
+		rk.Docs = t.docRanking(&req, st, s.settings)
+	}
 	return rk, nil
 }
 
@@ -255,4 +258,38 @@ func (t *tenant) dense(q []int32) []retrieval.Hit {
 	}
 	retrieval.SortHits(hits)
 	return hits
+}
+
+// docRanking is the document ranking of req (SPEC section 5, "Document
+// evidence"): the documents of the scope st was counted over, each the sum
+// of its chunks.
+func (t *tenant) docRanking(req *retrieval.RankRequest, st scopeStats, s index.Settings) []retrieval.DocHit {
+	entitled := s.Statistics.Entitled()
+	first := func(docID string) *cordontype.Chunk { return &t.chunks[t.docs[docID][0]].Chunk }
+	in := func(c *cordontype.Chunk) bool { return !entitled || retrieval.Visible(req.Principal, c) }
+	counter := retrieval.NewDocCounter(len(req.Terms))
+	for i, term := range req.Terms {
+		for id, tf := range t.postings[term] {
+			c := &t.chunks[id].Chunk
+			if in(c) {
+				ranked := retrieval.Visible(req.Principal, c) && !retrieval.Stale(c, req.NowTick, req.MaxStaleTicks)
+				counter.Add(i, c.DocID, tf, ranked)
+			}
+		}
+	}
+	sc := retrieval.DocScope{SumLen: st.sumLen}
+	for id := range t.docs {
+		if in(first(id)) {
+			sc.N++
+		}
+	}
+	docs, df := counter.Evidence(func(docID string) int64 {
+		var n int64
+		for _, id := range t.docs[docID] {
+			n += int64(t.chunks[id].Chunk.Length)
+		}
+		return n
+	})
+	sc.DF = df
+	return retrieval.RankDocs(req, docs, sc, s.BM25)
 }

@@ -260,7 +260,10 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 	}
 	// A side with no hits is an empty ranking, never nil.
 	rk.Lexical, rk.Dense = hits[0], hits[1]
-	return rk, nil
+	if req.Docs && n > 0 {
+		rk.Docs, err = docRankTx(ctx, tx, t, req, sumLen, t.settings.Statistics.Entitled(), filterArgs)
+	}
+	return rk, err
 }
 
 // Verdicts of the pre-filter (SPEC section 5, steps 2-3) as scanChunks
