@@ -122,6 +122,7 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 	cacheMiB := fs.String("cache-mib", cacheAuto, "cordon's in-memory query path budget in MiB; auto: as 'cordon serve' chooses it (a quarter of the memory this process may use); 0: every query in SQL")
 	create := fs.Bool("create-database", true, "run in a fresh database created on the server, dropped afterwards")
 	keep := fs.Bool("keep", false, "keep the bench database (or tenants) afterwards")
+	reuse := fs.Bool("reuse", false, "with --create-database=false: skip cordon's ingest when the database's bench tenants already hold this corpus (left by a run with --keep); ingest and storage are then not measured")
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (ingest and queries) to this file, for go tool pprof")
@@ -158,6 +159,7 @@ func runBench(ctx context.Context, env Env, c *command, args []string) error {
 		DatabaseURL:    databaseURL(env, *dbURL),
 		CreateDatabase: *create,
 		Keep:           *keep,
+		Reuse:          *reuse,
 		Seed:           *seed,
 		Chunks:         *chunks,
 		Tenants:        *tenants,
