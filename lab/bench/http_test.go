@@ -2,12 +2,9 @@ package bench
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/cordon-rag/cordon/store/postgres"
 )
 
 func TestParseMix(t *testing.T) {
@@ -71,22 +68,8 @@ func TestMixSchedule(t *testing.T) {
 // list: the HTTP request carries the bench policy and the token the query's
 // principal.
 func TestHTTPMatchesStore(t *testing.T) {
-	base := os.Getenv("CORDON_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
-			t.Fatal("PostgreSQL is required here: set CORDON_TEST_DATABASE_URL")
-		}
-		t.Skip("SKIPPING: CORDON_TEST_DATABASE_URL is not set")
-	}
 	ctx := context.Background()
-	dbURL, drop, err := createDatabase(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
-		t.Fatal(err)
-	}
+	dbURL := migratedDatabase(t)
 	g, err := NewGenerator(Config{Seed: 3, Chunks: 400, Tenants: 3})
 	if err != nil {
 		t.Fatal(err)

@@ -123,22 +123,8 @@ func ingestOnce(ctx context.Context, dbURL string, g *Generator) error {
 // (nothing is written) when the tenants hold the corpus, and runs when
 // they hold another one of the same size or none.
 func TestReuseSkipsIngestOfAHeldCorpus(t *testing.T) {
-	base := os.Getenv("CORDON_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
-			t.Fatal("PostgreSQL is required here: set CORDON_TEST_DATABASE_URL")
-		}
-		t.Skip("SKIPPING: CORDON_TEST_DATABASE_URL is not set")
-	}
 	ctx := context.Background()
-	dbURL, drop, err := createDatabase(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
-		t.Fatal(err)
-	}
+	dbURL := migratedDatabase(t)
 	tenantIDs := func(c *cordonSystem, g *Generator) []int64 {
 		t.Helper()
 		var out []int64
@@ -193,4 +179,27 @@ func TestReuseSkipsIngestOfAHeldCorpus(t *testing.T) {
 	if err := o.validate(); err == nil {
 		t.Fatal("reuse with create-database: want an error")
 	}
+}
+
+// migratedDatabase is a fresh, migrated database on the
+// CORDON_TEST_DATABASE_URL server, dropped when t ends.
+func migratedDatabase(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("CORDON_TEST_DATABASE_URL")
+	if base == "" {
+		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
+			t.Fatal("PostgreSQL is required here: set CORDON_TEST_DATABASE_URL")
+		}
+		t.Skip("SKIPPING: CORDON_TEST_DATABASE_URL is not set")
+	}
+	ctx := context.Background()
+	dbURL, drop, err := createDatabase(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		t.Fatal(err)
+	}
+	return dbURL
 }
