@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -179,6 +180,11 @@ func (m *Matcher) Has(i int) bool { return m.found[m.of[i]] }
 type Counter struct {
 	pos map[string]int // token -> index in the current text's terms
 	buf []byte
+	// terms and tf are the current text's, reused: Count returns copies
+	// of their exact length (two allocations, not a slice grown a token
+	// at a time).
+	terms []string
+	tf    []int32
 }
 
 // NewCounter returns an empty Counter.
@@ -190,16 +196,22 @@ func NewCounter() *Counter {
 // (TokenSet(s)) and how often each occurs.
 func (c *Counter) Count(s string) (terms []string, tf []int32) {
 	clear(c.pos)
+	c.terms, c.tf = c.terms[:0], c.tf[:0]
 	scanTokens(s, c.buf, func(tok []byte) bool {
 		if j, ok := c.pos[string(tok)]; ok {
-			tf[j]++
+			c.tf[j]++
 			return true
 		}
 		name := string(tok)
-		c.pos[name] = len(terms)
-		terms = append(terms, name)
-		tf = append(tf, 1)
+		c.pos[name] = len(c.terms)
+		c.terms = append(c.terms, name)
+		c.tf = append(c.tf, 1)
 		return true
 	})
+	if len(c.terms) == 0 {
+		return nil, nil
+	}
+	terms, tf = slices.Clone(c.terms), slices.Clone(c.tf)
+	clear(c.terms) // drop the references to this text's strings
 	return terms, tf
 }

@@ -156,6 +156,29 @@ func (x *Index) addDoc(docID string, slots []int32) {
 }
 
 func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
+	slot := x.addSlot(pc, dropText)
+	ls := labelSet{class: x.class[slot], set: x.barrier[slot]}
+	for j, t := range pc.Terms {
+		p := x.postings[t]
+		if p == nil {
+			p = &postingList{}
+			x.postings[t] = p
+		}
+		p.slots = append(p.slots, slot)
+		p.tfs = append(p.tfs, pc.TF[j])
+		p.df++
+		switch {
+		case p.byLabel != nil:
+			p.byLabel[ls]++
+		case len(p.slots) >= labelCountsMin:
+			p.byLabel = x.countLabels(p)
+		}
+	}
+	return slot
+}
+
+// addSlot adds everything of a chunk but its postings, in a new slot.
+func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	slot := int32(len(x.chunks))
 	c := pc.Chunk
 	if dropText {
@@ -187,25 +210,9 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 	if !fits {
 		x.overflow[slot] = slices.Clone(pc.Vector)
 	}
-	ls := labelSet{class: x.class[slot], set: x.barrier[slot]}
-	for j, t := range pc.Terms {
-		p := x.postings[t]
-		if p == nil {
-			p = &postingList{}
-			x.postings[t] = p
-		}
-		p.slots = append(p.slots, slot)
-		p.tfs = append(p.tfs, pc.TF[j])
-		p.df++
-		switch {
-		case p.byLabel != nil:
-			p.byLabel[ls]++
-		case len(p.slots) >= labelCountsMin:
-			p.byLabel = x.countLabels(p)
-		}
-	}
 	x.live++
 	x.sumLen += int64(c.Length)
+	ls := labelSet{class: x.class[slot], set: x.barrier[slot]}
 	st := x.labels[ls]
 	if st == nil {
 		st = &labelStats{}

@@ -31,6 +31,11 @@ type Options struct {
 	CreateDatabase bool
 	// Keep leaves the created database (or the bench tenants) in place.
 	Keep bool
+	// Reuse (without CreateDatabase) skips cordon's ingest when the
+	// database's bench tenants already hold this corpus, as a run with Keep
+	// leaves them: for several runs over one large corpus. The ingest and
+	// storage figures are then not measured (null).
+	Reuse bool
 
 	Seed        uint64
 	Chunks      int
@@ -97,6 +102,9 @@ func (o *Options) validate() error {
 		if !slices.Contains(AllSystems, s) {
 			return fmt.Errorf("unknown system %q (want %v)", s, AllSystems)
 		}
+	}
+	if o.Reuse && o.CreateDatabase {
+		return errors.New("reuse needs an existing database: run it without create-database")
 	}
 	if slices.Contains(o.Systems, SystemSQLExact) && !slices.Contains(o.Systems, SystemCordon) {
 		return errors.New("system sql_exact reads Cordon's tables: run it with cordon")
@@ -233,7 +241,11 @@ func openSystem(ctx context.Context, name, dbURL string, conns int32, opts Optio
 	case SystemMemory:
 		return newMemory()
 	case SystemCordon:
-		return newCordon(ctx, dbURL, conns, opts.CacheBytes)
+		c, err := newCordon(ctx, dbURL, conns, opts.CacheBytes)
+		if err == nil {
+			c.reuse = opts.Reuse
+		}
+		return c, err
 	case SystemCordonSQL:
 		return newCordonSQL(ctx, dbURL, conns)
 	case SystemHTTP:
@@ -298,12 +310,12 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	}
 	if b, ok, err := sys.BytesPerChunk(ctx); err != nil {
 		return nil, nil, fmt.Errorf("storage: %w", err)
-	} else if ok {
+	} else if ok && own {
 		res.BytesPerChunk = &b
 	}
 	if c, ok := sys.(interface {
 		CompactedBytesPerChunk(context.Context) (float64, error)
-	}); ok {
+	}); ok && own {
 		pr.logf("[%s] VACUUM FULL to measure compacted storage\n", name)
 		b, err := c.CompactedBytesPerChunk(ctx)
 		if err != nil {

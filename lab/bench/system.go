@@ -204,6 +204,9 @@ type cordonSystem struct {
 	st *postgres.Store
 	r  *retrieval.Retriever
 	g  *Generator
+	// reuse skips the ingest when the tenants hold the corpus already
+	// (Options.Reuse).
+	reuse bool
 }
 
 // newCordon opens the store as 'cordon serve' does: the in-memory query
@@ -247,6 +250,12 @@ func (c *cordonSQLSystem) Close()                                               
 
 func (c *cordonSystem) Ingest(ctx context.Context, g *Generator, writers, batch int, progress func(int64)) (bool, error) {
 	c.g = g
+	if c.reuse {
+		held, err := c.holds(ctx, g)
+		if err != nil || held {
+			return false, err
+		}
+	}
 	for t := range g.Config().Tenants {
 		name := g.TenantName(t)
 		if _, err := c.st.DropTenant(ctx, name); err != nil {
@@ -277,6 +286,36 @@ func (c *cordonSystem) Ingest(ctx context.Context, g *Generator, writers, batch 
 		q := quoteIdent(schema)
 		if _, err := c.st.Pool().Exec(ctx, `ANALYZE `+q+`.documents, `+q+`.chunks, `+q+`.postings`); err != nil {
 			return true, fmt.Errorf("analyze %s: %w", schema, err)
+		}
+	}
+	return true, nil
+}
+
+// holds reports whether every tenant of g's corpus is stored with its
+// chunk count and its first document's text, as an ingest of g leaves it.
+func (c *cordonSystem) holds(ctx context.Context, g *Generator) (bool, error) {
+	for t := range g.Config().Tenants {
+		schema, err := postgres.SchemaName(g.TenantName(t))
+		if err != nil {
+			return false, err
+		}
+		var exists bool
+		if err := c.st.Pool().QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, quoteIdent(schema)+`.documents`).Scan(&exists); err != nil || !exists {
+			return false, err
+		}
+		doc, _ := g.document(t, 0, g.TenantChunks(t))
+		var n int64
+		var text string
+		q := quoteIdent(schema)
+		err = c.st.Pool().QueryRow(ctx, `SELECT s.n_chunks, d.text FROM `+q+`.stats s, `+q+`.documents d WHERE d.doc_id = $1`, doc.DocID).Scan(&n, &text)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("tenant %s: %w", g.TenantName(t), err)
+		}
+		if n != int64(g.TenantChunks(t)) || text != doc.Text {
+			return false, nil
 		}
 	}
 	return true, nil

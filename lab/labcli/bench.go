@@ -127,6 +127,7 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	cacheMiB := fs.String("cache-mib", cmdline.CacheAuto, "cordon's in-memory query path budget in MiB; auto: as 'cordon serve' chooses it (a quarter of the memory this process may use); 0: every query in SQL")
 	create := fs.Bool("create-database", true, "run in a fresh database created on the server, dropped afterwards")
 	keep := fs.Bool("keep", false, "keep the bench database (or tenants) afterwards")
+	reuse := fs.Bool("reuse", false, "with --create-database=false: skip cordon's ingest when the database's bench tenants already hold this corpus (left by a run with --keep); ingest and storage are then not measured")
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
 	policy := fs.String("policy", "", "the retrieval policy of memory, cordon, cordon_sql and http: a SPEC 9 policy JSON object over the bench's (the seed profile, limit 10), or @FILE")
@@ -176,6 +177,7 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		DatabaseURL:    cmdline.DatabaseURL(env, *dbURL),
 		CreateDatabase: *create,
 		Keep:           *keep,
+		Reuse:          *reuse,
 		Seed:           *seed,
 		Chunks:         *chunks,
 		Tenants:        *tenants,

@@ -3,16 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cordon-rag/cordon/cordontype"
-	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/index/memindex"
 )
@@ -21,11 +17,11 @@ import (
 // path; this file holds its mechanics, and query.go decides when to use it.
 // Postgres stays the source of truth: every query reads the tenant's
 // stats.version in its own snapshot and brings the cached index to exactly
-// that version (re-preparing the documents changed since, from the change
-// log) before ranking, so a query never sees older state than a SQL query in
-// the same snapshot would. Documents are re-prepared with index.Prepare, the
-// code that wrote them, so the cached chunks, terms and vectors are the
-// stored ones.
+// that version (reading the documents changed since, from the change log)
+// before ranking, so a query never sees older state than a SQL query in the
+// same snapshot would. Loads read the stored chunk rows (cacheload.go), so
+// the cached chunks and vectors are the stored ones and the terms those
+// index.Prepare gave the write.
 //
 // # Budget
 //
@@ -79,7 +75,7 @@ type cache struct {
 }
 
 // loadSlots is how many background loads may run at once. A load already
-// re-prepares its documents on every core, so more would only queue for
+// decodes its chunks on every core, so more would only queue for
 // the CPUs and hold more of the budget reserved.
 const loadSlots = 2
 
@@ -93,7 +89,7 @@ const loadSlots = 2
 // loaded once room frees up (an index idle this long, or a larger budget).
 const evictMinIdle = 30 * time.Second
 
-// maxInlineChanges is how many changed documents a query re-prepares
+// maxInlineChanges is how many changed documents a query reads
 // itself to bring a cached index forward. With background loads, a tenant
 // further behind is brought forward by a background load, and the query is
 // ranked in SQL meanwhile.
@@ -489,20 +485,20 @@ func (c *cache) counted(start time.Time, installed bool) {
 // (ct.tooBig is then set when it exceeds the budget by itself; ct's lock
 // is held).
 func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant, n, incarnation int64) (x *memindex.Index, reserved int64, err error) {
-	x = memindex.New(t.settings)
-	rows, err := tx.Query(ctx, docRowsSQL(t, ""))
+	rows, err := tx.Query(ctx, chunkRowsSQL(t, ""), binaryRows)
 	if err != nil {
 		return nil, 0, classify(err)
 	}
 	alone := false
-	err = forEachDoc(rows, t, func(doc *cordontype.Document, pcs []index.PreparedChunk) error {
+	builder := memindex.NewBuilder(t.settings, int(n))
+	err = forEachStoredDoc(rows, t, func(docID string, pcs []index.PreparedChunk) error {
 		b := docBytes(t.settings.Dims, pcs)
 		if !c.reserve(ct, b, false) {
 			alone = reserved+b > c.budget
 			return errTooBig
 		}
 		reserved += b
-		x.Put(doc.DocID, pcs, false)
+		builder.Add(docID, pcs)
 		return nil
 	})
 	if err != nil {
@@ -515,7 +511,7 @@ func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTe
 		}
 		return nil, 0, err
 	}
-	return x, reserved, nil
+	return builder.Index(), reserved, nil
 }
 
 // startLoad loads tenant (whose cache entry is that of schema) in the
@@ -614,7 +610,7 @@ func sameIndex(a, b index.Settings) bool {
 	return a == b
 }
 
-// applyChanges re-prepares the documents changed between ct.version and
+// applyChanges reads the documents changed between ct.version and
 // version (ct's lock is held), reserving the bytes they add. ok is false
 // when the change log no longer reaches back to ct.version, or more than
 // limit documents changed (limit < 0: no limit); the caller reloads. An
@@ -638,17 +634,17 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 	if limit >= 0 && len(ids) > limit {
 		return false, nil
 	}
-	rows, err = tx.Query(ctx, docRowsSQL(t, ` WHERE d.doc_id = ANY($1)`), ids)
+	rows, err = tx.Query(ctx, chunkRowsSQL(t, ` WHERE c.doc_id = ANY($1)`), binaryRows, ids)
 	if err != nil {
 		return false, classify(err)
 	}
 	seen := make(map[string]bool, len(ids))
-	err = forEachDoc(rows, t, func(doc *cordontype.Document, pcs []index.PreparedChunk) error {
-		seen[doc.DocID] = true
+	err = forEachStoredDoc(rows, t, func(docID string, pcs []index.PreparedChunk) error {
+		seen[docID] = true
 		if !c.reserve(ct, docBytes(t.settings.Dims, pcs), true) {
 			return errTooBig
 		}
-		ct.x.Put(doc.DocID, pcs, false)
+		ct.x.Put(docID, pcs, false)
 		return nil
 	})
 	if err != nil {
@@ -661,115 +657,4 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 	}
 	ct.version = version
 	return true, nil
-}
-
-// docRowsSQL selects the document rows forEachDoc reads, with where (on
-// documents d) appended. A tenant whose model is not hashing cannot
-// recompute its vectors from the text: its rows carry the stored vectors of
-// their chunks, in chunk order.
-func docRowsSQL(t tenantInfo, where string) string {
-	cols := `d.doc_id, d.text, d.classification, d.barriers, d.as_of_tick`
-	if !t.settings.Spec().IsHash() {
-		cols += `, (SELECT array_agg(c.embedding::real[] ORDER BY c.ord) FROM ` + t.tables.chunks + ` c WHERE c.doc_id = d.doc_id)`
-	}
-	return `SELECT ` + cols + ` FROM ` + t.tables.documents + ` d` + where
-}
-
-// storedVectors gives pcs the stored vectors vecs (one per chunk, in
-// order), exact integers in float32.
-func storedVectors(doc string, pcs []index.PreparedChunk, vecs [][]float32, dims int) error {
-	if len(vecs) != len(pcs) {
-		return fmt.Errorf("stored document %q has %d vectors for %d chunks", doc, len(vecs), len(pcs))
-	}
-	for i, f := range vecs {
-		if len(f) != dims {
-			return fmt.Errorf("stored document %q chunk %d has a vector of %d dimensions, want %d", doc, i, len(f), dims)
-		}
-		v := make([]int32, len(f))
-		for j, x := range f {
-			v[j] = int32(x)
-		}
-		pcs[i].Vector = v
-		pcs[i].NormSq = hashembed.NormSq(v)
-	}
-	return nil
-}
-
-// forEachDoc re-prepares each document row on GOMAXPROCS workers (loading a
-// large tenant is mostly tokenizing and hashing) and calls fn for each, in
-// row order, on the calling goroutine.
-func forEachDoc(rows pgx.Rows, t tenantInfo, fn func(*cordontype.Document, []index.PreparedChunk) error) error {
-	defer rows.Close()
-	stored := !t.settings.Spec().IsHash()
-	type item struct {
-		doc  cordontype.Document
-		vecs [][]float32
-		pcs  []index.PreparedChunk
-		err  error
-		done chan struct{}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	jobs := make(chan *item, 4*workers)
-	order := make(chan *item, 4*workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range jobs {
-				it.pcs, it.err = index.Prepare(&it.doc, t.settings)
-				if it.err == nil && stored {
-					it.err = storedVectors(it.doc.DocID, it.pcs, it.vecs, t.settings.Dims)
-				}
-				if it.err != nil {
-					it.err = fmt.Errorf("re-prepare stored document %q: %w", it.doc.DocID, it.err)
-				}
-				close(it.done)
-			}
-		}()
-	}
-	// The reader alone touches rows until it closes order; it feeds the
-	// workers and records the order, and the caller consumes in that order.
-	var readErr error
-	var stop atomic.Bool
-	go func() {
-		defer close(order)
-		defer close(jobs)
-		for !stop.Load() && rows.Next() {
-			it := &item{doc: cordontype.Document{Tenant: t.name}, done: make(chan struct{})}
-			var class int16
-			dest := []any{&it.doc.DocID, &it.doc.Text, &class, &it.doc.Barriers, &it.doc.AsOfTick}
-			if stored {
-				dest = append(dest, &it.vecs)
-			}
-			if readErr = rows.Scan(dest...); readErr != nil {
-				return
-			}
-			it.doc.Classification = cordontype.Classification(class)
-			jobs <- it
-			order <- it
-		}
-	}()
-	var err error
-	for it := range order {
-		<-it.done
-		if err == nil {
-			if it.err != nil {
-				err = it.err
-			} else {
-				err = fn(&it.doc, it.pcs)
-			}
-		}
-		if err != nil {
-			stop.Store(true) // the reader stops at its next row
-		}
-	}
-	wg.Wait()
-	if err != nil {
-		return err
-	}
-	if readErr != nil {
-		return readErr
-	}
-	return classify(rows.Err())
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
@@ -23,6 +24,9 @@ type cacheFixture struct {
 	write *Store
 	sql   *Store
 	ref   *memory.Store
+	// models, when set, embeds the queries of tenants on another model
+	// than hashing.
+	models *embed.Registry
 }
 
 func newCacheFixture(t *testing.T) *cacheFixture {
@@ -88,7 +92,7 @@ func (f *cacheFixture) check(step string, s *Store, q retrieval.Query) {
 	defer cancel()
 	js := func(name string, st retrieval.Store) string {
 		f.t.Helper()
-		r, err := retrieval.New(st).Retrieve(ctx, q)
+		r, err := retrieval.New(st).WithModels(retrieval.NewQueryModels(f.models)).Retrieve(ctx, q)
 		if err != nil {
 			f.t.Fatalf("%s: %s: %v", step, name, err)
 		}

@@ -1,0 +1,97 @@
+package memindex
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+)
+
+// TestBuilderIsPut: an index from a Builder equals, field for field, the
+// one Put builds from the same documents in the same order: with and
+// without per-label-set counts, with the posting lists built in parts, with vectors beyond int8 (overflow), and
+// with a document id that comes twice (the later replaces the earlier).
+func TestBuilderIsPut(t *testing.T) {
+	s := index.DefaultSettings()
+	s.Chunking.MaxWords, s.Chunking.OverlapWords = 12, 3
+	words := strings.Fields("wire hold ledger release payment review sanctions Zürich naïve 42 x-ray desk")
+	r := rand.New(rand.NewPCG(1, 2))
+	type doc struct {
+		id  string
+		pcs []index.PreparedChunk
+	}
+	var docs []doc
+	for i := range 60 {
+		var b strings.Builder
+		n := 5 + r.IntN(40)
+		if i%9 == 0 {
+			n = 400 // a word repeated beyond int8 in one chunk
+		}
+		for j := range n {
+			w := words[r.IntN(len(words))]
+			if i%9 == 0 {
+				w = words[j%2]
+			}
+			b.WriteString(w + " ")
+		}
+		var barriers []string
+		if i%4 == 1 {
+			barriers = []string{"deal-a"}
+		}
+		d := cordontype.Document{Tenant: "t", DocID: fmt.Sprintf("d%02d", i%50), Text: b.String(),
+			Classification: cordontype.Classification(i % 4), Barriers: barriers, AsOfTick: int64(i)}
+		if i%9 == 0 {
+			s.Chunking.MaxWords = 400
+		}
+		pcs, err := index.Prepare(&d, s)
+		s.Chunking.MaxWords = 12
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc{d.DocID, pcs})
+	}
+	for _, tt := range []struct {
+		name     string
+		docs     int
+		countMin int
+	}{
+		{"distinct ids", 50, labelCountsMin},
+		{"distinct ids, label counts", 50, 3},
+		{"an id twice", 60, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			old, oldMin, oldProcs := labelCountsMin, buildPartMin, runtime.GOMAXPROCS(4)
+			labelCountsMin, buildPartMin = tt.countMin, 8 // four parts
+			t.Cleanup(func() { labelCountsMin, buildPartMin = old, oldMin; runtime.GOMAXPROCS(oldProcs) })
+			want := New(s)
+			b := NewBuilder(s, 10)
+			for _, d := range docs[:tt.docs] {
+				want.Put(d.id, d.pcs, false)
+				b.Add(d.id, d.pcs)
+			}
+			got := b.Index()
+			if len(got.overflow) == 0 || got.Len() == 0 {
+				t.Fatalf("%d chunks, %d beyond int8: the test exercises too little", got.Len(), len(got.overflow))
+			}
+			if tt.countMin == 3 {
+				withCounts := 0
+				for _, p := range got.postings {
+					if p.byLabel != nil {
+						withCounts++
+					}
+				}
+				if withCounts == 0 {
+					t.Fatal("no posting list keeps label counts")
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatal("the built index differs from the one Put built")
+			}
+		})
+	}
+}

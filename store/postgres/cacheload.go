@@ -1,0 +1,265 @@
+package postgres
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/hashembed"
+	"github.com/cordon-rag/cordon/index"
+)
+
+// The cache reads a tenant's stored chunk rows back into prepared chunks
+// instead of re-preparing its documents: the chunk fields and the vector
+// are what the write stored, so neither chunking nor feature hashing runs
+// again. Only the terms are recomputed, by tokenizing the stored chunk
+// text (analysis.Counter, as index.Prepare does): the postings are stored
+// by term, so a chunk's terms in first-occurrence order cannot be read
+// back. Rows arrive in PostgreSQL's binary formats (pgvector's for the
+// embedding) and are decoded on GOMAXPROCS workers.
+//
+// A profile of loading a generated 100k-chunk tenant by re-preparing
+// (2026-12-02, BenchmarkColdLoad in lab/bench) spent 3.0 of its 6.3
+// CPU-seconds in index.Prepare: tokenizing 1.2, feature hashing 0.9,
+// chunk.Split 0.85.
+
+// chunkRowsSQL selects the chunk rows forEachStoredDoc decodes, with where
+// (on chunks c) appended: a document's chunks together, in chunk order,
+// documents in doc_id order.
+func chunkRowsSQL(t tenantInfo, where string) string {
+	return `SELECT c.doc_id, c.chunk_id, c.section, c.text, c.start_char, c.end_char, c.length,
+		c.classification, c.barriers, c.as_of_tick, c.embedding
+		FROM ` + t.tables.chunks + ` c` + where + ` ORDER BY c.doc_id, c.ord`
+}
+
+// chunkRowCols is the number of columns chunkRowsSQL selects.
+const chunkRowCols = 11
+
+// binaryRows are the query options that make every column of a
+// chunkRowsSQL result arrive in binary format, the embedding included
+// (pgx knows no codec for pgvector's type and would ask for text).
+var binaryRows = pgx.QueryResultFormats{pgx.BinaryFormatCode}
+
+var errChunkRow = errors.New("stored chunk row: unexpected binary format")
+
+// storedDoc is one document's chunk rows: their raw column values, copied
+// out of the connection's buffer into one allocation.
+type storedDoc struct {
+	docID string
+	raw   [][chunkRowCols][]byte
+	pcs   []index.PreparedChunk
+	err   error
+}
+
+// storedBatch is a few documents decoded by one worker.
+type storedBatch struct {
+	docs []storedDoc
+	done chan struct{}
+}
+
+// storedBatchRows is about how many chunk rows a worker decodes at once.
+const storedBatchRows = 256
+
+// forEachStoredDoc decodes the rows of a chunkRowsSQL query (run with
+// binaryRows) on GOMAXPROCS workers and calls fn for each document's
+// chunks, in row order, on the calling goroutine. The prepared chunks are
+// those index.Prepare (and, for a model, index.Vectorize) gave the write.
+func forEachStoredDoc(rows pgx.Rows, t tenantInfo, fn func(docID string, pcs []index.PreparedChunk) error) error {
+	defer rows.Close()
+	workers := runtime.GOMAXPROCS(0)
+	jobs := make(chan *storedBatch, 4*workers)
+	order := make(chan *storedBatch, 4*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counter := analysis.NewCounter()
+			for b := range jobs {
+				for i := range b.docs {
+					d := &b.docs[i]
+					d.pcs, d.err = decodeStoredDoc(d, t, counter)
+				}
+				close(b.done)
+			}
+		}()
+	}
+	// The reader alone touches rows until it closes order; it groups rows
+	// by document into batches for the workers and records their order.
+	var readErr error
+	var stop atomic.Bool
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		b := &storedBatch{done: make(chan struct{})}
+		n := 0
+		send := func() {
+			jobs <- b
+			order <- b
+			b, n = &storedBatch{done: make(chan struct{})}, 0
+		}
+		for !stop.Load() && rows.Next() {
+			raw := rows.RawValues()
+			if err := checkChunkRow(rows, raw); err != nil {
+				readErr = err
+				return
+			}
+			if k := len(b.docs); k == 0 || b.docs[k-1].docID != string(raw[0]) {
+				if n >= storedBatchRows {
+					send()
+				}
+				b.docs = append(b.docs, storedDoc{docID: string(raw[0])})
+			}
+			d := &b.docs[len(b.docs)-1]
+			d.raw = append(d.raw, copyRow(raw))
+			n++
+		}
+		if len(b.docs) > 0 {
+			send()
+		}
+	}()
+	var err error
+	for b := range order {
+		<-b.done
+		for i := range b.docs {
+			if err != nil {
+				break
+			}
+			d := &b.docs[i]
+			if d.err != nil {
+				err = fmt.Errorf("read stored document %q: %w", d.docID, d.err)
+			} else {
+				err = fn(d.docID, d.pcs)
+			}
+		}
+		if err != nil {
+			stop.Store(true) // the reader stops at its next row
+		}
+	}
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if readErr != nil {
+		return readErr
+	}
+	return classify(rows.Err())
+}
+
+// checkChunkRow checks that a chunk row has chunkRowsSQL's columns, each
+// in binary format and none null.
+func checkChunkRow(rows pgx.Rows, raw [][]byte) error {
+	fd := rows.FieldDescriptions()
+	if len(raw) != chunkRowCols || len(fd) != chunkRowCols {
+		return fmt.Errorf("%w: %d columns, want %d", errChunkRow, len(raw), chunkRowCols)
+	}
+	for i := range fd {
+		if fd[i].Format != pgx.BinaryFormatCode || raw[i] == nil {
+			return fmt.Errorf("%w: column %s null or not binary", errChunkRow, fd[i].Name)
+		}
+	}
+	return nil
+}
+
+// copyRow copies a row's raw values (valid only until the next row) into
+// one allocation.
+func copyRow(raw [][]byte) [chunkRowCols][]byte {
+	size := 0
+	for _, v := range raw {
+		size += len(v)
+	}
+	buf := make([]byte, 0, size)
+	var out [chunkRowCols][]byte
+	for i, v := range raw {
+		buf = append(buf, v...)
+		out[i] = buf[len(buf)-len(v) : len(buf) : len(buf)]
+	}
+	return out
+}
+
+// decodeStoredDoc decodes d's chunk rows into prepared chunks of tenant t,
+// tokenizing each chunk's text with counter.
+func decodeStoredDoc(d *storedDoc, t tenantInfo, counter *analysis.Counter) ([]index.PreparedChunk, error) {
+	pcs := make([]index.PreparedChunk, len(d.raw))
+	for i := range d.raw {
+		if err := decodeChunkRow(&pcs[i], &d.raw[i], t, counter); err != nil {
+			return nil, fmt.Errorf("chunk %d: %w", i, err)
+		}
+	}
+	return pcs, nil
+}
+
+// decodeChunkRow decodes one chunkRowsSQL row into pc.
+func decodeChunkRow(pc *index.PreparedChunk, raw *[chunkRowCols][]byte, t tenantInfo, counter *analysis.Counter) error {
+	c := &pc.Chunk
+	c.DocID, c.ChunkID, c.Section, c.Text = string(raw[0]), string(raw[1]), string(raw[2]), string(raw[3])
+	c.Tenant = t.name
+	ints := [3]*int{&c.StartChar, &c.EndChar, &c.Length}
+	for j, p := range ints {
+		v, err := int4(raw[4+j])
+		if err != nil {
+			return err
+		}
+		*p = int(v)
+	}
+	if len(raw[7]) != 2 {
+		return fmt.Errorf("%w: classification of %d bytes", errChunkRow, len(raw[7]))
+	}
+	c.Classification = cordontype.Classification(int16(binary.BigEndian.Uint16(raw[7])))
+	var labels [][]byte
+	labels, err := appendTextArray(labels, raw[8])
+	if err != nil {
+		return err
+	}
+	c.Barriers = make([]string, len(labels)) // never nil, as ValidateBarriers gives
+	for j, l := range labels {
+		c.Barriers[j] = string(l)
+	}
+	if len(raw[9]) != 8 {
+		return fmt.Errorf("%w: as_of_tick of %d bytes", errChunkRow, len(raw[9]))
+	}
+	c.AsOfTick = int64(binary.BigEndian.Uint64(raw[9]))
+	if pc.Vector, err = decodeVector(raw[10], t.settings.Dims); err != nil {
+		return err
+	}
+	pc.NormSq = hashembed.NormSq(pc.Vector)
+	pc.Terms, pc.TF = counter.Count(c.Text)
+	return nil
+}
+
+func int4(b []byte) (int32, error) {
+	if len(b) != 4 {
+		return 0, fmt.Errorf("%w: an integer of %d bytes", errChunkRow, len(b))
+	}
+	return int32(binary.BigEndian.Uint32(b)), nil
+}
+
+// decodeVector decodes pgvector's binary form (int16 dimensions, int16
+// unused, then big-endian float32s) of a stored count vector: every
+// component an integer of magnitude at most index.MaxCount.
+func decodeVector(b []byte, dims int) ([]int32, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("%w: a vector of %d bytes", errChunkRow, len(b))
+	}
+	n := int(binary.BigEndian.Uint16(b))
+	if n != dims || len(b) != 4+4*n {
+		return nil, fmt.Errorf("%w: a vector of %d dimensions in %d bytes, want %d dimensions", errChunkRow, n, len(b), dims)
+	}
+	v := make([]int32, n)
+	for i := range v {
+		f := math.Float32frombits(binary.BigEndian.Uint32(b[4+4*i:]))
+		if f > index.MaxCount || f < -index.MaxCount || f != float32(int32(f)) {
+			return nil, fmt.Errorf("%w: vector component %d is %v, not an integer within ±2^24", errChunkRow, i, f)
+		}
+		v[i] = int32(f)
+	}
+	return v, nil
+}
