@@ -54,7 +54,7 @@ func (b *Builder) Add(docID string, prepared []index.PreparedChunk) {
 				slots[i] = b.x.addSlot(&prepared[i], false)
 				b.tfs = append(b.tfs, prepared[i].TF)
 			}
-			b.x.docs[docID] = slots
+			b.x.addDoc(docID, slots)
 			return
 		}
 		b.buildPostings()
