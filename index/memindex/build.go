@@ -1,6 +1,7 @@
 package memindex
 
 import (
+	"hash/maphash"
 	"runtime"
 	"sync"
 
@@ -106,23 +107,52 @@ func (b *Builder) buildPostings() {
 		}()
 	}
 	wg.Wait()
-	all := lists[0]
-	for _, m := range lists[1:] {
-		for t, p := range m {
-			if q := all[t]; q != nil {
-				q.slots = append(q.slots, p.slots...)
-				q.tfs = append(q.tfs, p.tfs...)
-				q.df += p.df
-			} else {
+	// Join the parts' lists of each term in part order (slot order), on
+	// as many goroutines, each owning the terms whose hash falls to it; the
+	// label counts of long lists (what add keeps from a list's
+	// labelCountsMin-th posting on, every slot being alive) are taken there
+	// too.
+	joined := make([]map[string]*postingList, parts)
+	seed := maphash.MakeSeed()
+	for k := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := make(map[string]*postingList, len(lists[0])/parts)
+			for _, part := range lists {
+				for t, p := range part {
+					if parts > 1 && maphash.String(seed, t)%uint64(parts) != uint64(k) {
+						continue
+					}
+					if q := m[t]; q != nil {
+						q.slots = append(q.slots, p.slots...)
+						q.tfs = append(q.tfs, p.tfs...)
+						q.df += p.df
+					} else {
+						m[t] = p
+					}
+				}
+			}
+			for _, p := range m {
+				if len(p.slots) >= labelCountsMin {
+					p.byLabel = x.countLabels(p)
+				}
+			}
+			joined[k] = m
+		}()
+	}
+	wg.Wait()
+	all := joined[0]
+	if parts > 1 {
+		n := 0
+		for _, m := range joined {
+			n += len(m)
+		}
+		all = make(map[string]*postingList, n)
+		for _, m := range joined {
+			for t, p := range m {
 				all[t] = p
 			}
-		}
-	}
-	// What add keeps from a list's labelCountsMin-th posting on (every
-	// slot is alive).
-	for _, p := range all {
-		if len(p.slots) >= labelCountsMin {
-			p.byLabel = x.countLabels(p)
 		}
 	}
 	x.postings = all
