@@ -82,8 +82,9 @@ CONTAINER_ENV := CORDON_TEST_DATABASE_URL= TESTCONTAINERS_RYUK_DISABLED=true COR
 	CORDON_TEST_IMAGE=cordon-pg:15 CORDON_TEST_NETWORK=host CORDON_TEST_CORDON_IMAGE=cordon:local
 
 .PHONY: test/containers
-test/containers: ## the integration tests, cordontest and the image smoke test through testcontainers, on a private Docker engine with images built from Debian's archive (root)
+test/containers: ## the integration tests, cordontest and the image smoke test through testcontainers, on a private Docker engine with images built from Debian's archive (root; installs the local embedding model first, as test does)
 	@set -euo pipefail; \
+	bash scripts/model-install.sh; \
 	if ! bash scripts/docker-engine.sh env >/dev/null 2>&1; then \
 		trap 'bash scripts/docker-engine.sh stop >/dev/null 2>&1 || true' EXIT; \
 	fi; \
