@@ -14,8 +14,8 @@ import (
 )
 
 // MaxCount is the largest count magnitude a vector component may hold: 2^24,
-// the end of float32's exact integers.
-const MaxCount = 1 << 24
+// the end of float32's exact integers ([hashembed.MaxCount]).
+const MaxCount = hashembed.MaxCount
 
 // Settings are a tenant's index settings: they decide chunk boundaries and
 // scores, so a store records them with the tenant and never mixes two.

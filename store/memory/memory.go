@@ -40,10 +40,8 @@ func NewWithModels(s index.Settings, models *embed.Registry) (*Store, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if spec := s.Spec(); !spec.IsHash() {
-		if _, err := models.Lookup(spec.Model); err != nil {
-			return nil, err
-		}
+	if err := models.Check(s.Spec()); err != nil {
+		return nil, err
 	}
 	return &Store{settings: s, models: models, tenants: make(map[string]*tenant)}, nil
 }
