@@ -182,9 +182,14 @@ func hashVectors(dims int, texts []string, kind Kind) ([][]int32, error) {
 	if err := hashembed.ValidateDims(dims); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
+	buckets := hashembed.Shared(dims) // memoised hashembed.Bucket
 	out := make([][]int32, len(texts))
 	for i, text := range texts {
-		v := hashembed.Vector(analysis.Tokenize(text), dims)
+		v := make([]int32, dims)
+		for _, t := range analysis.Tokenize(text) {
+			d, sign := buckets.Bucket(t)
+			v[d] += sign
+		}
 		if kind == Document {
 			for _, x := range v {
 				if x > hashembed.MaxCount || x < -hashembed.MaxCount {

@@ -56,10 +56,8 @@ func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.
 	if err != nil {
 		return nil, err
 	}
-	if spec := s.settings.Spec(); !spec.IsHash() {
-		if err := index.Vectorize(ctx, s.models, spec, prepared); err != nil {
-			return nil, err
-		}
+	if err := index.Vectorize(ctx, s.models, s.settings.Spec(), prepared); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
