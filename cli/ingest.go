@@ -425,7 +425,7 @@ func checkIngestModels(ctx context.Context, st *postgres.Store, tenant string, f
 	model, dims := f.Model()
 	for _, spec := range specs {
 		switch {
-		case spec.IsHash():
+		case spec.IsHash(): // built into the registry: no --embed-* flag serves it
 		case f.URL() == "" || model != spec.Model:
 			return fmt.Errorf("%w: tenant %q embeds with %s, which no --embed-url serves here: give its embedding server, e.g. cordon ingest --embed-url URL --embed-model %s --embed-dims %d --tenant %s ... (docs/embeddings.md)",
 				cmdline.ErrUsage, tenant, spec, spec.Model, spec.Dims, tenant)

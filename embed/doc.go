@@ -5,7 +5,8 @@
 //
 // The default model, [Hash], is SPEC section 3's signed feature hashing
 // (package hashembed): its vectors are integer counts already and it needs no
-// provider. Any other model's float vectors are quantized once, document
+// provider; [Registry] serves it itself, so [Registry.Vectors] is the one way
+// from text to a vector for every model. Any other model's float vectors are quantized once, document
 // vectors at write time and a query's vector once per query, to int8 range
 // integers by [Quantize]; stores keep only those integers and score them with
 // exact integer dot products and SPEC's cosine formula.

@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/hashembed"
 )
 
 // Hash is the model name of signed feature hashing, the default.
@@ -74,8 +77,11 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string, kind Kind) ([][]float32, error)
 }
 
-// Registry maps model names to the embedders that serve them. The zero
-// value serves no model (hashing needs none).
+// Registry maps model names to the embedders that serve them, and serves
+// hashing itself: it is the one way from text to a vector, so callers ask it
+// for a spec's vectors and never branch on the model (as goose's dialect
+// querier spares its callers the dialect). The zero value (and nil) serves
+// hashing only.
 type Registry struct {
 	models map[string]Embedder
 }
@@ -123,12 +129,26 @@ func (r *Registry) Lookup(model string) (Embedder, error) {
 	return nil, fmt.Errorf("%w: %q (configured: %s); configure a provider for it (cordon serve --embed-url ... --embed-model %s)", ErrUnknownModel, model, have, model)
 }
 
-// Vectors embeds texts with spec's model and quantizes each vector. It
-// fails if the provider answers with the wrong number of vectors or the
-// wrong dimensions, or a vector that [Quantize] refuses.
+// Check reports whether r can give vectors of spec's model: nil for
+// hashing, which is built in, else [Registry.Lookup]'s error.
+func (r *Registry) Check(spec Spec) error {
+	if spec.IsHash() {
+		return nil
+	}
+	_, err := r.Lookup(spec.Model)
+	return err
+}
+
+// Vectors gives texts their vectors under spec. For hashing, the built-in
+// provider, each is the signed count vector of the text's tokens
+// (analysis.Tokenize, hashembed.Vector); a document's must keep every
+// component within [hashembed.MaxCount], as stores keep them in float32.
+// For any other model texts are embedded by its provider and each vector
+// quantized; that fails if the provider answers with the wrong number of
+// vectors or the wrong dimensions, or a vector that [Quantize] refuses.
 func (r *Registry) Vectors(ctx context.Context, spec Spec, texts []string, kind Kind) ([][]int32, error) {
 	if spec.IsHash() {
-		return nil, fmt.Errorf("%w: hashing vectors come from the tokens, not a provider", ErrInvalidSpec)
+		return hashVectors(spec.Dims, texts, kind)
 	}
 	e, err := r.Lookup(spec.Model)
 	if err != nil {
@@ -152,6 +172,32 @@ func (r *Registry) Vectors(ctx context.Context, spec Spec, texts []string, kind 
 		if out[i], err = Quantize(f); err != nil {
 			return nil, fmt.Errorf("%w: %s vector %d: %v", ErrProvider, spec, i, err)
 		}
+	}
+	return out, nil
+}
+
+// hashVectors is the built-in hashing provider: no call, no quantization,
+// the counts are integers already.
+func hashVectors(dims int, texts []string, kind Kind) ([][]int32, error) {
+	if err := hashembed.ValidateDims(dims); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	buckets := hashembed.Shared(dims) // memoised hashembed.Bucket
+	out := make([][]int32, len(texts))
+	for i, text := range texts {
+		v := make([]int32, dims)
+		for _, t := range analysis.Tokenize(text) {
+			d, sign := buckets.Bucket(t)
+			v[d] += sign
+		}
+		if kind == Document {
+			for _, x := range v {
+				if x > hashembed.MaxCount || x < -hashembed.MaxCount {
+					return nil, fmt.Errorf("chunk text %d: %w", i, hashembed.ErrVectorBound)
+				}
+			}
+		}
+		out[i] = v
 	}
 	return out, nil
 }

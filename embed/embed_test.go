@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cordon-rag/cordon/hashembed"
@@ -108,5 +109,45 @@ func TestRegistryVectors(t *testing.T) {
 	}
 	if _, err := r.Vectors(context.Background(), Spec{Model: "m", Dims: 2}, []string{"a", "b"}, Query); !errors.Is(err, ErrProvider) {
 		t.Fatalf("too few vectors: %v", err)
+	}
+}
+
+// TestRegistryHashing checks the built-in provider: any registry, nil
+// included, gives hashing vectors, the signed counts of the text's tokens.
+func TestRegistryHashing(t *testing.T) {
+	texts := []string{"Alpha beta, alpha!", "", "gamma"}
+	tokens := [][]string{{"alpha", "beta", "alpha"}, nil, {"gamma"}}
+	for _, tt := range []struct {
+		name string
+		reg  *Registry
+		spec Spec
+	}{
+		{"nil registry", nil, Spec{Model: Hash, Dims: 16}},
+		{"empty model name", &Registry{}, Spec{Dims: 16}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.reg.Check(tt.spec); err != nil {
+				t.Fatalf("Check = %v, want nil", err)
+			}
+			for _, kind := range []Kind{Document, Query} {
+				got, err := tt.reg.Vectors(context.Background(), tt.spec, texts, kind)
+				if err != nil {
+					t.Fatalf("Vectors(%s) = %v", kind, err)
+				}
+				for i, toks := range tokens {
+					want := hashembed.Vector(toks, tt.spec.Dims)
+					if !slices.Equal(got[i], want) {
+						t.Errorf("%s vector %d: got %v, want %v", kind, i, got[i], want)
+					}
+				}
+			}
+		})
+	}
+	var r Registry
+	if err := r.Check(Spec{Model: "m", Dims: 2}); !errors.Is(err, ErrUnknownModel) {
+		t.Errorf("Check(unregistered) = %v, want ErrUnknownModel", err)
+	}
+	if _, err := r.Vectors(context.Background(), Spec{Model: Hash}, texts, Query); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("hashing with 0 dims: got %v, want ErrInvalidSpec", err)
 	}
 }

@@ -3,12 +3,12 @@ package embed
 import "errors"
 
 // ErrInvalidSpec is returned (wrapped) for a model spec that cannot be
-// used: by [ValidateModel], and by [Registry.Register] and
-// [Registry.Vectors] for Hash.
+// used: by [ValidateModel], by [Registry.Register] for Hash, and by
+// [Registry.Vectors] for hashing with invalid dims.
 var ErrInvalidSpec = errors.New("invalid embedding model")
 
-// ErrUnknownModel is returned (wrapped) by [Registry.Lookup] and
-// [Registry.Vectors] when a tenant's model has no configured provider.
+// ErrUnknownModel is returned (wrapped) by [Registry.Lookup],
+// [Registry.Check] and [Registry.Vectors] when a tenant's model has no configured provider.
 var ErrUnknownModel = errors.New("embedding model not configured")
 
 // ErrDims is returned (wrapped, with ErrProvider) when a provider's vectors

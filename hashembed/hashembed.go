@@ -17,6 +17,10 @@ const (
 	MaxDims     = 16000
 )
 
+// MaxCount is the largest count magnitude a stored vector component may
+// hold: 2^24, the end of float32's exact integers.
+const MaxCount = 1 << 24
+
 // ValidateDims checks 1 <= dims <= MaxDims.
 func ValidateDims(dims int) error {
 	if dims < 1 || dims > MaxDims {

@@ -14,8 +14,8 @@ import (
 )
 
 // MaxCount is the largest count magnitude a vector component may hold: 2^24,
-// the end of float32's exact integers.
-const MaxCount = 1 << 24
+// the end of float32's exact integers ([hashembed.MaxCount]).
+const MaxCount = hashembed.MaxCount
 
 // Settings are a tenant's index settings: they decide chunk boundaries and
 // scores, so a store records them with the tenant and never mixes two.
@@ -80,7 +80,7 @@ type PreparedChunk struct {
 // Prepare validates doc (normalising its barriers) and chunks, tokenizes and
 // hashes it under s. Nothing is stored; an error means the document must be
 // refused as a whole. Under a model other than hashing the chunks have no
-// vector yet: [Embed] gives them one.
+// vector yet: [Vectorize] gives them one.
 func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 	if err := doc.Validate(); err != nil {
 		return nil, err
@@ -90,6 +90,11 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 		return nil, err
 	}
 	out := make([]PreparedChunk, len(pieces))
+	// Hashing is the one model whose vector follows from the counts made
+	// here: Prepare gives it now, the same vector the embedding registry's
+	// built-in hashing gives for the text, without tokenizing it again, and
+	// stays pure (no registry). Any other model's vector needs its provider:
+	// [Vectorize] gives it.
 	hashed := s.Spec().IsHash()
 	counter := analysis.NewCounter()
 	for i, p := range pieces {
@@ -125,34 +130,21 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 }
 
 // Vectorize gives each chunk of docs (each one document's prepared chunks)
-// its vector under spec. For hashing that is the signed count vector of the
-// chunk's terms. For a model it is one embedding call for all of their texts
-// through reg (the provider batches), each vector quantized
+// that has no vector yet its vector under spec, asking reg for them all in
+// one call (a provider batches). [Prepare] has already given every chunk its
+// hashing vector from the counts it made, so under hashing Vectorize finds
+// nothing to do unless the chunks were prepared under another model (a
+// tenant re-embedding to hashing); there reg's built-in hashing gives the
+// same vectors from the texts. A model's vectors come quantized
 // (embed.Quantize), so every component is within ±embed.QuantMax, far
 // inside the exact float32 range. On error no chunk is changed.
 func Vectorize(ctx context.Context, reg *embed.Registry, spec embed.Spec, docs ...[]PreparedChunk) error {
-	if spec.IsHash() {
-		if err := hashembed.ValidateDims(spec.Dims); err != nil {
-			return err
-		}
-		buckets := hashembed.Shared(spec.Dims)
-		var vs [][]int32
-		for _, d := range docs {
-			for i := range d {
-				v, err := hashVector(buckets, spec.Dims, d[i].Terms, d[i].TF)
-				if err != nil {
-					return fmt.Errorf("document %q chunk %d: %w", d[i].Chunk.DocID, i, err)
-				}
-				vs = append(vs, v)
-			}
-		}
-		setVectors(vs, docs)
-		return nil
-	}
 	var texts []string
 	for _, d := range docs {
 		for i := range d {
-			texts = append(texts, d[i].Chunk.Text)
+			if d[i].Vector == nil {
+				texts = append(texts, d[i].Chunk.Text)
+			}
 		}
 	}
 	if len(texts) == 0 {
@@ -162,19 +154,17 @@ func Vectorize(ctx context.Context, reg *embed.Registry, spec embed.Spec, docs .
 	if err != nil {
 		return err
 	}
-	setVectors(vs, docs)
-	return nil
-}
-
-func setVectors(vs [][]int32, docs [][]PreparedChunk) {
 	k := 0
 	for _, d := range docs {
 		for i := range d {
-			d[i].Vector = vs[k]
-			d[i].NormSq = hashembed.NormSq(vs[k])
-			k++
+			if d[i].Vector == nil {
+				d[i].Vector = vs[k]
+				d[i].NormSq = hashembed.NormSq(vs[k])
+				k++
+			}
 		}
 	}
+	return nil
 }
 
 // hashVector is hashembed.Vector of a chunk's tokens from its distinct terms

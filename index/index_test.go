@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -170,5 +171,40 @@ func TestFloat32s(t *testing.T) {
 		if int32(got[i]) != x {
 			t.Errorf("Float32s[%d] = %v, want %d exactly", i, got[i], x)
 		}
+	}
+}
+
+// TestVectorizeHashingIsPrepare checks that chunks prepared under another
+// model (as a tenant re-embedding to hashing writes them) get from
+// Vectorize the very vectors Prepare gives under hashing, and that chunks
+// Prepare already gave a vector keep it without a call to the registry.
+func TestVectorizeHashingIsPrepare(t *testing.T) {
+	hashed := settings(3, 1)
+	model := hashed
+	model.Model = "some-model"
+	for i, text := range prepareTexts {
+		t.Run(fmt.Sprintf("text%d", i), func(t *testing.T) {
+			d := cordontype.Document{Tenant: "wholesale", DocID: "d", Text: text, Classification: cordontype.Internal}
+			want, err := Prepare(&d, hashed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Prepare(&d, model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Vectorize(context.Background(), nil, hashed.Spec(), got); err != nil {
+				t.Fatalf("Vectorize: %v", err)
+			}
+			for n := range want {
+				if !slices.Equal(got[n].Vector, want[n].Vector) || got[n].NormSq != want[n].NormSq {
+					t.Errorf("chunk %d: got %v (%d), want %v (%d)", n, got[n].Vector, got[n].NormSq, want[n].Vector, want[n].NormSq)
+				}
+			}
+			// A registry serving no model would fail any call for one.
+			if err := Vectorize(context.Background(), nil, model.Spec(), want); err != nil {
+				t.Errorf("Vectorize of chunks with vectors: %v, want no call", err)
+			}
+		})
 	}
 }

@@ -40,6 +40,12 @@ func (r *RankRequest) QueryVector(spec embed.Spec) ([]int32, error) {
 	if r.NoDense {
 		return make([]int32, spec.Dims), nil
 	}
+	// Hashing stays a branch here because it is part of the contract with
+	// the store, not a way of embedding: its query vector needs no provider,
+	// so the store makes it from the request's tokens with the dims it reads
+	// in its snapshot, and a hashing tenant's query is never embedded ahead
+	// (see [QueryModels.Dense]). Every other model's vector is made before
+	// the snapshot, by the embedding registry, and must match exactly.
 	if spec.IsHash() {
 		if r.Dense == nil || r.Dense.Spec.IsHash() {
 			return hashembed.Vector(r.Tokens, spec.Dims), nil
@@ -81,6 +87,10 @@ func (r *Retriever) WithModels(m *QueryModels) *Retriever {
 // text embedded and quantized (a zero vector when tokens, the text's
 // tokens, are none, so the query matches nothing on either side).
 func (m *QueryModels) Dense(ctx context.Context, spec embed.Spec, text string, tokens []string) (*DenseQuery, error) {
+	// Not the registry's hashing: the store hashes the tokens itself, with
+	// the tenant's dims, which are not known here before it answers
+	// ([RankRequest.QueryVector]); so a hashing tenant's first query needs
+	// no second attempt.
 	if spec.IsHash() {
 		return nil, nil
 	}

@@ -40,10 +40,8 @@ func NewWithModels(s index.Settings, models *embed.Registry) (*Store, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	if spec := s.Spec(); !spec.IsHash() {
-		if _, err := models.Lookup(spec.Model); err != nil {
-			return nil, err
-		}
+	if err := models.Check(s.Spec()); err != nil {
+		return nil, err
 	}
 	return &Store{settings: s, models: models, tenants: make(map[string]*tenant)}, nil
 }
@@ -58,10 +56,8 @@ func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.
 	if err != nil {
 		return nil, err
 	}
-	if spec := s.settings.Spec(); !spec.IsHash() {
-		if err := index.Vectorize(ctx, s.models, spec, prepared); err != nil {
-			return nil, err
-		}
+	if err := index.Vectorize(ctx, s.models, s.settings.Spec(), prepared); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

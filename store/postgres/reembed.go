@@ -15,7 +15,6 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
-	"github.com/cordon-rag/cordon/index"
 )
 
 // Re-embedding moves a tenant to another embedding model (or dimensions)
@@ -111,10 +110,8 @@ func (s *Store) BeginReembed(ctx context.Context, tenant string, to embed.Spec) 
 	if err := hashembed.ValidateDims(to.Dims); err != nil {
 		return err
 	}
-	if !to.IsHash() {
-		if _, err := s.opts.Models.Lookup(to.Model); err != nil {
-			return err
-		}
+	if err := s.opts.Models.Check(to); err != nil {
+		return err
 	}
 	return s.reembedStep(ctx, tenant, func(tx pgx.Tx, t tenantInfo) error {
 		switch {
@@ -180,7 +177,7 @@ func (s *Store) Backfill(ctx context.Context, tenant string, batch int, progress
 		if len(ids) == 0 {
 			return nil
 		}
-		vecs, err := s.vectorsOf(ctx, *t.next, texts)
+		vecs, err := s.opts.Models.Vectors(ctx, *t.next, texts, embed.Document)
 		if err != nil {
 			return err
 		}
@@ -218,24 +215,6 @@ func (s *Store) Backfill(ctx context.Context, tenant string, batch int, progress
 			progress(st.Filled, st.Chunks)
 		}
 	}
-}
-
-// vectorsOf embeds texts as chunks under spec.
-func (s *Store) vectorsOf(ctx context.Context, spec embed.Spec, texts []string) ([][]int32, error) {
-	if !spec.IsHash() {
-		return s.opts.Models.Vectors(ctx, spec, texts, embed.Document)
-	}
-	out := make([][]int32, len(texts))
-	for i, text := range texts {
-		v := hashembed.Vector(analysis.Tokenize(text), spec.Dims)
-		for _, x := range v {
-			if x > index.MaxCount || x < -index.MaxCount {
-				return nil, fmt.Errorf("chunk text %d: %w", i, index.ErrVectorBound)
-			}
-		}
-		out[i] = v
-	}
-	return out, nil
 }
 
 // vectorLiteral is pgvector's text form of an integer vector.
@@ -366,11 +345,11 @@ func (s *Store) Shadow(ctx context.Context, tenant string, queries []string, k i
 	if len(kept) == 0 {
 		return rep, fmt.Errorf("%w: no query with a token to compare", cordontype.ErrInvalid)
 	}
-	cur, err := s.queryVectors(ctx, t.settings.Spec(), kept)
+	cur, err := s.opts.Models.Vectors(ctx, t.settings.Spec(), kept, embed.Query)
 	if err != nil {
 		return rep, err
 	}
-	nxt, err := s.queryVectors(ctx, *t.next, kept)
+	nxt, err := s.opts.Models.Vectors(ctx, *t.next, kept, embed.Query)
 	if err != nil {
 		return rep, err
 	}
@@ -407,17 +386,6 @@ func (s *Store) Shadow(ctx context.Context, tenant string, queries []string, k i
 	rep.Queries = len(kept)
 	rep.MeanOverlap = sum / float64(len(kept))
 	return rep, nil
-}
-
-func (s *Store) queryVectors(ctx context.Context, spec embed.Spec, queries []string) ([][]int32, error) {
-	if !spec.IsHash() {
-		return s.opts.Models.Vectors(ctx, spec, queries, embed.Query)
-	}
-	out := make([][]int32, len(queries))
-	for i, q := range queries {
-		out[i] = hashembed.Vector(analysis.Tokenize(q), spec.Dims)
-	}
-	return out, nil
 }
 
 // shadowTop is the top-k chunk ids by cosine of q against one slot, whose

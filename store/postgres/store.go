@@ -132,10 +132,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		// As the memory store: tenants created with a model no provider
 		// serves could take no write, so the store is refused up front.
-		if spec := opts.AutoCreate.Spec(); !spec.IsHash() {
-			if _, err := opts.Models.Lookup(spec.Model); err != nil {
-				return nil, err
-			}
+		if err := opts.Models.Check(opts.AutoCreate.Spec()); err != nil {
+			return nil, err
 		}
 	}
 	if opts.AuditKeys != nil {

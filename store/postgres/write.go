@@ -107,14 +107,12 @@ func (s *Store) prepareDocs(ctx context.Context, t tenantInfo, docs []cordontype
 			return nil, err
 		}
 	}
-	if spec := t.settings.Spec(); !spec.IsHash() {
-		all := make([][]index.PreparedChunk, len(batch))
-		for i := range batch {
-			all[i] = batch[i].chunks
-		}
-		if err := index.Vectorize(ctx, s.opts.Models, spec, all...); err != nil {
-			return nil, err
-		}
+	all := make([][]index.PreparedChunk, len(batch))
+	for i := range batch {
+		all[i] = batch[i].chunks
+	}
+	if err := index.Vectorize(ctx, s.opts.Models, t.settings.Spec(), all...); err != nil {
+		return nil, err
 	}
 	if t.next != nil {
 		if err := s.nextVectors(ctx, *t.next, batch); err != nil {
