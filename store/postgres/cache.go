@@ -601,8 +601,6 @@ func (s *Store) load(tenant string, ct *cachedTenant) (start time.Time, ok, trie
 	return start, installed, tried || err != nil
 }
 
-var errTooBig = errors.New("tenant exceeds the cache budget")
-
 // sameIndex reports whether a and b build the same index: they may differ
 // in the statistics scope only.
 func sameIndex(a, b index.Settings) bool {

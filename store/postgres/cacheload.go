@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -47,8 +46,6 @@ const chunkRowCols = 11
 // chunkRowsSQL result arrive in binary format, the embedding included
 // (pgx knows no codec for pgvector's type and would ask for text).
 var binaryRows = pgx.QueryResultFormats{pgx.BinaryFormatCode}
-
-var errChunkRow = errors.New("stored chunk row: unexpected binary format")
 
 // storedDoc is one document's chunk rows: their raw column values, copied
 // out of the connection's buffer into one allocation.

@@ -145,10 +145,6 @@ const nodeSQL = `coalesce(host(inet_server_addr()), '') || ':' || coalesce(inet_
 // maxPlacementAttempts bounds the reads taken again after moves.
 const maxPlacementAttempts = 3
 
-// errPlacementMoved is returned by checkPlacement when the tenant's stats
-// were not read from the placement of the snapshot's first statement.
-var errPlacementMoved = errors.New("the tenant moved to another node during the read")
-
 // placementIncarnation makes the stats table's OID name the node too: a
 // tenant moved to another worker is another incarnation for the in-memory
 // path (an OID alone may repeat on another node), so its cached index is

@@ -37,4 +37,23 @@ var (
 	// reachable but its migrations or tenant schemas are behind this
 	// binary.
 	ErrNotReady = errors.New("database not ready")
+	// errTooBig ends a cache load or refresh whose bytes do not fit the
+	// budget.
+	errTooBig = errors.New("tenant exceeds the cache budget")
+	// errChunkRow is wrapped by a cache load that cannot decode a stored
+	// chunk row.
+	errChunkRow = errors.New("stored chunk row: unexpected binary format")
+	// errPlacementMoved is returned by checkPlacement when the tenant's stats
+	// were not read from the placement of the snapshot's first statement.
+	errPlacementMoved = errors.New("the tenant moved to another node during the read")
+	// errArrayFormat is wrapped by the postings arrays' binary decoders.
+	errArrayFormat = errors.New("postings array: unexpected binary format")
+	// errNoTenant makes inSnapshot roll back when the tenant is not registered.
+	errNoTenant = errors.New("tenant not registered")
+	// ErrReembed is wrapped by re-embedding steps that the tenant's state does
+	// not allow; the message says which step comes next.
+	ErrReembed = errors.New("re-embedding")
+	// errModelsChanged is returned by putTx when the tenant's embedding models
+	// are no longer the ones the batch was embedded with.
+	errModelsChanged = errors.New("the tenant's embedding models changed during the write: embed again")
 )

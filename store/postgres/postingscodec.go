@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -116,8 +115,6 @@ func appendArrayHeader(b []byte, size int, elem uint32, n int) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(n))
 	return binary.BigEndian.AppendUint32(b, 1) // lower bound
 }
-
-var errArrayFormat = errors.New("postings array: unexpected binary format")
 
 // arrayElems checks the binary header of a one-dimensional array without
 // nulls of elem, each element width bytes (0: any), and returns its element

@@ -150,9 +150,6 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 	return version, err
 }
 
-// errNoTenant makes inSnapshot roll back when the tenant is not registered.
-var errNoTenant = errors.New("tenant not registered")
-
 // inSnapshot runs fn in one read-only REPEATABLE READ transaction, given
 // tenant's registry and stats rows as the snapshot's first statement read
 // them. found is false, and fn does not run, when the tenant is not

@@ -25,10 +25,6 @@ import (
 // snapshot sees one model in the registry and the same model's vectors in
 // the embedding column.
 
-// ErrReembed is wrapped by re-embedding steps that the tenant's state does
-// not allow; the message says which step comes next.
-var ErrReembed = errors.New("re-embedding")
-
 // ReembedStatus is a tenant's re-embedding state.
 type ReembedStatus struct {
 	// State is "none", "backfill" or "cutover".

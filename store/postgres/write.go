@@ -87,10 +87,6 @@ func (s *Store) PutBatch(ctx context.Context, docs []cordontype.Document) ([][]c
 	return out, nil
 }
 
-// errModelsChanged is returned by putTx when the tenant's embedding models
-// are no longer the ones the batch was embedded with.
-var errModelsChanged = errors.New("the tenant's embedding models changed during the write: embed again")
-
 // prepareDocs chunks and tokenizes docs under t's settings and gives every
 // chunk its vector of the tenant's model and, while re-embedding, of the
 // next one: one embedding call per model for the whole batch.
