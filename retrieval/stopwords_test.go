@@ -157,3 +157,31 @@ func TestStopWordsRanking(t *testing.T) {
 		}
 	}
 }
+
+// TestStopWordsExpansion: query expansion never adds a listed word when the
+// list is on, and may without it.
+func TestStopWordsExpansion(t *testing.T) {
+	st := newStore(t,
+		doc("w", "a", cordontype.Public, 100, "The officer reviews the hold and the payment, then the release."),
+		doc("w", "b", cordontype.Public, 100, "The hold on the payment is released by the officer."),
+		doc("w", "c", cordontype.Public, 100, "Branch opening hours on weekends."),
+	)
+	p := principal("w", cordontype.Public)
+	run := func(stop retrieval.StopWords) []string {
+		return retrieve(t, st, query(p, "officer", func(pol *retrieval.Policy) {
+			pol.StopWords, pol.PRFDocs, pol.PRFTerms = stop, 2, 5
+		})).Expansion
+	}
+	if off := run(""); !slices.Contains(off, "the") {
+		t.Fatalf("expansion without the list %q: want it to hold \"the\" (the test's premise)", off)
+	}
+	on := run(retrieval.StopEnglish)
+	if len(on) == 0 {
+		t.Fatal("no expansion with the list")
+	}
+	for _, w := range on {
+		if slices.Contains(retrieval.EnglishStopWords, w) {
+			t.Fatalf("expansion with the list %q adds the listed %q", on, w)
+		}
+	}
+}
