@@ -134,20 +134,24 @@ func TestServerAuditRecordsTheEffectivePolicy(t *testing.T) {
 	reader := tok(t, "r", "tenant=wholesale", "clearance=internal", "reader")
 	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury hold"}), http.StatusOK)
 	a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "treasury hold",
-		"policy": map[string]any{"rerank": "overlap", "rerank_blend": 0, "rrf_weights": map[string]any{"bm25": 0}, "max_chunks_per_doc": 0}}), http.StatusOK)
+		"policy": map[string]any{"rerank": "overlap", "rerank_blend": 0, "rrf_weights": map[string]any{"bm25": 0}, "max_chunks_per_doc": 0, "stop_words": "english"}}), http.StatusOK)
 	rows := queryStrings(t, a.dbURL, `SELECT policy FROM cordon_t_wholesale.audit WHERE op = 'retrieve' ORDER BY seq`)
 	if len(rows) != 2 {
 		t.Fatalf("%d retrieve records, want 2: %q", len(rows), rows)
 	}
 	for i, want := range [][]string{
 		{`"rerank":"idf_overlap"`, `"rerank_blend":0.9`, `"rrf_weights":{"bm25":2,"cosine":1,"doc":0.5}`, `"max_chunks_per_doc":1`, `"rrf_k":10`, `"min_score":0.1`},
-		{`"rerank":"overlap"`, `"rerank_blend":0`, `"rrf_weights":{"bm25":0,"cosine":1,"doc":0.5}`, `"max_chunks_per_doc":0`},
+		{`"rerank":"overlap"`, `"rerank_blend":0`, `"rrf_weights":{"bm25":0,"cosine":1,"doc":0.5}`, `"max_chunks_per_doc":0`, `"stop_words":"english"`},
 	} {
 		for _, w := range want {
 			if !strings.Contains(rows[i], w) {
 				t.Errorf("record %d: policy %s lacks %s", i+1, rows[i], w)
 			}
 		}
+	}
+	// No stop list is left out, so records of the default are unchanged.
+	if strings.Contains(rows[0], "stop_words") {
+		t.Errorf("record 1: policy %s names stop_words, which is off", rows[0])
 	}
 }
 

@@ -227,6 +227,8 @@ func TestModelPolicyRanksAlike(t *testing.T) {
 		{"prf_weight", func(p *retrieval.Policy) { p.PRFWeight = 0.3 }, false},
 		{"qtf_k3", func(p *retrieval.Policy) { p.QTFK3 = 2 }, false},
 		{"idf", func(p *retrieval.Policy) { p.IDF = "plus1" }, false},
+		{"stop_words", func(p *retrieval.Policy) { p.StopWords = retrieval.StopEnglish }, false},
+		{"stop_words none is off", func(p *retrieval.Policy) { p.StopWords = retrieval.StopNone }, true},
 	}
 	st := newStore(t, corpus("wholesale")...)
 	for _, tt := range tests {

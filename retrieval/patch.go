@@ -35,6 +35,8 @@ type PolicyPatch struct {
 	QTFK3 *float64 `json:"qtf_k3,omitempty"`
 	// IDF is the lexical idf formula ("plus1" or "rsj").
 	IDF *string `json:"idf,omitempty"`
+	// StopWords is the query stop list ("", "none" or "english").
+	StopWords *string `json:"stop_words,omitempty"`
 	// The model reranker's relevance floor and latency budget (rerank
 	// "model").
 	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
@@ -84,6 +86,9 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	if p.IDF != nil {
 		pol.IDF = bm25.IDFKind(*p.IDF)
 	}
+	if p.StopWords != nil {
+		pol.StopWords = StopWords(*p.StopWords)
+	}
 	setv(&pol.RerankMinScore, p.RerankMinScore)
 	setv(&pol.RerankBudgetMS, p.RerankBudgetMS)
 	return pol
@@ -116,8 +121,8 @@ func (p Policy) Patch() *PolicyPatch {
 		RerankBudgetMS:  &p.RerankBudgetMS,
 	}
 	set(&out.MaxStaleTicks, p.MaxStaleTicks)
-	rerank, idf, fallback := string(p.Rerank), string(p.IDF), string(p.DenseFallback)
-	out.Rerank, out.IDF, out.DenseFallback = &rerank, &idf, &fallback
+	rerank, idf, fallback, stop := string(p.Rerank), string(p.IDF), string(p.DenseFallback), string(p.StopWords)
+	out.Rerank, out.IDF, out.DenseFallback, out.StopWords = &rerank, &idf, &fallback, &stop
 	return out
 }
 

@@ -149,6 +149,13 @@ type Policy struct {
 	// means what it did (in a tenant of one chunk every term it holds is
 	// in half the chunks).
 	IDF bm25.IDFKind
+	// StopWords names the query stop list ("" or "none": off; "english":
+	// [EnglishStopWords]): its words are dropped from the query's terms
+	// before ranking, unless every term is one ([Stop]). The reduced terms
+	// are the query's everywhere terms are read (lexical and document
+	// rankings, query-term weights, the overlap rerankers, query
+	// expansion); the dense side embeds the full text.
+	StopWords StopWords
 }
 
 // DefaultPolicy returns SPEC section 5's defaults (the seed profile): rerank
@@ -362,6 +369,8 @@ func (p Policy) validateRanges(model bool) error {
 		return fmt.Errorf("%w: rerank_min_score %v must be a finite number", ErrInvalidPolicy, p.RerankMinScore)
 	case p.RerankBudgetMS < 1 || p.RerankBudgetMS > MaxRerankBudgetMS:
 		return fmt.Errorf("%w: rerank_budget_ms %d must be in [1, %d]", ErrInvalidPolicy, p.RerankBudgetMS, MaxRerankBudgetMS)
+	case !p.StopWords.valid():
+		return fmt.Errorf("%w: stop_words %q must be %q, %q or %q", ErrInvalidPolicy, p.StopWords, "", StopNone, StopEnglish)
 	case p.DenseFallback != FallbackNone && p.DenseFallback != FallbackLexical:
 		return fmt.Errorf("%w: dense_fallback %q must be %q or %q", ErrInvalidPolicy, p.DenseFallback, FallbackNone, FallbackLexical)
 	}

@@ -86,7 +86,7 @@ type Query struct {
 	// is known once the store has ranked, so ModelPolicy must rank as
 	// Policy does: the fields that decide what the store ranks, and query
 	// expansion (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight,
-	// qtf_k3, idf), must be equal, or the query is invalid.
+	// qtf_k3, idf, stop_words), must be equal, or the query is invalid.
 	ModelPolicy *Policy
 	// Reserve is the time the caller needs once the retrieval returns (the
 	// service's audit append): the model reranker's call ends Reserve
@@ -117,15 +117,18 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		return Result{}, 0, err
 	}
 	if q.ModelPolicy != nil && !ranksAs(*q.ModelPolicy, q.Policy) {
-		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3 and idf equal, rrf_weights.doc both 0 or both > 0)", ErrInvalidPolicy)
+		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3, idf and stop_words equal, rrf_weights.doc both 0 or both > 0)", ErrInvalidPolicy)
 	}
 	tokens := analysis.Tokenize(q.Text)
-	terms := distinct(tokens)
+	// The stop list reduces the terms every later stage reads; the dense
+	// side hashes (or embeds) the full query.
+	kept := Stop(tokens, q.Policy.StopWords)
+	terms := distinct(kept)
 	req := RankRequest{
 		Principal:     q.Principal,
 		Tokens:        tokens,
 		Terms:         terms,
-		Weights:       QueryTermWeights(tokens, terms, q.Policy.QTFK3),
+		Weights:       QueryTermWeights(kept, terms, q.Policy.QTFK3),
 		IDF:           q.Policy.IDF,
 		NowTick:       q.NowTick,
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
@@ -177,6 +180,7 @@ func ranksAs(p, q Policy) bool {
 		p.MaxStaleTicks != nil && q.MaxStaleTicks != nil && *p.MaxStaleTicks == *q.MaxStaleTicks
 	return stale && p.TopN == q.TopN && p.PRFDocs == q.PRFDocs && p.PRFTerms == q.PRFTerms &&
 		p.PRFWeight == q.PRFWeight && p.QTFK3 == q.QTFK3 && p.IDF == q.IDF &&
+		p.StopWords.effective() == q.StopWords.effective() &&
 		(p.RRFWeights.Doc > 0) == (q.RRFWeights.Doc > 0)
 }
 

@@ -175,6 +175,7 @@ func TestOpenAPIPolicyDefaults(t *testing.T) {
 		"enable_rerank": svc.EnableRerank, "min_score": svc.MinScore, "top_n": svc.TopN, "rerank_depth": svc.RerankDepth,
 		"rrf_k": svc.RRFK, "limit": svc.Limit, "rerank": string(svc.Rerank), "rerank_blend": svc.RerankBlend,
 		"max_chunks_per_doc": svc.MaxChunksPerDoc, "prf_docs": svc.PRFDocs, "prf_terms": svc.PRFTerms, "prf_weight": svc.PRFWeight, "qtf_k3": svc.QTFK3, "idf": string(svc.IDF),
+		"stop_words":       string(svc.StopWords),
 		"rerank_min_score": svc.RerankMinScore, "rerank_budget_ms": int(DefaultConfig().RerankBudget / time.Millisecond),
 	}
 	for name, v := range want {
@@ -211,6 +212,17 @@ func TestOpenAPIPolicyDefaults(t *testing.T) {
 		if err := rt.Validate(p); err != nil {
 			t.Errorf("documented rerank %q is refused: %v", k, err)
 		}
+	}
+	// The documented stop lists are exactly those a policy accepts.
+	for _, s := range props["stop_words"].Enum {
+		p := svc
+		p.StopWords = retrieval.StopWords(s)
+		if err := p.Validate(); err != nil {
+			t.Errorf("documented stop_words %q is refused: %v", s, err)
+		}
+	}
+	if got, want := props["stop_words"].Enum, []string{"", "none", "english"}; !slices.Equal(got, want) {
+		t.Errorf("stop_words enum %q, want %q", got, want)
 	}
 	if got, want := props["rerank"].Enum, []string{"overlap", "idf_overlap", "model"}; !slices.Equal(got, want) {
 		t.Errorf("rerank enum %v, want %v", got, want)

@@ -126,7 +126,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	// Every field that shapes the ranking, so two records that ranked
 	// differently never read the same.
 	// Fields that are off or at their default (expansion, qtf weighting,
-	// the plus-one idf, the model reranker's settings, the dense side on,
+	// the plus-one idf, no stop list, the model reranker's settings, the dense side on,
 	// no dense fallback, no document ranking) are left out.
 	pol = res.Policy // the tenant's: with the model defaults for a model
 	effective := *pol.Patch()
@@ -143,6 +143,9 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	if pol.IDF == bm25.IDFPlusOne {
 		effective.IDF = nil
+	}
+	if !pol.StopWords.On() {
+		effective.StopWords = nil
 	}
 	if pol.EnableDense {
 		effective.EnableDense = nil

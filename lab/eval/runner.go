@@ -544,7 +544,7 @@ var principal = cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restr
 // exactly what the Retriever returns.
 func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, qm *retrieval.QueryModels, spec embed.Spec, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
 	tokens := analysis.Tokenize(q.Query)
-	terms := analysis.TokenSet(q.Query)
+	allTerms := analysis.TokenSet(q.Query)
 	dense, err := qm.Dense(ctx, spec, q.Query, tokens)
 	if err != nil {
 		return QueryResult{}, fmt.Errorf("embed the query: %w", err)
@@ -554,15 +554,20 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		k3   float64
 		idf  bm25.IDFKind
 		docs bool
+		stop retrieval.StopWords
 	}
 	ranked := make(map[rankKey]retrieval.Rankings)
-	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool) (retrieval.Rankings, error) {
-		key := rankKey{topN, k3, idf, docs}
+	// rank ranks as the Retriever does: the stop list reduces the terms
+	// (and the tokens qtf weights count), the dense side keeps the query.
+	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords) (retrieval.Rankings, error) {
+		key := rankKey{topN, k3, idf, docs, stop}
 		if rk, ok := ranked[key]; ok {
 			return rk, nil
 		}
+		kept := retrieval.Stop(tokens, stop)
+		terms := retrieval.Stop(allTerms, stop)
 		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
-			Weights: retrieval.QueryTermWeights(tokens, terms, k3), IDF: idf, Dense: dense, TopN: topN, Docs: docs})
+			Weights: retrieval.QueryTermWeights(kept, terms, k3), IDF: idf, Dense: dense, TopN: topN, Docs: docs})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
@@ -586,13 +591,14 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		qr.Chunks = make(map[Pipeline][]Hit, len(specs))
 	}
 	for _, s := range specs {
-		k3, idf, withDocs := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0
+		k3, idf, withDocs, stop := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0, s.Policy.StopWords
 		if s.Mode != Hybrid {
 			// BM25 alone is SPEC section 4's: every distinct term once,
-			// the plus-one idf.
-			k3, idf, withDocs = 0, bm25.IDFPlusOne, false
+			// the plus-one idf, no stop list.
+			k3, idf, withDocs, stop = 0, bm25.IDFPlusOne, false, ""
 		}
-		rk, err := rank(s.Policy.TopN, k3, idf, withDocs)
+		terms := retrieval.Stop(allTerms, stop)
+		rk, err := rank(s.Policy.TopN, k3, idf, withDocs, stop)
 		if err != nil {
 			return QueryResult{}, err
 		}

@@ -222,6 +222,11 @@ func (g gen) retrieve() map[string]any {
 		}
 		w["doc"] = []float64{0, 0.5, 1, 2}[g.r.IntN(4)]
 	}
+	// The query stop list, drawn last for the same reason; the vocabulary
+	// holds some of its words.
+	if g.r.IntN(3) == 0 {
+		pol["stop_words"] = []string{"", "none", "english", "english"}[g.r.IntN(4)]
+	}
 	return step
 }
 
