@@ -384,6 +384,13 @@ func runServe(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		return err
 	}
 	defer st.Close()
+	if cfg.cacheBudget > 0 {
+		if warm, _, err := st.WarmCache(ctx); err != nil {
+			log.Warn("could not find the tenants used most recently; each tenant loads on its first query instead", "error", err)
+		} else if len(warm) > 0 {
+			log.Info("loading the tenants used most recently into memory, most recent first, while serving", "tenants", len(warm))
+		}
+	}
 	ln, mln, err := serveListen(cfg.listen, cfg.metricsAddr)
 	if err != nil {
 		return err

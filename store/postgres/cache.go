@@ -529,13 +529,22 @@ func (s *Store) startLoad(tenant, schema string) {
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		if start, ok, tried := s.load(tenant, ct); tried {
-			c.counted(start, ok)
-		}
-		c.mu.Lock()
-		ct.loading = false
-		c.mu.Unlock()
+		s.loadMarked(tenant, ct)
 	}()
+}
+
+// loadMarked loads tenant into ct, whose loading flag the caller set, and
+// clears the flag. It reports whether an index was installed.
+func (s *Store) loadMarked(tenant string, ct *cachedTenant) bool {
+	c := s.cache
+	start, ok, tried := s.load(tenant, ct)
+	if tried {
+		c.counted(start, ok)
+	}
+	c.mu.Lock()
+	ct.loading = false
+	c.mu.Unlock()
+	return ok
 }
 
 // load reads tenant in a read-only snapshot of its own and installs its

@@ -338,3 +338,78 @@ func TestCacheDoesNotThrash(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmCacheLoadsMostRecentFirst: WarmCache loads the tenants with an
+// audit record, the most recently audited first, until one does not fit
+// beside those loaded; it evicts nothing, skips a tenant never audited, and
+// the loaded tenants answer as the reference does.
+func TestWarmCacheLoadsMostRecentFirst(t *testing.T) {
+	f := newCacheFixture(t)
+	ctx := context.Background()
+	// Same texts but for the tenant's name, of the same length: the
+	// tenants' indexes take the same bytes.
+	for _, tn := range []string{"warm_a", "warm_b", "warm_c", "warm_d"} {
+		fillTenant(f, tn, 24)
+	}
+	for _, tn := range []string{"warm_b", "warm_a", "warm_c"} { // warm_d: never audited
+		if _, err := f.write.AppendAudit(ctx, tn, AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"warm_c", "warm_a", "warm_b"} // not name order
+	warm := func(budget int64) (*Store, []string) {
+		t.Helper()
+		s := f.open(Options{CacheBytes: budget, CacheLoadInBackground: true, evictMinIdle: time.Hour})
+		order, done, err := s.WarmCache(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("the warm-up did not end within a minute")
+		}
+		return s, order
+	}
+	loaded := func(s *Store, tenant string) int64 {
+		t.Helper()
+		schema, err := SchemaName(tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct := s.cache.entry(schema, true)
+		ct.mu.RLock()
+		defer ct.mu.RUnlock()
+		if ct.x == nil {
+			return 0
+		}
+		return ct.bytes
+	}
+
+	big, order := warm(1 << 30)
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("warm-up order %v, want %v", order, want)
+	}
+	one := loaded(big, "warm_a")
+	for _, tn := range want {
+		if b := loaded(big, tn); b == 0 || b != one {
+			t.Fatalf("under a large budget %s holds %d bytes, want %d like warm_a", tn, b, one)
+		}
+	}
+	if b := loaded(big, "warm_d"); b != 0 {
+		t.Fatalf("warm_d, never audited, was loaded (%d bytes)", b)
+	}
+
+	// Room for two and a half: the two most recent are loaded, the third
+	// does not fit and ends the warm-up; nothing is evicted.
+	small, _ := warm(2*one + one/2)
+	st := small.CacheStats()
+	if loaded(small, "warm_c") == 0 || loaded(small, "warm_a") == 0 || loaded(small, "warm_b") != 0 || st.Evictions != 0 || st.Bytes > st.Budget {
+		t.Fatalf("under room for two: warm_c %d, warm_a %d, warm_b %d bytes, stats %+v; want the two most recent, no eviction",
+			loaded(small, "warm_c"), loaded(small, "warm_a"), loaded(small, "warm_b"), st)
+	}
+	f.check("warmed tenant", small, cacheQuery("warm_c", "wire hold release payment"))
+	if st := small.CacheStats(); st.MemoryAnswers == 0 {
+		t.Fatalf("the warmed tenant was not answered from memory: %+v", st)
+	}
+}
