@@ -3,7 +3,7 @@ package retrieval
 // ScoredJSON is a retrieved chunk on the wire, fields in SPEC section 9's
 // order: its citation span and how its place was earned. The HTTP API's
 // results ([Scored.JSON] with text) add the chunk's Digest and Text; replay
-// output and `cordon eval` leave both out. Both are never empty where they
+// output and `cordon-lab eval` leave both out. Both are never empty where they
 // are given (a digest is 64 hex digits, a stored chunk has at least one
 // token), so omitempty drops exactly the two fields a replay line does not
 // carry.

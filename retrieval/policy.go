@@ -243,7 +243,7 @@ func ModelDefaults() *PolicyPatch {
 // reranker reads (rerank_depth), the chunks returned (limit), and query
 // expansion's feedback chunks (prf_docs) and added terms (prf_terms). A
 // policy over a limit is invalid ([LimitError]). The service takes them
-// from cordon serve's --max-* flags; replay scripts and cordon eval
+// from cordon serve's --max-* flags; replay scripts and cordon-lab eval
 // validate with [DefaultLimits], so every entry point refuses the same
 // values.
 type Limits struct {

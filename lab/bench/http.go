@@ -240,7 +240,7 @@ const (
 
 var mixOps = []string{OpRetrieve, OpGround, OpAssemble, OpPut}
 
-// DefaultMix is the mix 'cordon bench --mix default' runs.
+// DefaultMix is the mix 'cordon-lab bench --mix default' runs.
 const DefaultMix = "retrieve=80,ground=10,assemble=5,put=5"
 
 // Mix weighs the operations of a mixed run: retrieve, ground and assemble

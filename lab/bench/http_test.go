@@ -222,7 +222,7 @@ func BenchmarkRetrieve(b *testing.B) {
 		}
 	}
 	run(SystemCordon, store, store.st)
-	// As in cordon bench, one system at a time: the store's in-memory
+	// As in cordon-lab bench, one system at a time: the store's in-memory
 	// index would otherwise stay in the heap the HTTP run's collections scan.
 	store.Close()
 	runtime.GC()
