@@ -89,21 +89,27 @@ type usedTenant struct {
 // recentTenants lists the registered tenants with at least one audit
 // record, the most recently audited first (ties by name).
 func (s *Store) recentTenants(ctx context.Context) ([]usedTenant, error) {
-	ts, err := s.Tenants(ctx)
+	rows, err := s.pool.Query(ctx, `SELECT name, schema_name FROM cordon.tenants`)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list tenants: %w", classify(err))
+	}
+	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (usedTenant, error) {
+		var t usedTenant
+		return t, r.Scan(&t.name, &t.schema)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", classify(err))
 	}
 	var out []usedTenant
 	for _, t := range ts {
-		var at time.Time
-		err := s.pool.QueryRow(ctx, `SELECT at FROM `+pgx.Identifier{t.Schema, "audit"}.Sanitize()+` ORDER BY seq DESC LIMIT 1`).Scan(&at)
+		err := s.pool.QueryRow(ctx, `SELECT at FROM `+pgx.Identifier{t.schema, "audit"}.Sanitize()+` ORDER BY seq DESC LIMIT 1`).Scan(&t.at)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("tenant %q: newest audit record: %w", t.Name, classify(err))
+			return nil, fmt.Errorf("tenant %q: newest audit record: %w", t.name, classify(err))
 		}
-		out = append(out, usedTenant{t.Name, t.Schema, at})
+		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b usedTenant) int {
 		if c := b.at.Compare(a.at); c != 0 {
