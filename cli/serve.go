@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/cordontype"
-	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/retrieval"
@@ -322,12 +321,11 @@ func (c *serveConfig) logAttrs(env Env) []any {
 }
 
 // serverConfig is the server's configuration.
-func (c *serveConfig) serverConfig(log *slog.Logger, models *embed.Registry, rr rerank.Reranker) server.Config {
+func (c *serveConfig) serverConfig(log *slog.Logger, rr rerank.Reranker) server.Config {
 	return server.Config{
 		MaxBodyBytes: c.maxBody, MaxDocumentBytes: c.maxDoc, MaxBatchBytes: c.maxBatch,
 		ReadHeaderTimeout: c.readHeader, ReadTimeout: c.read, WriteTimeout: c.write, IdleTimeout: c.idle,
 		RequestTimeout: c.reqTimeout, ShutdownTimeout: c.shutdown, MetricsTenantLabels: c.metricsTenantLabels, Logger: log,
-		Models:   models,
 		Reranker: rr, RerankBudget: c.budget, RerankBudgetTenant: c.budgets, DenseFallbackTenants: c.fallbackTenants,
 		Limits: c.policyLimit, TenantRetrieves: int(c.tenantRetrieves), TenantQueue: c.queue,
 	}
@@ -399,7 +397,7 @@ func runServe(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	if mln != nil {
 		defer mln.Close()
 	}
-	srv := server.New(cfg.serverConfig(log, models, rr), st, verifier)
+	srv := server.New(cfg.serverConfig(log, rr), st, verifier)
 	return serveUntilDone(ctx, env, log, srv, ln, mln)
 }
 

@@ -46,18 +46,18 @@ func runModelScripts(t *testing.T, reg *embed.Registry, name string, dims, n int
 	for seed := uint64(1); seed <= uint64(n); seed++ {
 		script := withModel(t, replaygen.Generate(seed, 30), name, dims)
 		var want bytes.Buffer
-		if err := replay.RunWithModels(ctx, script, func(_ context.Context, s index.Settings) (replay.Store, error) {
+		if err := replay.Run(ctx, script, func(_ context.Context, s index.Settings) (replay.Store, error) {
 			return memory.NewWithModels(s, reg)
-		}, reg, &want); err != nil {
+		}, &want); err != nil {
 			t.Fatalf("seed %d: memory replay: %v", seed, err)
 		}
 		if bytes.Contains(want.Bytes(), []byte(`"error"`)) && bytes.Contains(want.Bytes(), []byte("model")) {
 			t.Fatalf("seed %d: the reference refused the model:\n%s", seed, want.Bytes())
 		}
 		var fast bytes.Buffer
-		if err := replay.RunWithModels(ctx, script, func(_ context.Context, s index.Settings) (replay.Store, error) {
+		if err := replay.Run(ctx, script, func(_ context.Context, s index.Settings) (replay.Store, error) {
 			return memindextest.NewStoreWithModels(s, reg)
-		}, reg, &fast); err != nil {
+		}, &fast); err != nil {
 			t.Fatalf("seed %d: memindex replay: %v", seed, err)
 		}
 		if !bytes.Equal(fast.Bytes(), want.Bytes()) {
@@ -70,11 +70,11 @@ func runModelScripts(t *testing.T, reg *embed.Registry, name string, dims, n int
 			execSQL(t, dbURL, `SELECT cordon.drop_tenant(name) FROM cordon.tenants`)
 			var got bytes.Buffer
 			var st *postgres.Store
-			err := replay.RunWithModels(ctx, script, func(ctx context.Context, s index.Settings) (replay.Store, error) {
+			err := replay.Run(ctx, script, func(ctx context.Context, s index.Settings) (replay.Store, error) {
 				var err error
 				st, err = postgres.Open(ctx, dbURL, postgres.Options{AutoCreate: &s, CacheBytes: cache, Models: reg})
 				return st, err
-			}, reg, &got)
+			}, &got)
 			if st != nil {
 				st.Close()
 			}

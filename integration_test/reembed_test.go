@@ -92,7 +92,6 @@ func TestReembedUnderLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	var reads, writes atomic.Int64
 	errc := make(chan error, 8)
-	models := retrieval.NewQueryModels(reg)
 	for g := range 2 {
 		wg.Add(1)
 		go func() {
@@ -105,7 +104,7 @@ func TestReembedUnderLoad(t *testing.T) {
 				default:
 				}
 				q := retrieval.Query{Principal: cordontype.Principal{Tenant: "acme", Clearance: 1}, Text: reembedText(r, 3), Policy: retrieval.DefaultPolicy()}
-				if _, err := retrieval.New(st).WithModels(models).Retrieve(ctx, q); err != nil {
+				if _, err := retrieval.New(st).Retrieve(ctx, q); err != nil {
 					errc <- fmt.Errorf("read: %w", err)
 					return
 				}
@@ -250,18 +249,17 @@ func compareWithReference(t *testing.T, st *postgres.Store, reg *embed.Registry,
 			t.Fatal(err)
 		}
 	}
-	models := retrieval.NewQueryModels(reg)
 	r := rand.New(rand.NewPCG(3, 3))
 	dense := 0
 	for i := range 25 {
 		pol := retrieval.DefaultPolicy()
 		pol.EnableRerank = i%2 == 0
 		q := retrieval.Query{Principal: cordontype.Principal{Tenant: "acme", Clearance: cordontype.Classification(i % 2)}, Text: reembedText(r, 1+i%4), Policy: pol}
-		want, err := retrieval.New(ref).WithModels(models).Retrieve(ctx, q)
+		want, err := retrieval.New(ref).Retrieve(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := retrieval.New(st).WithModels(models).Retrieve(ctx, q)
+		got, err := retrieval.New(st).Retrieve(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,7 +40,7 @@ func TestServerModelTenant(t *testing.T) {
 				}
 			}()
 			toy := &embedtest.Toy{Dims: 32}
-			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, cfg: server.Config{Models: embedtest.Registry("toy-32", toy)}})
+			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, models: embedtest.Registry("toy-32", toy)})
 			w := tok(t, "w", "tenant=research", "writer")
 			reader := tok(t, "r", "tenant=research", "clearance=public", "reader")
 			for id, text := range map[string]string{
@@ -169,7 +169,7 @@ func TestServerDenseFallback(t *testing.T) {
 			}()
 			toy := &embedtest.Toy{Dims: 32}
 			logs := &syncBuffer{}
-			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, cfg: server.Config{Models: embedtest.Registry("toy-32", toy),
+			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, models: embedtest.Registry("toy-32", toy), cfg: server.Config{
 				Logger: slog.New(slog.NewJSONHandler(logs, nil))}})
 			w := tok(t, "w", "tenant=research", "writer")
 			reader := tok(t, "r", "tenant=research", "clearance=public", "reader")

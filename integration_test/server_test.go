@@ -20,6 +20,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
@@ -39,10 +40,11 @@ type apiServer struct {
 }
 
 type serverOpts struct {
-	dbURL    string   // reuse this database (else a fresh one)
-	storeURL string   // connect the store here (e.g. through a proxy)
-	cache    int64    // postgres.Options.CacheBytes: the in-memory query path
-	replicas []string // postgres.Options.Replicas
+	dbURL    string          // reuse this database (else a fresh one)
+	storeURL string          // connect the store here (e.g. through a proxy)
+	cache    int64           // postgres.Options.CacheBytes: the in-memory query path
+	replicas []string        // postgres.Options.Replicas
+	models   *embed.Registry // postgres.Options.Models
 	cfg      server.Config
 	// auditKeys keys the audit chains; nil means testKeyring("k1"), unless
 	// unkeyed is set.
@@ -98,7 +100,7 @@ func startAPIServerScoped(t testing.TB, o serverOpts) *apiServer {
 	if keys == nil && !o.unkeyed {
 		keys = testKeyring("k1")
 	}
-	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache, AuditKeys: keys, Replicas: o.replicas, Models: o.cfg.Models})
+	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache, AuditKeys: keys, Replicas: o.replicas, Models: o.models})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
-	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
 
 	"github.com/cordon-rag/cordon/index"
@@ -100,15 +99,10 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 
 // Run parses script, opens a store with its config and writes one JSON line per
 // step to w. It fails only when the script cannot be parsed, the store cannot
-// be opened, or w fails.
+// be opened, or w fails. A script whose config names a model other than
+// hashing needs a store that serves it (memory.NewWithModels, say): the
+// store embeds both documents and queries.
 func Run(ctx context.Context, data []byte, open OpenFunc, w io.Writer) error {
-	return RunWithModels(ctx, data, open, nil, w)
-}
-
-// RunWithModels is [Run] whose queries are embedded through models when
-// the script's config names a model other than hashing (the store opened
-// by open must embed documents through the same providers).
-func RunWithModels(ctx context.Context, data []byte, open OpenFunc, models *embed.Registry, w io.Writer) error {
 	// Top-level keys other than "config" and "steps" (a "description", say)
 	// are ignored; those two must be spelt exactly.
 	var top map[string]json.RawMessage
@@ -131,7 +125,7 @@ func RunWithModels(ctx context.Context, data []byte, open OpenFunc, models *embe
 		if err != nil {
 			return fmt.Errorf("open store: %w", err)
 		}
-		r = &runner{store: st, retriever: retrieval.New(st).WithModels(retrieval.NewQueryModels(models)), bm25: settings.BM25}
+		r = &runner{store: st, retriever: retrieval.New(st), bm25: settings.BM25}
 	}
 	for _, raw := range sc.Steps {
 		var out any

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
@@ -21,7 +20,8 @@ type DenseQuery struct {
 // ModelMismatchError is returned by a store when a request's dense query is
 // not of the tenant's recorded model: vectors of two models are never
 // compared. Want is the tenant's model; the retriever embeds the query with
-// it and asks again.
+// it and asks again. It is a guard: the retriever asks the store for the
+// model first ([QueryEmbedder]), so only a cut-over racing a query meets it.
 type ModelMismatchError struct {
 	Want embed.Spec
 	Got  embed.Spec
@@ -62,72 +62,69 @@ func (r *RankRequest) QueryVector(spec embed.Spec) ([]int32, error) {
 	return r.Dense.Vector, nil
 }
 
-// QueryModels embeds queries for tenants whose embedding model is not
-// hashing. It remembers each tenant's model as the store last reported it,
-// so a query is embedded once, with the right model, in the common case;
-// a tenant that changed models answers *ModelMismatchError once and the
-// query is embedded again. Safe for concurrent use; share one per process.
-type QueryModels struct {
-	reg   *embed.Registry
-	specs sync.Map // tenant -> embed.Spec
+// QueryEmbedder is a [Store] that embeds queries with each tenant's own
+// model: it learns the model from the tenant lookup its reads do anyway,
+// and holds the registry its writes embed documents with, so a query is
+// embedded once, with the right model, before its snapshot. Every store in
+// this module is one. A store that is not ranks every query as hashing.
+type QueryEmbedder interface {
+	// TenantModel is tenant's embedding model as the store last read it
+	// (hashing for a tenant it does not know). It may be stale by a
+	// re-embedding cut-over: the rank then answers [ModelMismatchError].
+	TenantModel(ctx context.Context, tenant string) (embed.Spec, error)
+	// EmbedQuery is the dense query of text under spec (see [EmbedQuery]).
+	EmbedQuery(ctx context.Context, spec embed.Spec, text string, tokens []string) (*DenseQuery, error)
 }
 
-// NewQueryModels returns QueryModels over the providers of reg.
-func NewQueryModels(reg *embed.Registry) *QueryModels { return &QueryModels{reg: reg} }
-
-// WithModels makes r embed queries through m for tenants whose model is
-// not hashing. Without it such a tenant's queries fail with an error
-// naming the model.
-func (r *Retriever) WithModels(m *QueryModels) *Retriever {
-	r.models = m
-	return r
-}
-
-// Dense is the dense query of text under spec: nil for hashing, else the
-// text embedded and quantized (a zero vector when tokens, the text's
-// tokens, are none, so the query matches nothing on either side).
-func (m *QueryModels) Dense(ctx context.Context, spec embed.Spec, text string, tokens []string) (*DenseQuery, error) {
+// EmbedQuery is the dense query of text under spec with the providers of
+// reg: nil for hashing, else the text embedded and quantized (a zero vector
+// when tokens, the text's tokens, are none, so the query matches nothing on
+// either side). Stores implement [QueryEmbedder.EmbedQuery] with it.
+func EmbedQuery(ctx context.Context, reg *embed.Registry, spec embed.Spec, text string, tokens []string) (*DenseQuery, error) {
 	// Not the registry's hashing: the store hashes the tokens itself, with
-	// the tenant's dims, which are not known here before it answers
-	// ([RankRequest.QueryVector]); so a hashing tenant's first query needs
-	// no second attempt.
+	// the dims it reads in its snapshot ([RankRequest.QueryVector]).
 	if spec.IsHash() {
 		return nil, nil
 	}
 	if len(tokens) == 0 {
 		return &DenseQuery{Spec: spec, Vector: make([]int32, spec.Dims)}, nil
 	}
-	if m == nil {
+	if reg == nil {
 		return nil, fmt.Errorf("%w: %q; configure a provider for it (cordon serve --embed-url ... --embed-model %s)", embed.ErrUnknownModel, spec.Model, spec.Model)
 	}
-	vs, err := m.reg.Vectors(ctx, spec, []string{text}, embed.Query)
+	vs, err := reg.Vectors(ctx, spec, []string{text}, embed.Query)
 	if err != nil {
 		return nil, err
 	}
 	return &DenseQuery{Spec: spec, Vector: vs[0]}, nil
 }
 
-// rankDense ranks req, embedding the query text with the tenant's model:
-// the one remembered, or hashing, then the one the store names when it
-// refuses the first. With p's dense side off it ranks with NoDense and
-// embeds nothing. When the query cannot be embedded ([canFallBack]) and p
-// falls back to "lexical", it ranks with NoDense too and returns the
-// embedding error as shed; otherwise that error is returned.
+// rankDense ranks req, embedding the query text with the tenant's model
+// as the store names it ([QueryEmbedder]; hashing for a store that is
+// not one). The store checks the model again in its snapshot: a tenant cut
+// over to another model in between answers [ModelMismatchError], and the
+// query is embedded with the model it names and ranked once more. With p's
+// dense side off it ranks with NoDense and embeds nothing. When the query
+// cannot be embedded ([canFallBack]) and p falls back to "lexical", it
+// ranks with NoDense too and returns the embedding error as shed;
+// otherwise that error is returned.
 func (r *Retriever) rankDense(ctx context.Context, req RankRequest, text string, p Policy) (rk Rankings, version int64, _ RankRequest, shed, err error) {
 	if !p.EnableDense {
 		req.NoDense = true
 		rk, version, err = r.rank(ctx, req)
 		return rk, version, req, nil, err
 	}
-	tenant := req.Principal.Tenant
-	spec := embed.Spec{Model: embed.Hash}
-	if r.models != nil {
-		if v, ok := r.models.specs.Load(tenant); ok {
-			spec = v.(embed.Spec)
-		}
+	qe, ok := r.store.(QueryEmbedder)
+	if !ok {
+		rk, version, err = r.rank(ctx, req)
+		return rk, version, req, nil, err
+	}
+	spec, err := qe.TenantModel(ctx, req.Principal.Tenant)
+	if err != nil {
+		return Rankings{}, 0, req, nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		if req.Dense, err = r.models.Dense(ctx, spec, text, req.Tokens); err != nil {
+		if req.Dense, err = qe.EmbedQuery(ctx, spec, text, req.Tokens); err != nil {
 			if p.DenseFallback != FallbackLexical || !canFallBack(ctx, err) {
 				return Rankings{}, 0, req, nil, err
 			}
@@ -137,15 +134,17 @@ func (r *Retriever) rankDense(ctx context.Context, req RankRequest, text string,
 		}
 		rk, version, err := r.rank(ctx, req)
 		var mm *ModelMismatchError
-		if !errors.As(err, &mm) || attempt == 3 {
+		if !errors.As(err, &mm) || attempt == maxModelAttempts {
 			return rk, version, req, nil, err
 		}
 		spec = mm.Want
-		if r.models != nil {
-			r.models.specs.Store(tenant, spec)
-		}
 	}
 }
+
+// maxModelAttempts bounds the rankings of one query whose tenant changes
+// models while it runs: the model the store named, then the one its
+// snapshot named; a third cut-over within one query is an error.
+const maxModelAttempts = 2
 
 // canFallBack reports whether err, from embedding a query, may be answered
 // lexical-only: the provider failed (an error, a timeout, a wrong answer).

@@ -1,7 +1,9 @@
 package retrieval_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -45,9 +47,9 @@ func TestQueryVectorRefusesOtherModels(t *testing.T) {
 	}
 }
 
-// A tenant on a model: the retriever without providers says which model
-// it needs; with them, the query is embedded once per query, with the
-// tenant's model learned from the store's refusal the first time.
+// A tenant on a model: the query is embedded once per query, with the
+// model the store names before it ranks; a stale model costs one more
+// ranking, not a wrong answer.
 func TestRetrieverEmbedsQueriesWithTheTenantModel(t *testing.T) {
 	ctx := context.Background()
 	toy := &embedtest.Toy{Dims: 16}
@@ -65,12 +67,8 @@ func TestRetrieverEmbedsQueriesWithTheTenantModel(t *testing.T) {
 		}
 	}
 	q := retrieval.Query{Principal: cordontype.Principal{Tenant: "w"}, Text: "brown fox", Policy: retrieval.DefaultPolicy()}
-	if _, err := retrieval.New(st).Retrieve(ctx, q); !errors.Is(err, embed.ErrUnknownModel) {
-		t.Fatalf("without providers: %v, want ErrUnknownModel", err)
-	}
-	models := retrieval.NewQueryModels(reg)
 	before := toy.Texts.Load()
-	res, err := retrieval.New(st).WithModels(models).Retrieve(ctx, q)
+	res, err := retrieval.New(st).Retrieve(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,18 +76,56 @@ func TestRetrieverEmbedsQueriesWithTheTenantModel(t *testing.T) {
 		t.Fatalf("no dense hit: %+v", res)
 	}
 	if got := toy.Texts.Load() - before; got != 1 {
-		t.Fatalf("first query embedded %d texts, want 1", got)
+		t.Fatalf("first query embedded %d texts, want 1 (the store names the model up front)", got)
 	}
+	want, _ := json.Marshal(res)
+
+	// A store whose model is stale (a cut-over raced the query) refuses
+	// the first ranking; the retriever embeds with the model the refusal
+	// names and ranks once more, with the same result.
+	stale := &staleModel{Store: st}
 	before = toy.Texts.Load()
-	if _, err := retrieval.New(st).WithModels(models).Retrieve(ctx, q); err != nil {
+	res, err = retrieval.New(stale).Retrieve(ctx, q)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := toy.Texts.Load() - before; got != 1 {
-		t.Fatalf("second query embedded %d texts, want 1 (the model is remembered)", got)
+	if got, _ := json.Marshal(res); !bytes.Equal(got, want) {
+		t.Fatalf("after a stale model:\n%s\nwant\n%s", got, want)
+	}
+	if stale.ranks != 2 || toy.Texts.Load()-before != 1 {
+		t.Fatalf("after a stale model: %d rankings, %d texts embedded; want 2 and 1", stale.ranks, toy.Texts.Load()-before)
 	}
 	toy.Fail.Store(true)
-	if _, err := retrieval.New(st).WithModels(models).Retrieve(ctx, q); !errors.Is(err, embed.ErrProvider) {
+	if _, err := retrieval.New(st).Retrieve(ctx, q); !errors.Is(err, embed.ErrProvider) {
 		t.Fatalf("failing provider: %v, want ErrProvider", err)
+	}
+}
+
+// staleModel is a store that names hashing as every tenant's model, as
+// one whose tenant was cut over to a model after it last read it.
+type staleModel struct {
+	*memory.Store
+	ranks int
+}
+
+func (s *staleModel) TenantModel(context.Context, string) (embed.Spec, error) {
+	return embed.Spec{Model: embed.Hash}, nil
+}
+
+func (s *staleModel) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, error) {
+	s.ranks++
+	return s.Store.Rank(ctx, req)
+}
+
+// A model no provider serves is an error that names it and says how to
+// configure one.
+func TestEmbedQueryWithoutProvider(t *testing.T) {
+	_, err := retrieval.EmbedQuery(context.Background(), nil, embed.Spec{Model: "toy-16", Dims: 16}, "brown fox", []string{"brown", "fox"})
+	if !errors.Is(err, embed.ErrUnknownModel) || !strings.Contains(err.Error(), "--embed-model toy-16") {
+		t.Fatalf("EmbedQuery without a registry: %v, want ErrUnknownModel naming the flag", err)
+	}
+	if dq, err := retrieval.EmbedQuery(context.Background(), nil, embed.Spec{Model: embed.Hash, Dims: 16}, "brown fox", nil); dq != nil || err != nil {
+		t.Fatalf("hashing: %v, %v; want nil, nil (the store hashes)", dq, err)
 	}
 }
 
@@ -111,7 +147,7 @@ func TestDenseFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := retrieval.New(st).WithModels(retrieval.NewQueryModels(reg))
+	r := retrieval.New(st)
 	query := func(edit func(p *retrieval.Policy)) retrieval.Query {
 		p := retrieval.DefaultPolicy()
 		edit(&p)
@@ -142,9 +178,6 @@ func TestDenseFallback(t *testing.T) {
 	cancel()
 	if _, err := r.Retrieve(canceled, query(fallback)); err == nil {
 		t.Fatal("a canceled request fell back")
-	}
-	if _, err := retrieval.New(st).Retrieve(ctx, query(fallback)); !errors.Is(err, embed.ErrUnknownModel) {
-		t.Fatalf("no provider: %v, want ErrUnknownModel", err)
 	}
 }
 

@@ -55,8 +55,6 @@ type Scored struct {
 // Retriever runs the retrieve pipeline over a Store.
 type Retriever struct {
 	store Store
-	// models embeds queries for tenants whose model is not hashing.
-	models *QueryModels
 	// reranker serves rerank "model"; nil: that kind is invalid.
 	reranker rerank.Reranker
 	// limits bound the policies it accepts.

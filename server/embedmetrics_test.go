@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/embed/embedtest"
+	"github.com/cordon-rag/cordon/store/postgres"
 )
 
 // TestEmbedMetrics: the embedding provider's calls are counted by outcome
@@ -35,7 +38,7 @@ func TestEmbedMetrics(t *testing.T) {
 	}
 	register("toy-8", up.URL, 0)
 	register("slow", slow.URL, 10*time.Millisecond)
-	s := newRerankServer(t, Config{Models: &reg})
+	s := newModelServer(t, &reg)
 	m := scrape(t, s)
 	for _, o := range embed.Outcomes {
 		if line := fmt.Sprintf(`cordon_embed_calls_total{outcome=%q} 0`, o); !strings.Contains(m, line) {
@@ -82,3 +85,26 @@ func TestEmbedMetrics(t *testing.T) {
 		t.Errorf("a server without an embedding provider lacks the zero series")
 	}
 }
+
+// newModelServer is a server whose store embeds with reg and has nothing
+// else to report: the embedding metrics observe the store's registry.
+func newModelServer(t *testing.T, reg *embed.Registry) *Server {
+	t.Helper()
+	v, err := NewVerifier(context.Background(), AuthConfig{HS256Secret: testHS256Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Config{}, modelsOnly{reg: reg}, v)
+}
+
+// modelsOnly is a store with a registry and empty statistics; any other
+// method panics (the embedded nil Store).
+type modelsOnly struct {
+	Store
+	reg *embed.Registry
+}
+
+func (m modelsOnly) Models() *embed.Registry       { return m.reg }
+func (modelsOnly) Pool() *pgxpool.Pool             { return nil }
+func (modelsOnly) AuditStats() postgres.AuditStats { return postgres.AuditStats{} }
+func (modelsOnly) CacheStats() postgres.CacheStats { return postgres.CacheStats{} }

@@ -22,7 +22,7 @@ func (s *Server) newRetriever() *retrieval.Retriever {
 	if s.reranker != nil {
 		opts = append(opts, retrieval.WithReranker(s.reranker))
 	}
-	return retrieval.New(s.store, opts...).WithModels(s.queryModels)
+	return retrieval.New(s.store, opts...)
 }
 
 // retriever is the pipeline [New] made.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/cordon-rag/cordon/embed"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -78,10 +78,6 @@ type Config struct {
 	TenantQueue     int
 
 	Logger *slog.Logger
-	// Models embeds the queries of tenants whose embedding model is not
-	// hashing (the store embeds their documents with the same providers).
-	// Nil serves no model: such a tenant's retrieves fail with 503.
-	Models *embed.Registry
 	// Now is the server clock; now_tick defaults to Now().Unix().
 	Now func() time.Time
 }
@@ -154,8 +150,6 @@ func (c *Config) defaults() {
 type Server struct {
 	cfg   Config
 	store Store
-	// queryModels embeds queries with each tenant's model.
-	queryModels *retrieval.QueryModels
 	// pipeline ranks retrieves (newRetriever).
 	pipeline *retrieval.Retriever
 	verifier *Verifier
@@ -177,7 +171,7 @@ var openAPI []byte
 // authenticating with v.
 func New(cfg Config, st Store, v *Verifier) *Server {
 	cfg.defaults()
-	s := &Server{cfg: cfg, store: st, verifier: v, queryModels: retrieval.NewQueryModels(cfg.Models),
+	s := &Server{cfg: cfg, store: st, verifier: v,
 		retrieves: newTenantGate(cfg.TenantRetrieves, cfg.TenantQueue)}
 	s.metrics = newMetrics(func() *pgxpool.Pool {
 		if st == nil { // tests of what is decided before the store
@@ -200,9 +194,15 @@ func New(cfg Config, st Store, v *Verifier) *Server {
 		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
 	}
 	s.pipeline = s.newRetriever()
-	// The embedding providers report to this server's metrics (to the
-	// last server made over them, when several share a registry).
-	cfg.Models.Observe(s.metrics.registerEmbed())
+	// The embedding providers (the store's: it embeds documents and
+	// queries with them) report to this server's metrics (to the last
+	// server made over them, when several share a registry).
+	// Without providers the series exist too, at zero.
+	var models *embed.Registry
+	if st != nil {
+		models = st.Models()
+	}
+	models.Observe(s.metrics.registerEmbed())
 	mux := http.NewServeMux()
 	handle := func(method, pattern string, h http.HandlerFunc) {
 		mux.Handle(method+" "+pattern, h)

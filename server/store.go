@@ -7,6 +7,7 @@ import (
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -58,13 +59,18 @@ type Stats interface {
 	Pool() *pgxpool.Pool
 	AuditStats() postgres.AuditStats
 	CacheStats() postgres.CacheStats
+	// Models is the registry the store embeds documents and queries with,
+	// whose providers report to the metrics.
+	Models() *embed.Registry
 }
 
 // Store is everything [New] needs: the ranking store the retriever reads
 // (a [retrieval.VersionedStore], so the audit record cites the index
-// version that answered) and the interfaces above.
+// version that answered, and a [retrieval.QueryEmbedder], so a model
+// tenant's query is embedded with its model) and the interfaces above.
 type Store interface {
 	retrieval.VersionedStore
+	retrieval.QueryEmbedder
 	Documents
 	ChunkLoader
 	Tenants

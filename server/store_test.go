@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/internal/proccpu"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
@@ -44,6 +45,16 @@ func (c *cannedStore) Rank(ctx context.Context, req retrieval.RankRequest) (retr
 	r, _, err := c.RankVersion(ctx, req)
 	return r, err
 }
+
+func (c *cannedStore) TenantModel(context.Context, string) (embed.Spec, error) {
+	return embed.Spec{Model: embed.Hash}, nil
+}
+
+func (c *cannedStore) EmbedQuery(context.Context, embed.Spec, string, []string) (*retrieval.DenseQuery, error) {
+	return nil, nil
+}
+
+func (c *cannedStore) Models() *embed.Registry { return nil }
 
 func (c *cannedStore) IDF(_ context.Context, _ cordontype.Principal, terms []string) ([]float64, error) {
 	return make([]float64, len(terms)), nil

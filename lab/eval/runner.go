@@ -406,13 +406,12 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 		firstEr error
 	)
 	next := make(chan int)
-	qm := retrieval.NewQueryModels(opts.Models)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				qr, err := runQuery(ctx, opts.retriever(st).WithModels(qm), st, qm, opts.Settings.Spec(), queries[i], specs, opts.PerQuery)
+				qr, err := runQuery(ctx, opts.retriever(st), st, opts.Models, opts.Settings.Spec(), queries[i], specs, opts.PerQuery)
 				mu.Lock()
 				if err != nil && firstEr == nil {
 					firstEr = fmt.Errorf("query %d (%q): %w", i+1, queryLabel(queries[i].Query), err)
@@ -542,10 +541,10 @@ var principal = cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restr
 // once per distinct top_n; the hybrid pipelines are the end of rt's
 // pipeline ([retrieval.Retriever.Finish]) over those rankings, so they are
 // exactly what the Retriever returns.
-func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, qm *retrieval.QueryModels, spec embed.Spec, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
+func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, models *embed.Registry, spec embed.Spec, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
 	tokens := analysis.Tokenize(q.Query)
 	allTerms := analysis.TokenSet(q.Query)
-	dense, err := qm.Dense(ctx, spec, q.Query, tokens)
+	dense, err := retrieval.EmbedQuery(ctx, models, spec, q.Query, tokens)
 	if err != nil {
 		return QueryResult{}, fmt.Errorf("embed the query: %w", err)
 	}

@@ -13,7 +13,10 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-var _ retrieval.Store = (*Store)(nil)
+var (
+	_ retrieval.Store         = (*Store)(nil)
+	_ retrieval.QueryEmbedder = (*Store)(nil)
+)
 
 // Store is the in-memory store. Every tenant uses the same index settings.
 type Store struct {
@@ -152,6 +155,23 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 		rk.Docs = t.docRanking(&req, st, s.settings)
 	}
 	return rk, nil
+}
+
+// TenantModel implements [retrieval.QueryEmbedder]: the store's model
+// for every tenant it holds, hashing for one it does not.
+func (s *Store) TenantModel(_ context.Context, tenant string) (embed.Spec, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.tenants[tenant] == nil {
+		return embed.Spec{Model: embed.Hash}, nil
+	}
+	return s.settings.Spec(), nil
+}
+
+// EmbedQuery implements [retrieval.QueryEmbedder] with the store's
+// registry.
+func (s *Store) EmbedQuery(ctx context.Context, spec embed.Spec, text string, tokens []string) (*retrieval.DenseQuery, error) {
+	return retrieval.EmbedQuery(ctx, s.models, spec, text, tokens)
 }
 
 // IDF implements [retrieval.Store]: each term's idf under p's statistics

@@ -92,7 +92,7 @@ func (f *cacheFixture) check(step string, s *Store, q retrieval.Query) {
 	defer cancel()
 	js := func(name string, st retrieval.Store) string {
 		f.t.Helper()
-		r, err := retrieval.New(st).WithModels(retrieval.NewQueryModels(f.models)).Retrieve(ctx, q)
+		r, err := retrieval.New(st).Retrieve(ctx, q)
 		if err != nil {
 			f.t.Fatalf("%s: %s: %v", step, name, err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/index/memindex"
@@ -92,6 +93,42 @@ func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string)
 	return out, nil
 }
 
+// TenantModel implements [retrieval.QueryEmbedder]: tenant's embedding
+// model as the read path last read it, or, for a tenant it has not read
+// yet, from one lookup of its registry row; hashing for a tenant that is
+// not registered. A query that races a re-embedding cut-over meets the new
+// model in its snapshot, which answers *retrieval.ModelMismatchError and
+// remembers it.
+func (s *Store) TenantModel(ctx context.Context, tenant string) (embed.Spec, error) {
+	if v, ok := s.models.Load(tenant); ok {
+		return v.(embed.Spec), nil
+	}
+	spec := embed.Spec{Model: embed.Hash}
+	err := s.onReader(ctx, func(c *pgxpool.Conn) error {
+		t, found, err := lookupTenant(ctx, c, tenant, nil)
+		if err != nil || !found {
+			return err
+		}
+		spec = t.settings.Spec()
+		s.models.Store(tenant, spec)
+		return nil
+	})
+	if err != nil {
+		return spec, fmt.Errorf("tenant %q: %w", tenant, err)
+	}
+	return spec, nil
+}
+
+// Models is the registry the store embeds documents and queries with
+// (Options.Models).
+func (s *Store) Models() *embed.Registry { return s.opts.Models }
+
+// EmbedQuery implements [retrieval.QueryEmbedder] with the registry the
+// store's writes embed with (Options.Models).
+func (s *Store) EmbedQuery(ctx context.Context, spec embed.Spec, text string, tokens []string) (*retrieval.DenseQuery, error) {
+	return retrieval.EmbedQuery(ctx, s.opts.Models, spec, text, tokens)
+}
+
 // read answers one query of tenant on one of the two query paths and
 // returns the index version that answered: mem on the cached index when it
 // is current, else sql, in one read-only REPEATABLE READ snapshot. Neither
@@ -124,6 +161,7 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 			st.incarnation = placementIncarnation(st.incarnation, st.node)
 		}
 		if err == nil {
+			s.models.Store(tenant, t.settings.Spec())
 			if version, ok := s.cache.current(t, st, mem); ok {
 				return version, nil
 			}
@@ -134,6 +172,7 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 	var version int64
 	_, err := snapshotOn(ctx, c, tenant, s.placementCheck(), func(tx pgx.Tx, t tenantInfo, st statsRow) error {
 		version = st.version
+		s.models.Store(tenant, t.settings.Spec())
 		if s.cache != nil {
 			ok, load, err := s.cache.use(ctx, tx, t, st, mem)
 			if err != nil || ok {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-var _ retrieval.Store = (*Store)(nil)
+var (
+	_ retrieval.Store         = (*Store)(nil)
+	_ retrieval.QueryEmbedder = (*Store)(nil)
+)
 
 // DBTX is the query surface shared by a pool and a transaction, so one query
 // path serves both.
@@ -110,6 +114,9 @@ type Store struct {
 	// movedReads counts the snapshot reads taken again because their
 	// tenant moved to another node while they ran.
 	movedReads atomic.Int64
+	// models is each tenant's embedding model (tenant name -> embed.Spec)
+	// as the read path's last lookup of it read it (TenantModel).
+	models sync.Map
 }
 
 func parseConfig(url string) (*pgxpool.Config, error) {

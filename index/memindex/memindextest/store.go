@@ -13,7 +13,10 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-var _ retrieval.Store = (*Store)(nil)
+var (
+	_ retrieval.Store         = (*Store)(nil)
+	_ retrieval.QueryEmbedder = (*Store)(nil)
+)
 
 // Store is an in-memory, multi-tenant store over one [memindex.Index] per
 // tenant. It gives the same results as store/memory; the differential
@@ -91,6 +94,23 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 		return retrieval.Funnel(req, nil, nil), nil
 	}
 	return x.Rank(req)
+}
+
+// TenantModel implements [retrieval.QueryEmbedder]: the store's model
+// for every tenant it holds, hashing for one it does not.
+func (s *Store) TenantModel(_ context.Context, tenant string) (embed.Spec, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.tenants[tenant] == nil {
+		return embed.Spec{Model: embed.Hash}, nil
+	}
+	return s.settings.Spec(), nil
+}
+
+// EmbedQuery implements [retrieval.QueryEmbedder] with the store's
+// registry.
+func (s *Store) EmbedQuery(ctx context.Context, spec embed.Spec, text string, tokens []string) (*retrieval.DenseQuery, error) {
+	return retrieval.EmbedQuery(ctx, s.models, spec, text, tokens)
 }
 
 // IDF implements retrieval.Store.
