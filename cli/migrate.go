@@ -8,6 +8,7 @@ import (
 
 	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // serviceRoleFlag registers migrate's --service-role.
@@ -48,11 +49,11 @@ type migrationJSON struct {
 // printMigrationStatus prints the database's version, the binary's latest,
 // and every migration with when it was applied (as goose status does).
 func printMigrationStatus(ctx context.Context, env Env, url string, asJSON bool) error {
-	cur, latest, err := postgres.MigrationStatus(ctx, url)
+	cur, latest, err := migrate.Status(ctx, url)
 	if err != nil {
 		return err
 	}
-	ms, err := postgres.Migrations(ctx, url)
+	ms, err := migrate.List(ctx, url)
 	if err != nil {
 		return err
 	}

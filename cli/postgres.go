@@ -16,6 +16,7 @@ import (
 	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/replay"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 func migrateCommand() *cmdline.Command {
@@ -251,7 +252,7 @@ func runMigrate(ctx context.Context, env Env, c *cmdline.Command, args []string)
 	}
 	switch action {
 	case "up":
-		res, err := postgres.Migrate(ctx, url)
+		res, err := migrate.Up(ctx, url)
 		if err != nil {
 			return err
 		}
@@ -261,7 +262,7 @@ func runMigrate(ctx context.Context, env Env, c *cmdline.Command, args []string)
 		if err := grantServiceRoles(ctx, env, url, cmdline.SplitList(*serviceRoles)); err != nil {
 			return err
 		}
-		cur, latest, err := postgres.MigrationStatus(ctx, url)
+		cur, latest, err := migrate.Status(ctx, url)
 		if err != nil {
 			return err
 		}
@@ -274,7 +275,7 @@ func runMigrate(ctx context.Context, env Env, c *cmdline.Command, args []string)
 		if err != nil || v < 0 {
 			return fmt.Errorf("%w: VERSION %q is not a non-negative integer", cmdline.ErrUsage, fs.Arg(0))
 		}
-		if err := postgres.MigrateDownTo(ctx, url, v); err != nil {
+		if err := migrate.DownTo(ctx, url, v); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "database at version %d\n", v)
@@ -454,7 +455,7 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 // migrates, drops the tenants of o.reset, and creates each tenant the
 // script meets with the script's settings.
 func openPostgresReplay(ctx context.Context, url string, o replayOptions) (replay.OpenFunc, func(), error) {
-	if _, err := postgres.Migrate(ctx, url); err != nil {
+	if _, err := migrate.Up(ctx, url); err != nil {
 		return nil, nil, err
 	}
 	if len(o.reset) > 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 func serveCommand() *cmdline.Command {
@@ -368,7 +369,7 @@ func runServe(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		return err
 	}
 	if cfg.migrate {
-		res, err := postgres.Migrate(ctx, cfg.url)
+		res, err := migrate.Up(ctx, cfg.url)
 		if err != nil {
 			return err
 		}

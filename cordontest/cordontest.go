@@ -24,6 +24,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // The database Run creates, and its superuser.
@@ -77,7 +78,7 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 	case o.cordonImage != "":
 		err = c.runCordonImage(ctx, o)
 	default:
-		if _, err = postgres.Migrate(ctx, c.databaseURL); err != nil {
+		if _, err = migrate.Up(ctx, c.databaseURL); err != nil {
 			err = fmt.Errorf("migrate: %w", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/internal/proccpu"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // BenchmarkAuditAppend measures audit appends per second to one tenant
@@ -33,7 +34,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			dbURL := newDatabase(b)
-			if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+			if _, err := migrate.Up(ctx, dbURL); err != nil {
 				b.Fatal(err)
 			}
 			st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 16, AuditKeys: testKeyring("k1")})

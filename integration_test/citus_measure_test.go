@@ -18,6 +18,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // shardScans sums, on the node at nodeURL, the sequential and index scans
@@ -60,7 +61,7 @@ func TestCitusQueriesStayOnOneWorker(t *testing.T) {
 	ctx := context.Background()
 	base := requireCitus(t)
 	dbURL := newCitusDatabase(t, base, true)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	settings := index.DefaultSettings()
@@ -207,7 +208,7 @@ func BenchmarkCitusOverhead(b *testing.B) {
 	base := requireCitus(t)
 	single := migrated(t) // the plain server of CORDON_TEST_DATABASE_URL
 	clustered := newCitusDatabase(t, base, true)
-	if _, err := postgres.Migrate(ctx, clustered); err != nil {
+	if _, err := migrate.Up(ctx, clustered); err != nil {
 		t.Fatal(err)
 	}
 	const tenant, docs, queries = "perf", 2000, 400

@@ -22,6 +22,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // The Citus tests run against the coordinator of a Citus cluster named by
@@ -202,7 +203,7 @@ func TestCitusSuite(t *testing.T) {
 func TestCitusTenantsOnWorkers(t *testing.T) {
 	ctx := context.Background()
 	dbURL := newCitusDatabase(t, requireCitus(t), true)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	st := openStore(t, dbURL, postgres.Options{AuditKeys: testKeyring("k1")})
@@ -259,7 +260,7 @@ func TestCitusTenantsOnWorkers(t *testing.T) {
 func TestCitusDistributeExistingTenant(t *testing.T) {
 	ctx := context.Background()
 	dbURL := newCitusDatabase(t, requireCitus(t), false)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	settings := index.DefaultSettings()
@@ -358,7 +359,7 @@ func shardColumns(t *testing.T, dbURL string, st *postgres.Store, tenant, table,
 func TestCitusMigrationsReachWorkers(t *testing.T) {
 	ctx := context.Background()
 	dbURL := newCitusDatabase(t, requireCitus(t), true)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	settings := index.DefaultSettings()
@@ -394,11 +395,11 @@ func TestCitusMigrationsReachWorkers(t *testing.T) {
 	// all inside functions. Older migrations add columns to the registry
 	// with a CHECK in one statement, which Citus refuses on a reference
 	// table.
-	if err := postgres.MigrateDownTo(ctx, dbURL, 10); err != nil {
+	if err := migrate.DownTo(ctx, dbURL, 10); err != nil {
 		t.Fatalf("down to 10: %v", err)
 	}
 	check("down to 10", 0)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
 	check("up again", 1)
@@ -462,7 +463,7 @@ func (m *maxDuration) get() time.Duration { return time.Duration(m.v.Load()) }
 func TestCitusTenantMove(t *testing.T) {
 	ctx := context.Background()
 	dbURL := newCitusDatabase(t, requireCitus(t), true)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	settings := index.DefaultSettings()

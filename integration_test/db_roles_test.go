@@ -18,6 +18,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // Roles are cluster-wide, shared by every test process on the server. Each
@@ -207,7 +208,7 @@ func TestMigrateAsRoleNamedLikeCordonSchema(t *testing.T) {
 			}
 
 			// Down to 0 and up again, with cordon and the stock CLI.
-			if err := postgres.MigrateDownTo(ctx, ownerURL, 0); err != nil {
+			if err := migrate.DownTo(ctx, ownerURL, 0); err != nil {
 				t.Fatalf("down to 0: %v", err)
 			}
 			if v := version(t, ownerURL); v != 0 {
@@ -402,7 +403,7 @@ func TestMigrateWithoutVectorExtension(t *testing.T) {
 	}
 	// Once the DBA has created it, the same role migrates.
 	execSQL(t, superURL, `CREATE EXTENSION vector`)
-	if _, err := postgres.Migrate(ctx, ownerURL); err != nil {
+	if _, err := migrate.Up(ctx, ownerURL); err != nil {
 		t.Fatalf("migrate after CREATE EXTENSION: %v", err)
 	}
 	st, err := postgres.Open(ctx, ownerURL, postgres.Options{})
@@ -425,12 +426,12 @@ func TestMigrateWithoutCreateRights(t *testing.T) {
 	superURL := newDatabase(t)
 	execSQL(t, superURL, `CREATE EXTENSION vector`)
 	roleURL := asRole(superURL, role)
-	_, err := postgres.Migrate(ctx, roleURL)
+	_, err := migrate.Up(ctx, roleURL)
 	if err == nil || !strings.Contains(err.Error(), "may not create public.goose_db_version") || !strings.Contains(err.Error(), "OWNER TO") {
 		t.Fatalf("migrate without CREATE on schema public: %v", err)
 	}
 	execSQL(t, superURL, `GRANT CREATE ON SCHEMA public TO `+role)
-	_, err = postgres.Migrate(ctx, roleURL)
+	_, err = migrate.Up(ctx, roleURL)
 	if err == nil || !strings.Contains(err.Error(), "may not create schemas in database") {
 		t.Fatalf("migrate without CREATE on the database: %v", err)
 	}
@@ -439,7 +440,7 @@ func TestMigrateWithoutCreateRights(t *testing.T) {
 	}
 	db := strings.TrimPrefix(mustParse(t, superURL).Path, "/")
 	execSQL(t, superURL, `GRANT CREATE ON DATABASE `+pgx.Identifier{db}.Sanitize()+` TO `+role)
-	if _, err := postgres.Migrate(ctx, roleURL); err != nil {
+	if _, err := migrate.Up(ctx, roleURL); err != nil {
 		t.Fatalf("migrate with both rights: %v", err)
 	}
 }
@@ -452,12 +453,12 @@ func TestMigrateRefusesBookkeepingElsewhere(t *testing.T) {
 	dbURL := migrated(t)
 	execSQL(t, dbURL, `CREATE SCHEMA app`)
 	execSQL(t, dbURL, `ALTER TABLE public.goose_db_version SET SCHEMA app`)
-	_, err := postgres.Migrate(ctx, dbURL)
+	_, err := migrate.Up(ctx, dbURL)
 	if err == nil || !strings.Contains(err.Error(), "app.goose_db_version") || !strings.Contains(err.Error(), "SET SCHEMA public") {
 		t.Fatalf("migrate with the bookkeeping in schema app: %v", err)
 	}
 	execSQL(t, dbURL, `ALTER TABLE app.goose_db_version SET SCHEMA public`)
-	if res, err := postgres.Migrate(ctx, dbURL); err != nil || len(res) != 0 {
+	if res, err := migrate.Up(ctx, dbURL); err != nil || len(res) != 0 {
 		t.Fatalf("migrate after moving it back: applied %d, %v", len(res), err)
 	}
 }

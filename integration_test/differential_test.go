@@ -14,6 +14,7 @@ import (
 	"github.com/cordon-rag/cordon/replay/replaygen"
 	"github.com/cordon-rag/cordon/store/memory"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 var diffScripts = flag.Int("diff-scripts", 200, "randomized scripts the differential test runs")
@@ -65,7 +66,7 @@ func runPostgresWith(t *testing.T, dbURL string, script []byte, opts postgres.Op
 func migrated(t testing.TB) string {
 	t.Helper()
 	dbURL := newDatabase(t)
-	if _, err := postgres.Migrate(context.Background(), dbURL); err != nil {
+	if _, err := migrate.Up(context.Background(), dbURL); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return dbURL

@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // hiddenCounts are how many chunks the reader may not see hold each probe
@@ -79,7 +80,7 @@ func seedHiddenProbe(b testing.TB, st *postgres.Store) {
 func BenchmarkRetrieveHiddenTerm(b *testing.B) {
 	ctx := context.Background()
 	dbURL := newDatabase(b)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		b.Fatal(err)
 	}
 	open := func(cache int64) *postgres.Store {

@@ -17,13 +17,14 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 const latestVersion = 13
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()
-	cur, latest, err := postgres.MigrationStatus(context.Background(), dbURL)
+	cur, latest, err := migrate.Status(context.Background(), dbURL)
 	if err != nil {
 		t.Fatalf("status: %v", err)
 	}
@@ -60,14 +61,14 @@ func TestMigrateUpIdempotentDownAndUp(t *testing.T) {
 	if v := version(t, dbURL); v != 0 {
 		t.Fatalf("empty database at version %d, want 0", v)
 	}
-	res, err := postgres.Migrate(ctx, dbURL)
+	res, err := migrate.Up(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("up: %v", err)
 	}
 	if len(res) != latestVersion {
 		t.Fatalf("up applied %d migrations, want %d", len(res), latestVersion)
 	}
-	res, err = postgres.Migrate(ctx, dbURL)
+	res, err = migrate.Up(ctx, dbURL)
 	if err != nil || len(res) != 0 {
 		t.Fatalf("second up applied %d migrations (err %v), want a no-op", len(res), err)
 	}
@@ -79,7 +80,7 @@ func TestMigrateUpIdempotentDownAndUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	if err := postgres.MigrateDownTo(ctx, dbURL, 0); err != nil {
+	if err := migrate.DownTo(ctx, dbURL, 0); err != nil {
 		t.Fatalf("down to 0: %v", err)
 	}
 	if v := version(t, dbURL); v != 0 {
@@ -88,7 +89,7 @@ func TestMigrateUpIdempotentDownAndUp(t *testing.T) {
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'cordon%'`); n != 0 {
 		t.Fatalf("down to 0 left %d cordon schemas", n)
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
 	if v := version(t, dbURL); v != latestVersion {
@@ -108,7 +109,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := postgres.Migrate(context.Background(), dbURL)
+			res, err := migrate.Up(context.Background(), dbURL)
 			applied[i], errs[i] = len(res), err
 		}()
 	}
@@ -133,7 +134,7 @@ func TestConcurrentMigrate(t *testing.T) {
 func TestTenantSchemaUpgrade(t *testing.T) {
 	ctx := context.Background()
 	dbURL := newDatabase(t)
-	if err := postgres.MigrateUpTo(ctx, dbURL, 1); err != nil {
+	if err := migrate.UpTo(ctx, dbURL, 1); err != nil {
 		t.Fatal(err)
 	}
 	tenants := []string{"wholesale", "retail", "compliance"}
@@ -147,7 +148,7 @@ func TestTenantSchemaUpgrade(t *testing.T) {
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon.tenants WHERE schema_version = 1`); n != 3 {
 		t.Fatalf("%d tenants at schema version 1, want 3", n)
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
 	for _, name := range tenants {
@@ -162,7 +163,7 @@ func TestTenantSchemaUpgrade(t *testing.T) {
 		t.Fatalf("%d tenants at schema version 2 after the upgrade, want 3", n)
 	}
 	// And back: down to 1 removes the columns from every tenant.
-	if err := postgres.MigrateDownTo(ctx, dbURL, 1); err != nil {
+	if err := migrate.DownTo(ctx, dbURL, 1); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.columns WHERE table_schema LIKE 'cordon_t_%' AND column_name IN ('version', 'content_hash')`); n != 0 {
@@ -231,7 +232,7 @@ func TestStockGooseCLI(t *testing.T) {
 	if v := version(t, dbURL); v != 0 {
 		t.Fatalf("after goose down-to 0, version %d, want 0", v)
 	}
-	if res, err := postgres.Migrate(ctx, dbURL); err != nil || len(res) != latestVersion {
+	if res, err := migrate.Up(ctx, dbURL); err != nil || len(res) != latestVersion {
 		t.Fatalf("cordon migrate after goose down: applied %d, err %v", len(res), err)
 	}
 }
@@ -265,13 +266,13 @@ func TestBlockPostingsMigrationKeepsResults(t *testing.T) {
 		m.check(step, "wire hold", "tx4096 ledger breach", "desk limit margin swap", "nothing")
 	}
 	check("blocks")
-	if err := postgres.MigrateDownTo(ctx, dbURL, 5); err != nil {
+	if err := migrate.DownTo(ctx, dbURL, 5); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_mig.postings`); n != live {
 		t.Fatalf("down to rows: %d postings rows, want the %d live postings", n, live)
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_mig.postings WHERE block <> 0`); n != 0 {
@@ -345,7 +346,7 @@ func TestMigrateStatusListsMigrations(t *testing.T) {
 	if at := s.Migrations[0].AppliedAt; at.IsZero() {
 		t.Fatalf("applied_at %v", at)
 	}
-	if err := postgres.MigrateDownTo(context.Background(), dbURL, latestVersion-2); err != nil {
+	if err := migrate.DownTo(context.Background(), dbURL, latestVersion-2); err != nil {
 		t.Fatal(err)
 	}
 	s = statusJSON()

@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // TestPostingsGarbageCollected: removed chunks leave their postings in
@@ -217,7 +218,7 @@ func TestPostingsBucketRows(t *testing.T) {
 	postings := queryInt(t, dbURL, `SELECT sum(n)::bigint FROM cordon_t_bkt.postings`)
 
 	// Down to schema version 9: one term row per term and block.
-	if err := postgres.MigrateDownTo(ctx, dbURL, 11); err != nil {
+	if err := migrate.DownTo(ctx, dbURL, 11); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.columns WHERE table_schema = 'cordon_t_bkt' AND table_name = 'postings' AND column_name = 'terms'`); n != 0 {
@@ -234,7 +235,7 @@ func TestPostingsBucketRows(t *testing.T) {
 	}
 
 	// Up again: the term rows stay valid, and new segments bucket again.
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatal(err)
 	}
 	m.check("down and up", queries...)

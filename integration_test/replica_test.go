@@ -23,6 +23,7 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // standby is a hot standby of the test server, started by scripts/db.sh
@@ -401,7 +402,7 @@ func TestReplicaConsistencyHeader(t *testing.T) {
 func BenchmarkReplicaReads(b *testing.B) {
 	ctx := context.Background()
 	dbURL := newDatabase(b)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		b.Fatal(err)
 	}
 	settings := index.DefaultSettings()

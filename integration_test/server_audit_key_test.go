@@ -18,6 +18,7 @@ import (
 
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // rewriteAudit rewrites a tenant's audit rows from seq from on, as a
@@ -367,7 +368,7 @@ func TestServerAuditAppendFailure(t *testing.T) {
 func TestMigrateAuditKeyID(t *testing.T) {
 	ctx := context.Background()
 	dbURL := newDatabase(t)
-	if err := postgres.MigrateUpTo(ctx, dbURL, 7); err != nil {
+	if err := migrate.UpTo(ctx, dbURL, 7); err != nil {
 		t.Fatal(err)
 	}
 	// Created as a binary of migration 7 created tenants.
@@ -386,13 +387,13 @@ func TestMigrateAuditKeyID(t *testing.T) {
 			r.Seq, r.At, r.Sub, r.Op, r.Query, r.Policy, r.ChunkIDs, r.Degraded, r.RequestID, prev, h)
 		prev = h
 	}
-	if err := postgres.MigrateUpTo(ctx, dbURL, 8); err != nil {
+	if err := migrate.UpTo(ctx, dbURL, 8); err != nil {
 		t.Fatal(err)
 	}
 	if v := queryInt(t, dbURL, `SELECT schema_version FROM cordon.tenants WHERE name = 'wholesale'`); v != 7 {
 		t.Fatalf("tenant schema version %d after migration 8, want 7", v)
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatal(err)
 	}
 	keys := testKeyring("k1")
@@ -430,7 +431,7 @@ func TestMigrateAuditKeyID(t *testing.T) {
 	}
 	st.Close()
 
-	if err := postgres.MigrateDownTo(ctx, dbURL, 7); err != nil {
+	if err := migrate.DownTo(ctx, dbURL, 7); err != nil {
 		t.Fatalf("down to 7: %v", err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.columns WHERE table_schema = 'cordon_t_wholesale' AND table_name = 'audit' AND column_name = 'key_id'`); n != 0 {
@@ -439,7 +440,7 @@ func TestMigrateAuditKeyID(t *testing.T) {
 	if v := queryInt(t, dbURL, `SELECT schema_version FROM cordon.tenants WHERE name = 'wholesale'`); v != 6 {
 		t.Fatalf("tenant schema version %d after down to 7, want 6", v)
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_wholesale.audit WHERE key_id = ''`); n != 5 {

@@ -17,6 +17,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // auditCLI runs 'cordon audit ACTION ...' against dbURL with keyFile
@@ -159,7 +160,7 @@ func TestServerAuditChain(t *testing.T) {
 func TestServerAuditGrants(t *testing.T) {
 	ctx := context.Background()
 	dbURL := newDatabase(t)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatal(err)
 	}
 	st, err := postgres.Open(ctx, dbURL, postgres.Options{})
@@ -246,7 +247,7 @@ func between(t *testing.T, s, start, end string) string {
 func TestServerAuditUpgradesExistingTenants(t *testing.T) {
 	ctx := context.Background()
 	dbURL := newDatabase(t)
-	if err := postgres.MigrateUpTo(ctx, dbURL, 3); err != nil {
+	if err := migrate.UpTo(ctx, dbURL, 3); err != nil {
 		t.Fatal(err)
 	}
 	// Created as migration 3's create_tenant creates tenants (this binary's
@@ -255,7 +256,7 @@ func TestServerAuditUpgradesExistingTenants(t *testing.T) {
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.tables WHERE table_schema = 'cordon_t_wholesale' AND table_name = 'audit'`); n != 0 {
 		t.Fatalf("audit table before migration 4")
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.tables WHERE table_schema = 'cordon_t_wholesale' AND table_name = 'audit'`); n != 1 {
@@ -264,7 +265,7 @@ func TestServerAuditUpgradesExistingTenants(t *testing.T) {
 	if n := queryInt(t, dbURL, `SELECT schema_version FROM cordon.tenants WHERE name = 'wholesale'`); n < 3 {
 		t.Fatalf("schema_version %d, want >= 3", n)
 	}
-	if err := postgres.MigrateDownTo(ctx, dbURL, 3); err != nil {
+	if err := migrate.DownTo(ctx, dbURL, 3); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.tables WHERE table_schema = 'cordon_t_wholesale' AND table_name = 'audit'`); n != 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 const testSecret = "cordon-test-secret-0123456789abcdef0123456789"
@@ -89,7 +90,7 @@ func startAPIServerScoped(t testing.TB, o serverOpts) *apiServer {
 	if dbURL == "" {
 		dbURL = newDatabase(t)
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	storeURL := dbURL
@@ -695,14 +696,14 @@ func TestServerHealthAndReady(t *testing.T) {
 	a.want(t, a.call(t, "GET", "/healthz", "", nil), http.StatusOK)
 	a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusOK)
 	// Migrations behind the binary: not ready.
-	if err := postgres.MigrateDownTo(context.Background(), a.dbURL, 3); err != nil {
+	if err := migrate.DownTo(context.Background(), a.dbURL, 3); err != nil {
 		t.Fatal(err)
 	}
 	r := a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusServiceUnavailable)
 	if r.errCode(t) != "not_ready" {
 		t.Fatalf("readyz = %s", r.body)
 	}
-	if _, err := postgres.Migrate(context.Background(), a.dbURL); err != nil {
+	if _, err := migrate.Up(context.Background(), a.dbURL); err != nil {
 		t.Fatal(err)
 	}
 	a.want(t, a.call(t, "GET", "/readyz", "", nil), http.StatusOK)

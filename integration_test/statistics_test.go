@@ -18,6 +18,7 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // scopePath is one store and query path under test, holding tenant "full"
@@ -262,13 +263,13 @@ func TestStatisticsScopeMigration(t *testing.T) {
 	docs = slices.DeleteFunc(docs, func(d cordontype.Document) bool { return d.DocID == "d7" })
 	st.Close()
 
-	if err := postgres.MigrateDownTo(ctx, dbURL, 6); err != nil {
+	if err := migrate.DownTo(ctx, dbURL, 6); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM information_schema.tables WHERE table_name = 'label_stats'`); n != 0 {
 		t.Fatalf("down to 6 left %d label_stats tables", n)
 	}
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		t.Fatal(err)
 	}
 	st = openStore(t, dbURL, postgres.Options{})

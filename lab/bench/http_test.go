@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 func TestParseMix(t *testing.T) {
@@ -147,7 +148,7 @@ func migratedDatabase(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(drop)
-	if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+	if _, err := migrate.Up(ctx, dbURL); err != nil {
 		tb.Fatal(err)
 	}
 	return dbURL

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 var loadChunks = flag.Int("load-chunks", 20_000, "chunks of the tenant BenchmarkColdLoad loads")
@@ -101,7 +102,7 @@ func keptDatabase(ctx context.Context, base, name string) (string, error) {
 		}
 	}
 	u.Path = "/" + name
-	if _, err := postgres.Migrate(ctx, u.String()); err != nil {
+	if _, err := migrate.Up(ctx, u.String()); err != nil {
 		return "", err
 	}
 	return u.String(), nil

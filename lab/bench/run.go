@@ -18,6 +18,7 @@ import (
 
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // Options configure a run.
@@ -161,7 +162,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			dbURL = created
 			pr.logf("created database %s\n", databaseName(created))
 		}
-		if _, err := postgres.Migrate(ctx, dbURL); err != nil {
+		if _, err := migrate.Up(ctx, dbURL); err != nil {
 			return nil, err
 		}
 		rep.Env.Postgres = serverVersion(ctx, dbURL)

@@ -1,6 +1,10 @@
 package postgres
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/cordon-rag/cordon/store/postgres/internal/pgexec"
+)
 
 var (
 	// ErrTenantNotFound is returned by Put and CreateTenant's callers when the
@@ -18,7 +22,7 @@ var (
 	// role (GrantServiceRole, 'cordon tenant grant ROLE').
 	ErrNotServiceRole = errors.New("the database role has no grants on Cordon's schema")
 	// ErrUnavailable wraps failures to reach the database.
-	ErrUnavailable = errors.New("database unavailable")
+	ErrUnavailable = pgexec.ErrUnavailable
 	// ErrAuditKeyring is returned by ParseAuditKeyring, AuditKeyring.Validate
 	// and Open for a malformed audit keyring.
 	ErrAuditKeyring = errors.New("invalid audit keyring")

@@ -16,6 +16,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // statementLog records every statement the pool's connections send (BEGIN,
@@ -78,7 +79,7 @@ func testDatabase(t *testing.T) string {
 		t.Fatalf("parse server URL: %v", err)
 	}
 	u.Path = "/" + name
-	if _, err := Migrate(ctx, u.String()); err != nil {
+	if _, err := migrate.Up(ctx, u.String()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return u.String()

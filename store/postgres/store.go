@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/postgres/internal/pgexec"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 var (
@@ -26,11 +27,17 @@ var (
 
 // DBTX is the query surface shared by a pool and a transaction, so one query
 // path serves both.
-type DBTX interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DBTX = pgexec.DBTX
+
+// The execution helpers are pgexec's, shared with package migrate.
+var (
+	// classify marks connection failures with ErrUnavailable.
+	classify = pgexec.Classify
+	// inTxOn runs fn in a transaction begun on db, committing when fn
+	// returns nil.
+	inTxOn      = pgexec.InTx
+	parseConfig = pgexec.ParseConfig
+)
 
 // Options configure a Store.
 type Options struct {
@@ -119,18 +126,7 @@ type Store struct {
 	models sync.Map
 }
 
-func parseConfig(url string) (*pgxpool.Config, error) {
-	if url == "" {
-		return nil, errors.New("no database URL: pass --database-url or set CORDON_DATABASE_URL (e.g. postgres://user@127.0.0.1:5432/db?sslmode=disable)")
-	}
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("database URL: %w", err)
-	}
-	return cfg, nil
-}
-
-// Open connects to url. The migrations must have been applied (Migrate);
+// Open connects to url. The migrations must have been applied (migrate.Up);
 // Open checks that they were.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.AutoCreate != nil {
@@ -242,37 +238,30 @@ func (s *Store) Close() {
 // Pool exposes the pool for operational checks (readiness, stats).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// classify marks connection failures with ErrUnavailable.
-func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	if errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	return err
-}
-
 // inTx runs fn in a transaction on the primary, committing when it returns
 // nil.
 func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	return inTxOn(ctx, s.pool, opts, fn)
 }
 
-// inTxOn runs fn in a transaction begun on db, committing when it returns
-// nil.
-func inTxOn(ctx context.Context, db interface {
-	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
-}, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
-	tx, err := db.BeginTx(ctx, opts)
+// Ready checks that the database answers, that its migrations are those of
+// this binary, and that every tenant schema is at the latest version. A
+// connection failure wraps [ErrUnavailable]; anything behind wraps
+// [ErrNotReady].
+func (s *Store) Ready(ctx context.Context) error {
+	current, err := migrate.DatabaseVersion(ctx, s.pool)
 	if err != nil {
-		return classify(err)
+		return fmt.Errorf("readiness: %w", classify(err))
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-	if err := fn(tx); err != nil {
-		return err
+	if latest := migrate.Latest(); current != latest {
+		return fmt.Errorf("%w: database at migration %d, this binary needs %d: run 'cordon migrate'", ErrNotReady, current, latest)
 	}
-	return classify(tx.Commit(ctx))
+	var behind int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM cordon.tenants WHERE schema_version <> cordon.tenant_latest_version()`).Scan(&behind); err != nil {
+		return fmt.Errorf("readiness: %w", classify(err))
+	}
+	if behind > 0 {
+		return fmt.Errorf("%w: %d tenant schemas are not at the latest version", ErrNotReady, behind)
+	}
+	return nil
 }

@@ -1,4 +1,8 @@
-package postgres
+// Package migrate applies Cordon's schema migrations (package migrations)
+// with goose and reports which are applied. Deploy pipelines run it
+// (cordon migrate) before the service starts; the store checks the
+// database's version at Open and in Ready.
+package migrate
 
 import (
 	"cmp"
@@ -19,6 +23,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/cordon-rag/cordon/migrations"
+	"github.com/cordon-rag/cordon/store/postgres/internal/pgexec"
 )
 
 // VersionTable is goose's migration bookkeeping table. It is
@@ -35,7 +40,7 @@ const VersionTable = "public.goose_db_version"
 // advisory lock: of two deploys migrating at once, one migrates and the other
 // waits, then finds nothing to do.
 func newProvider(ctx context.Context, url string) (*goose.Provider, *sql.DB, error) {
-	cfg, err := parseConfig(url)
+	cfg, err := pgexec.ParseConfig(url)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,7 +72,7 @@ func checkBookkeeping(ctx context.Context, db *sql.DB) error {
 	err := db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass('cordon.tenants') IS NOT NULL`, VersionTable).
 		Scan(&haveTable, &haveCordon)
 	if err != nil {
-		return fmt.Errorf("migration bookkeeping: %w", classify(err))
+		return fmt.Errorf("migration bookkeeping: %w", pgexec.Classify(err))
 	}
 	if !haveTable {
 		if !haveCordon {
@@ -76,18 +81,18 @@ func checkBookkeeping(ctx context.Context, db *sql.DB) error {
 		var where []string
 		rows, err := db.QueryContext(ctx, `SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE tablename = 'goose_db_version' ORDER BY 1`)
 		if err != nil {
-			return fmt.Errorf("migration bookkeeping: %w", classify(err))
+			return fmt.Errorf("migration bookkeeping: %w", pgexec.Classify(err))
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var s string
 			if err := rows.Scan(&s); err != nil {
-				return fmt.Errorf("migration bookkeeping: %w", classify(err))
+				return fmt.Errorf("migration bookkeeping: %w", pgexec.Classify(err))
 			}
 			where = append(where, s)
 		}
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("migration bookkeeping: %w", classify(err))
+			return fmt.Errorf("migration bookkeeping: %w", pgexec.Classify(err))
 		}
 		if len(where) == 0 {
 			return fmt.Errorf("the database has Cordon's schema but no migration bookkeeping (%s): it was not migrated by goose; migrate a fresh database", VersionTable)
@@ -114,19 +119,19 @@ BEGIN
 END
 $do$`)
 	if err != nil {
-		return fmt.Errorf("migration bookkeeping: %w", classify(err))
+		return fmt.Errorf("migration bookkeeping: %w", pgexec.Classify(err))
 	}
 	return nil
 }
 
-// MigrationResult is one applied migration.
-type MigrationResult struct {
+// Result is one applied migration.
+type Result struct {
 	Version int64
 	Source  string
 }
 
-// Migrate applies every pending migration and returns what it applied.
-func Migrate(ctx context.Context, url string) ([]MigrationResult, error) {
+// Up applies every pending migration and returns what it applied.
+func Up(ctx context.Context, url string) ([]Result, error) {
 	p, db, err := newProvider(ctx, url)
 	if err != nil {
 		return nil, err
@@ -137,16 +142,16 @@ func Migrate(ctx context.Context, url string) ([]MigrationResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migrate up: %w", migrationError(url, err))
 	}
-	out := make([]MigrationResult, len(res))
+	out := make([]Result, len(res))
 	for i, r := range res {
-		out[i] = MigrationResult{Version: r.Source.Version, Source: r.Source.Path}
+		out[i] = Result{Version: r.Source.Version, Source: r.Source.Path}
 	}
 	return out, nil
 }
 
-// MigrateDownTo rolls migrations back to version (0 removes everything Cordon
+// DownTo rolls migrations back to version (0 removes everything Cordon
 // created, tenant schemas included).
-func MigrateDownTo(ctx context.Context, url string, version int64) error {
+func DownTo(ctx context.Context, url string, version int64) error {
 	p, db, err := newProvider(ctx, url)
 	if err != nil {
 		return err
@@ -159,8 +164,8 @@ func MigrateDownTo(ctx context.Context, url string, version int64) error {
 	return nil
 }
 
-// MigrateUpTo applies migrations up to and including version.
-func MigrateUpTo(ctx context.Context, url string, version int64) error {
+// UpTo applies migrations up to and including version.
+func UpTo(ctx context.Context, url string, version int64) error {
 	p, db, err := newProvider(ctx, url)
 	if err != nil {
 		return err
@@ -173,22 +178,22 @@ func MigrateUpTo(ctx context.Context, url string, version int64) error {
 	return nil
 }
 
-// MigrationStatus reports the database's version and the newest known one.
+// Status reports the database's version and the newest known one.
 // It only reads: a database never migrated is at version 0.
-func MigrationStatus(ctx context.Context, url string) (current, latest int64, err error) {
+func Status(ctx context.Context, url string) (current, latest int64, err error) {
 	err = readOnly(ctx, url, func(tx pgx.Tx) error {
-		current, err = databaseVersion(ctx, tx)
+		current, err = DatabaseVersion(ctx, tx)
 		return err
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("migration status: %w", err)
 	}
-	return current, LatestMigration(), nil
+	return current, Latest(), nil
 }
 
-// MigrationState is one migration embedded in this binary, as the database
+// State is one migration embedded in this binary, as the database
 // records it.
-type MigrationState struct {
+type State struct {
 	Version int64
 	// Name is the migration's file, e.g. 00001_control_and_tenant_schema.sql.
 	Name string
@@ -197,29 +202,29 @@ type MigrationState struct {
 	AppliedAt *time.Time
 }
 
-// Migrations lists every migration embedded in this binary, in version
+// List lists every migration embedded in this binary, in version
 // order, with when the database applied it, as the stock goose CLI's
 // status does. It only reads: on a database never migrated every one is
 // pending.
-func Migrations(ctx context.Context, url string) ([]MigrationState, error) {
+func List(ctx context.Context, url string) ([]State, error) {
 	names, err := fs.Glob(migrations.FS, "*.sql")
 	if err != nil {
 		return nil, err
 	}
-	var out []MigrationState
+	var out []State
 	for _, n := range names {
 		v, err := strconv.ParseInt(strings.SplitN(n, "_", 2)[0], 10, 64)
 		if err != nil {
 			continue
 		}
-		out = append(out, MigrationState{Version: v, Name: n})
+		out = append(out, State{Version: v, Name: n})
 	}
-	slices.SortFunc(out, func(a, b MigrationState) int { return cmp.Compare(a.Version, b.Version) })
+	slices.SortFunc(out, func(a, b State) int { return cmp.Compare(a.Version, b.Version) })
 	applied := map[int64]time.Time{}
 	err = readOnly(ctx, url, func(tx pgx.Tx) error {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, VersionTable).Scan(&exists); err != nil {
-			return classify(err)
+			return pgexec.Classify(err)
 		}
 		if !exists {
 			return nil
@@ -230,7 +235,7 @@ func Migrations(ctx context.Context, url string) ([]MigrationState, error) {
 		rows, err := tx.Query(ctx, `SELECT DISTINCT ON (version_id) version_id, is_applied, tstamp::timestamptz
 			FROM `+VersionTable+` WHERE version_id > 0 ORDER BY version_id, id DESC`)
 		if err != nil {
-			return classify(err)
+			return pgexec.Classify(err)
 		}
 		defer rows.Close()
 		for rows.Next() {
@@ -244,7 +249,7 @@ func Migrations(ctx context.Context, url string) ([]MigrationState, error) {
 				applied[v] = at
 			}
 		}
-		return classify(rows.Err())
+		return pgexec.Classify(rows.Err())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("migration status: %w", err)
@@ -259,48 +264,48 @@ func Migrations(ctx context.Context, url string) ([]MigrationState, error) {
 
 // readOnly runs fn in a read-only transaction on a connection of its own.
 func readOnly(ctx context.Context, url string, fn func(tx pgx.Tx) error) error {
-	cfg, err := parseConfig(url)
+	cfg, err := pgexec.ParseConfig(url)
 	if err != nil {
 		return err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
-		return classify(err)
+		return pgexec.Classify(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return classify(err)
+		return pgexec.Classify(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read-only
 	return fn(tx)
 }
 
-// databaseVersion is the version goose last applied, read from
+// DatabaseVersion is the version goose last applied, read from
 // VersionTable (0 when there is none).
-func databaseVersion(ctx context.Context, db DBTX) (int64, error) {
+func DatabaseVersion(ctx context.Context, db pgexec.DBTX) (int64, error) {
 	var exists bool
 	if err := db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, VersionTable).Scan(&exists); err != nil {
-		return 0, classify(err)
+		return 0, pgexec.Classify(err)
 	}
 	if !exists {
 		return 0, nil
 	}
 	var v int64
 	err := db.QueryRow(ctx, `SELECT coalesce((SELECT version_id FROM `+VersionTable+` ORDER BY id DESC LIMIT 1), 0)`).Scan(&v)
-	return v, classify(err)
+	return v, pgexec.Classify(err)
 }
 
 // migrationError explains the failures a least-privilege role meets: the
 // vector extension, which only a superuser can create.
 func migrationError(url string, err error) error {
-	err = classify(err)
+	err = pgexec.Classify(err)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return err
 	}
 	db, role := "", ""
-	if cfg, cerr := parseConfig(url); cerr == nil {
+	if cfg, cerr := pgexec.ParseConfig(url); cerr == nil {
 		db, role = cfg.ConnConfig.Database, cfg.ConnConfig.User
 	}
 	msg := pe.Message
@@ -317,8 +322,8 @@ func migrationError(url string, err error) error {
 	return err
 }
 
-// LatestMigration is the newest migration version embedded in this binary.
-func LatestMigration() int64 {
+// Latest is the newest migration version embedded in this binary.
+func Latest() int64 {
 	names, _ := fs.Glob(migrations.FS, "*.sql")
 	var latest int64
 	for _, n := range names {
@@ -328,26 +333,4 @@ func LatestMigration() int64 {
 		}
 	}
 	return latest
-}
-
-// Ready checks that the database answers, that its migrations are those of
-// this binary, and that every tenant schema is at the latest version. A
-// connection failure wraps [ErrUnavailable]; anything behind wraps
-// [ErrNotReady].
-func (s *Store) Ready(ctx context.Context) error {
-	current, err := databaseVersion(ctx, s.pool)
-	if err != nil {
-		return fmt.Errorf("readiness: %w", classify(err))
-	}
-	if latest := LatestMigration(); current != latest {
-		return fmt.Errorf("%w: database at migration %d, this binary needs %d: run 'cordon migrate'", ErrNotReady, current, latest)
-	}
-	var behind int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM cordon.tenants WHERE schema_version <> cordon.tenant_latest_version()`).Scan(&behind); err != nil {
-		return fmt.Errorf("readiness: %w", classify(err))
-	}
-	if behind > 0 {
-		return fmt.Errorf("%w: %d tenant schemas are not at the latest version", ErrNotReady, behind)
-	}
-	return nil
 }
