@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -20,23 +22,52 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-// This file is the whole query path: RankVersion and IDF enter through
+// This file is the whole query path, in the order one retrieve runs it.
+// The retriever first asks which model the tenant embeds with and embeds
+// the query (TenantModel, EmbedQuery). RankVersion then enters through
 // read, which resolves the tenant once (registry row, tokenizer check and
-// stats row in one statement) and answers on the in-memory index (cache.go)
-// or in SQL (rankTx, idfTx), passing that stats row down.
+// stats row in one statement, lookupTenant in tenants.go) and answers on
+// the in-memory index (cache.go) when it is current, else in SQL in one
+// read-only snapshot: rankTx reads the scope's totals, the query terms'
+// postings rows, one scan of the chunks (the dense side and the verdicts
+// the lexical side needs), scores BM25 in Go, reads the candidates' texts,
+// and ranks documents when asked. IDF, for query expansion, comes last.
 
-// float32Exact is 2^24: float32 holds every integer up to it exactly, so a
-// float32 inner product whose partial sums stay below it is exact.
-const float32Exact = 1 << 24
+// TenantModel implements [retrieval.QueryEmbedder]: tenant's embedding
+// model as the read path last read it, or, for a tenant it has not read
+// yet, from one lookup of its registry row; hashing for a tenant that is
+// not registered. A query that races a re-embedding cut-over meets the new
+// model in its snapshot, which answers *retrieval.ModelMismatchError and
+// remembers it.
+func (s *Store) TenantModel(ctx context.Context, tenant string) (embed.Spec, error) {
+	if v, ok := s.models.Load(tenant); ok {
+		return v.(embed.Spec), nil
+	}
+	spec := embed.Spec{Model: embed.Hash}
+	err := s.onReader(ctx, func(c *pgxpool.Conn) error {
+		t, found, err := lookupTenant(ctx, c, tenant, nil)
+		if err != nil || !found {
+			return err
+		}
+		spec = t.settings.Spec()
+		s.models.Store(tenant, spec)
+		return nil
+	})
+	if err != nil {
+		return spec, fmt.Errorf("tenant %q: %w", tenant, err)
+	}
+	return spec, nil
+}
 
-// The pre-filter, evaluated in SQL for every candidate. $2 is the clearance,
-// $3 the principal's barriers, $4 now_tick, $5 max_stale_ticks (NULL: none).
-// It mirrors retrieval.Visible and retrieval.Stale; the differential tests
-// hold the two to the same answers.
-const (
-	visibleSQL = `(c.classification <= $2 AND c.barriers <@ $3::text[])`
-	staleSQL   = `($5::bigint IS NOT NULL AND $4::bigint - c.as_of_tick > $5::bigint)`
-)
+// EmbedQuery implements [retrieval.QueryEmbedder] with the registry the
+// store's writes embed with (Options.Models).
+func (s *Store) EmbedQuery(ctx context.Context, spec embed.Spec, text string, tokens []string) (*retrieval.DenseQuery, error) {
+	return retrieval.EmbedQuery(ctx, s.opts.Models, spec, text, tokens)
+}
+
+// Models is the registry the store embeds documents and queries with
+// (Options.Models).
+func (s *Store) Models() *embed.Registry { return s.opts.Models }
 
 // Rank implements [retrieval.Store] (see RankVersion).
 func (s *Store) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, error) {
@@ -71,62 +102,6 @@ func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (ret
 		return retrieval.Rankings{}, 0, fmt.Errorf("rank tenant %q: %w", req.Principal.Tenant, err)
 	}
 	return out, version, nil
-}
-
-// IDF implements [retrieval.Store]: each term's idf under p's statistics
-// scope, read as RankVersion reads (the in-memory index when current, else
-// SQL in one read-only snapshot); all zero for an unknown tenant.
-func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
-	out := make([]float64, len(terms))
-	_, err := s.read(ctx, p.Tenant,
-		func(x *memindex.Index) { out = x.IDF(p, terms) },
-		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
-			idf, err := idfTx(ctx, tx, t, st, p, terms)
-			if err == nil {
-				out = idf
-			}
-			return err
-		})
-	if err != nil {
-		return nil, fmt.Errorf("idf tenant %q: %w", p.Tenant, err)
-	}
-	return out, nil
-}
-
-// TenantModel implements [retrieval.QueryEmbedder]: tenant's embedding
-// model as the read path last read it, or, for a tenant it has not read
-// yet, from one lookup of its registry row; hashing for a tenant that is
-// not registered. A query that races a re-embedding cut-over meets the new
-// model in its snapshot, which answers *retrieval.ModelMismatchError and
-// remembers it.
-func (s *Store) TenantModel(ctx context.Context, tenant string) (embed.Spec, error) {
-	if v, ok := s.models.Load(tenant); ok {
-		return v.(embed.Spec), nil
-	}
-	spec := embed.Spec{Model: embed.Hash}
-	err := s.onReader(ctx, func(c *pgxpool.Conn) error {
-		t, found, err := lookupTenant(ctx, c, tenant, nil)
-		if err != nil || !found {
-			return err
-		}
-		spec = t.settings.Spec()
-		s.models.Store(tenant, spec)
-		return nil
-	})
-	if err != nil {
-		return spec, fmt.Errorf("tenant %q: %w", tenant, err)
-	}
-	return spec, nil
-}
-
-// Models is the registry the store embeds documents and queries with
-// (Options.Models).
-func (s *Store) Models() *embed.Registry { return s.opts.Models }
-
-// EmbedQuery implements [retrieval.QueryEmbedder] with the registry the
-// store's writes embed with (Options.Models).
-func (s *Store) EmbedQuery(ctx context.Context, spec embed.Spec, text string, tokens []string) (*retrieval.DenseQuery, error) {
-	return retrieval.EmbedQuery(ctx, s.opts.Models, spec, text, tokens)
 }
 
 // read answers one query of tenant on one of the two query paths and
@@ -189,19 +164,6 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 	return version, err
 }
 
-// inSnapshot runs fn in one read-only REPEATABLE READ transaction, given
-// tenant's registry and stats rows as the snapshot's first statement read
-// them. found is false, and fn does not run, when the tenant is not
-// registered.
-func (s *Store) inSnapshot(ctx context.Context, tenant string, fn func(pgx.Tx, tenantInfo, statsRow) error) (found bool, err error) {
-	err = s.onReader(ctx, func(c *pgxpool.Conn) error {
-		var err error
-		found, err = snapshotOn(ctx, c, tenant, s.placementCheck(), fn)
-		return err
-	})
-	return found, err
-}
-
 // snapshotOn is inSnapshot on connection c. With moved not nil (on
 // Citus), the snapshot is taken again, after calling moved, when a tenant
 // move switched placements while it was read (see checkPlacement).
@@ -243,17 +205,17 @@ func snapshotOn(ctx context.Context, c *pgxpool.Conn, tenant string, moved func(
 	}
 }
 
-// scopeTotals is N and the length sum of p's statistics scope: the
-// tenant's (from st), or the sum over the label sets p may see.
-func scopeTotals(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordontype.Principal) (n, sumLen int64, err error) {
-	if !t.settings.Statistics.Entitled() {
-		return st.nChunks, st.sumLen, nil
-	}
-	err = tx.QueryRow(ctx, `
-		SELECT coalesce(sum(n_chunks), 0)::bigint, coalesce(sum(sum_len), 0)::bigint
-		FROM `+t.tables.labelStats+` WHERE classification <= $1 AND barriers <@ $2::text[]`,
-		int16(p.Clearance), p.Barriers).Scan(&n, &sumLen)
-	return n, sumLen, classify(err)
+// inSnapshot runs fn in one read-only REPEATABLE READ transaction, given
+// tenant's registry and stats rows as the snapshot's first statement read
+// them. found is false, and fn does not run, when the tenant is not
+// registered.
+func (s *Store) inSnapshot(ctx context.Context, tenant string, fn func(pgx.Tx, tenantInfo, statsRow) error) (found bool, err error) {
+	err = s.onReader(ctx, func(c *pgxpool.Conn) error {
+		var err error
+		found, err = snapshotOn(ctx, c, tenant, s.placementCheck(), fn)
+		return err
+	})
+	return found, err
 }
 
 // rankTx ranks req in SQL in tx's snapshot, whose stats row is st, in
@@ -302,6 +264,141 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 	return rk, err
 }
 
+// scopeTotals is N and the length sum of p's statistics scope: the
+// tenant's (from st), or the sum over the label sets p may see.
+func scopeTotals(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordontype.Principal) (n, sumLen int64, err error) {
+	if !t.settings.Statistics.Entitled() {
+		return st.nChunks, st.sumLen, nil
+	}
+	err = tx.QueryRow(ctx, `
+		SELECT coalesce(sum(n_chunks), 0)::bigint, coalesce(sum(sum_len), 0)::bigint
+		FROM `+t.tables.labelStats+` WHERE classification <= $1 AND barriers <@ $2::text[]`,
+		int16(p.Clearance), p.Barriers).Scan(&n, &sumLen)
+	return n, sumLen, classify(err)
+}
+
+// queryPostings are the stored postings of one query's terms, as the query
+// path reads them: runs[i] holds those of terms[i], one run per postings
+// row (a term row, or the postings of a bucket row that name the term),
+// each run in chunk id order. Postings of chunks deleted since their
+// segment was written are still there: a reader drops those whose chunk it
+// does not find.
+type queryPostings struct {
+	runs [][]postingList
+}
+
+// readQueryPostings reads the postings rows of terms (their term rows and
+// bucket rows, each row once) in one statement and keeps, of a bucket row,
+// the postings that name a query term. Nothing is joined in SQL: the rows
+// come back as the stored arrays, decoded here.
+func readQueryPostings(ctx context.Context, tx pgx.Tx, tb tables, terms []string) (queryPostings, error) {
+	qp := queryPostings{runs: make([][]postingList, len(terms))}
+	ords := make(map[string][]int, len(terms))
+	keys := make([]string, 0, 2*len(terms))
+	for i, t := range terms {
+		ords[t] = append(ords[t], i)
+		keys = append(keys, t, bucketKey(t))
+	}
+	rows, err := tx.Query(ctx, `SELECT term, chunks, tfs, terms FROM `+tb.postings+` WHERE term = ANY($1::text[])`, keys)
+	if err != nil {
+		return qp, classify(err)
+	}
+	defer rows.Close()
+	var names [][]byte
+	for rows.Next() {
+		if fd := rows.FieldDescriptions(); fd[1].Format != pgx.BinaryFormatCode || fd[2].Format != pgx.BinaryFormatCode || fd[3].Format != pgx.BinaryFormatCode {
+			return qp, fmt.Errorf("%w: postings arrays not in binary format", errArrayFormat)
+		}
+		raw := rows.RawValues()
+		var run postingList
+		if err := decodePostings(&run.chunks, &run.tfs, raw[1], raw[2]); err != nil {
+			return qp, err
+		}
+		if raw[3] == nil {
+			// A term row: all of its postings are the term's.
+			for _, i := range ords[string(raw[0])] {
+				qp.runs[i] = append(qp.runs[i], run)
+			}
+			continue
+		}
+		// A bucket row, ordered by term, then chunk: each query term's
+		// postings are one stretch of it.
+		if names, err = appendTextArray(names[:0], raw[3]); err != nil {
+			return qp, err
+		}
+		if len(names) != len(run.chunks) {
+			return qp, fmt.Errorf("%w: %d chunks and %d terms", errArrayFormat, len(run.chunks), len(names))
+		}
+		for lo := 0; lo < len(names); {
+			hi := lo + 1
+			for hi < len(names) && bytes.Equal(names[hi], names[lo]) {
+				hi++
+			}
+			for _, i := range ords[string(names[lo])] {
+				qp.runs[i] = append(qp.runs[i], postingList{chunks: run.chunks[lo:hi:hi], tfs: run.tfs[lo:hi:hi]})
+			}
+			lo = hi
+		}
+	}
+	return qp, classify(rows.Err())
+}
+
+// chunks is the chunk ids of all the postings, ascending, each once.
+// Chunk ids are drawn from one sequence per tenant, so they usually span
+// a range not much wider than their count: then a bitmap over the range
+// orders them in linear time; else they are sorted.
+func (qp queryPostings) chunks() []int64 {
+	var n int
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, runs := range qp.runs {
+		for _, r := range runs {
+			if len(r.chunks) > 0 {
+				n += len(r.chunks)
+				lo, hi = min(lo, r.chunks[0]), max(hi, r.chunks[len(r.chunks)-1])
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if span := uint64(hi - lo); span/64 <= uint64(n) {
+		set := make([]uint64, span/64+1)
+		for _, runs := range qp.runs {
+			for _, r := range runs {
+				for _, id := range r.chunks {
+					d := uint64(id - lo)
+					set[d/64] |= 1 << (d % 64)
+				}
+			}
+		}
+		ids := make([]int64, 0, n)
+		for w, word := range set {
+			for word != 0 {
+				ids = append(ids, lo+int64(w*64+bits.TrailingZeros64(word)))
+				word &= word - 1
+			}
+		}
+		return ids
+	}
+	ids := make([]int64, 0, n)
+	for _, runs := range qp.runs {
+		for _, r := range runs {
+			ids = append(ids, r.chunks...)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// The pre-filter, evaluated in SQL for every candidate. $2 is the clearance,
+// $3 the principal's barriers, $4 now_tick, $5 max_stale_ticks (NULL: none).
+// It mirrors retrieval.Visible and retrieval.Stale; the differential tests
+// hold the two to the same answers.
+const (
+	visibleSQL = `(c.classification <= $2 AND c.barriers <@ $3::text[])`
+	staleSQL   = `($5::bigint IS NOT NULL AND $4::bigint - c.as_of_tick > $5::bigint)`
+)
+
 // Verdicts of the pre-filter (SPEC section 5, steps 2-3) as scanChunks
 // reports them, in the order the funnel counts them.
 const (
@@ -332,6 +429,10 @@ type chunkScan struct {
 	ids                     []int64
 	lengths, verdicts       []int32
 }
+
+// float32Exact is 2^24: float32 holds every integer up to it exactly, so a
+// float32 inner product whose partial sums stay below it is exact.
+const float32Exact = 1 << 24
 
 // exactDot is the SQL expression of the exact dot product of the vector
 // column col with q (the statement's $1, passed as arg), for a column whose
@@ -615,6 +716,101 @@ func fetchChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 		}
 		retrieval.SortHits(hits)
 		out[i] = hits[:min(len(hits), req.TopN)]
+	}
+	return out, nil
+}
+
+// docRankTx is the document ranking of req (SPEC section 5, "Document
+// evidence") in SQL, in tx's snapshot: the query terms' postings of the
+// scope's chunks summed per document in Go (retrieval.DocCounter), N
+// counted over the documents table (a document's labels are its chunks'),
+// and the lengths of the documents that may be ranked. sumLen is the chunk
+// scope's length sum, which is the document scope's.
+func docRankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, sumLen int64, entitled bool, filterArgs []any) ([]retrieval.DocHit, error) {
+	if len(req.Terms) == 0 {
+		return []retrieval.DocHit{}, nil
+	}
+	scope := ``
+	if entitled {
+		scope = ` AND ` + visibleSQL
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT q.ord::int, u.tf, c.doc_id, `+visibleSQL+` AND NOT `+staleSQL+`
+		FROM unnest($1::text[], $6::text[]) WITH ORDINALITY AS q(term, bucket, ord)
+		JOIN `+t.tables.postings+` p ON p.term IN (q.term, q.bucket)
+		CROSS JOIN LATERAL unnest(p.chunks, p.tfs, p.terms) AS u(chunk, tf, term)
+		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
+		WHERE coalesce(u.term, p.term) = q.term`+scope,
+		append(append([]any{req.Terms}, filterArgs...), TermBuckets(req.Terms))...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	counter := retrieval.NewDocCounter(len(req.Terms))
+	for rows.Next() {
+		var ord int
+		var tf int64
+		var docID string
+		var ok bool
+		if err := rows.Scan(&ord, &tf, &docID, &ok); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		counter.Add(ord-1, docID, tf, ok)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	ids := counter.IDs()
+	sc := retrieval.DocScope{SumLen: sumLen}
+	countSQL := `SELECT count(*)::bigint FROM ` + t.tables.documents + ` c`
+	var countArgs []any
+	if entitled {
+		countSQL += ` WHERE c.classification <= $1 AND c.barriers <@ $2::text[]`
+		countArgs = filterArgs[:2]
+	}
+	if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&sc.N); err != nil {
+		return nil, classify(err)
+	}
+	length := make(map[string]int64, len(ids))
+	lrows, err := tx.Query(ctx, `
+		SELECT doc_id, sum(length)::bigint FROM `+t.tables.chunks+`
+		WHERE doc_id = ANY($1::text[]) GROUP BY doc_id`, ids)
+	if err != nil {
+		return nil, classify(err)
+	}
+	for lrows.Next() {
+		var id string
+		var n int64
+		if err := lrows.Scan(&id, &n); err != nil {
+			lrows.Close()
+			return nil, err
+		}
+		length[id] = n
+	}
+	if err := lrows.Err(); err != nil {
+		return nil, classify(err)
+	}
+	docs, df := counter.Evidence(func(docID string) int64 { return length[docID] })
+	sc.DF = df
+	return retrieval.RankDocs(&req, docs, sc, t.settings.BM25), nil
+}
+
+// IDF implements [retrieval.Store]: each term's idf under p's statistics
+// scope, read as RankVersion reads (the in-memory index when current, else
+// SQL in one read-only snapshot); all zero for an unknown tenant.
+func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
+	out := make([]float64, len(terms))
+	_, err := s.read(ctx, p.Tenant,
+		func(x *memindex.Index) { out = x.IDF(p, terms) },
+		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
+			idf, err := idfTx(ctx, tx, t, st, p, terms)
+			if err == nil {
+				out = idf
+			}
+			return err
+		})
+	if err != nil {
+		return nil, fmt.Errorf("idf tenant %q: %w", p.Tenant, err)
 	}
 	return out, nil
 }
