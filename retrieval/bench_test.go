@@ -105,6 +105,16 @@ func BenchmarkPolicyCost(b *testing.B) {
 			run(fmt.Sprintf("%s=%d", k.name, v), p)
 		}
 	}
+	// rerank_proximity tokenizes the rerank_depth chunks once more: its
+	// cost, off against the profile's 0.25, at the default depth and at
+	// its limit.
+	for _, depth := range []int{retrieval.DefaultRerankDepth, retrieval.DefaultLimits().RerankDepth} {
+		p := retrieval.ServicePolicy()
+		p.TopN, p.RerankDepth, p.RerankProximity = max(p.TopN, depth), depth, 0
+		run(fmt.Sprintf("rerank_depth=%d,rerank_proximity=0", depth), p)
+		p.RerankProximity = retrieval.ServicePolicy().RerankProximity
+		run(fmt.Sprintf("rerank_depth=%d,rerank_proximity=%g", depth, p.RerankProximity), p)
+	}
 	lim := retrieval.DefaultLimits()
 	p := retrieval.ServicePolicy()
 	p.TopN, p.RerankDepth, p.Limit, p.PRFDocs, p.PRFTerms, p.MaxChunksPerDoc = lim.TopN, lim.RerankDepth, lim.Limit, lim.PRFDocs, lim.PRFTerms, 0

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/rerank"
 )
 
@@ -57,8 +58,12 @@ func (r *Retriever) Validate(p Policy) error {
 // scores). Result.Model reports the call either way.
 func (r *Retriever) Finish(ctx context.Context, rk Rankings, terms []string, q Query) Result {
 	p := q.Policy
+	var tokens []string
+	if p.RerankProximity > 0 {
+		tokens = analysis.Tokenize(q.Text)
+	}
 	if !p.EnableRerank || p.Rerank != RerankModel || r.reranker == nil {
-		return Tail(rk, terms, p)
+		return Tail(rk, terms, tokens, p)
 	}
 	fused := Fuse(rk, p.RRFK, p.RRFWeights)
 	run := &ModelRun{Provider: r.reranker.Name(), Model: r.reranker.Model()}
@@ -70,7 +75,7 @@ func (r *Retriever) Finish(ctx context.Context, rk Rankings, terms []string, q Q
 		}
 		scores = r.score(ctx, q.Text, texts, time.Duration(p.RerankBudgetMS)*time.Millisecond, q.Reserve, run)
 	}
-	res := tail(rk, fused, terms, p, scores)
+	res := tail(rk, fused, terms, tokens, p, scores)
 	res.Model = run
 	return res
 }

@@ -284,7 +284,7 @@ func TestModelShedOnCancel(t *testing.T) {
 	res := r.Finish(ctx, rk, terms("payment hold"), q)
 	off := q
 	off.Policy.EnableRerank = false
-	if got, want := wire(t, res), wire(t, retrieval.Tail(rk, terms("payment hold"), off.Policy)); got != want {
+	if got, want := wire(t, res), wire(t, retrieval.Tail(rk, terms("payment hold"), nil, off.Policy)); got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	if res.Model == nil || !res.Model.Shed || res.Model.Outcome != rerank.Error {
@@ -413,9 +413,9 @@ func TestModelValidation(t *testing.T) {
 	}
 	rk := allSeeing(t, st, "wholesale", "payment hold")
 	pol := paymentQuery(nil).Policy
-	tail := retrieval.Tail(rk, terms("payment hold"), pol)
+	tail := retrieval.Tail(rk, terms("payment hold"), nil, pol)
 	pol.EnableRerank = false
-	if wire(t, tail) != wire(t, retrieval.Tail(rk, terms("payment hold"), pol)) {
+	if wire(t, tail) != wire(t, retrieval.Tail(rk, terms("payment hold"), nil, pol)) {
 		t.Fatalf("Tail with rerank model is not the shed result")
 	}
 }

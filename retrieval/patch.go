@@ -24,6 +24,8 @@ type PolicyPatch struct {
 	Rerank      *string       `json:"rerank,omitempty"`
 	RerankBlend *float64      `json:"rerank_blend,omitempty"`
 	RerankDense *float64      `json:"rerank_dense,omitempty"`
+	// RerankProximity mixes phrase proximity into the rerank score.
+	RerankProximity *float64 `json:"rerank_proximity,omitempty"`
 	// MaxChunksPerDoc caps the chunks of one document in the result (0: no
 	// cap).
 	MaxChunksPerDoc *int `json:"max_chunks_per_doc,omitempty"`
@@ -78,6 +80,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	}
 	setv(&pol.RerankBlend, p.RerankBlend)
 	setv(&pol.RerankDense, p.RerankDense)
+	setv(&pol.RerankProximity, p.RerankProximity)
 	setv(&pol.MaxChunksPerDoc, p.MaxChunksPerDoc)
 	setv(&pol.PRFDocs, p.PRFDocs)
 	setv(&pol.PRFTerms, p.PRFTerms)
@@ -112,6 +115,7 @@ func (p Policy) Patch() *PolicyPatch {
 		RRFWeights:      &WeightsPatch{BM25: &p.RRFWeights.BM25, Cosine: &p.RRFWeights.Cosine, Doc: &p.RRFWeights.Doc},
 		RerankBlend:     &p.RerankBlend,
 		RerankDense:     &p.RerankDense,
+		RerankProximity: &p.RerankProximity,
 		MaxChunksPerDoc: &p.MaxChunksPerDoc,
 		PRFDocs:         &p.PRFDocs,
 		PRFTerms:        &p.PRFTerms,

@@ -119,6 +119,11 @@ type Policy struct {
 	// its rerank score: the overlap then weighs 1 - RerankBlend -
 	// RerankDense. 0 leaves SPEC's formula.
 	RerankDense float64
+	// RerankProximity in [0, 1] mixes the chunk's phrase proximity (the
+	// share of the query's adjacent token pairs the chunk holds adjacent)
+	// into its rerank score: (1 - p) * score + p * proximity. 0 leaves the
+	// score as it is.
+	RerankProximity float64
 	// RerankMinScore is the "model" kind's relevance floor on the model's
 	// score (MinScore is the overlap kinds'): any finite number, since
 	// providers' scales differ.
@@ -210,7 +215,11 @@ func DefaultPolicy() Policy {
 //   - fuses in the document ranking weighted 0.5 (rrf_weights.doc): a
 //     document whose chunks each hold some of the query's words is a better
 //     answer than its best chunk alone says, most of all for queries that
-//     paraphrase the page.
+//     paraphrase the page;
+//   - mixes phrase proximity into the rerank score (rerank_proximity
+//     0.25): a chunk that holds the query's words next to each other, in
+//     the query's order, is the better answer to a query quoted or
+//     half-remembered from the page.
 func ServicePolicy() Policy {
 	p := DefaultPolicy()
 	p.RRFK = 10
@@ -221,6 +230,7 @@ func ServicePolicy() Policy {
 	p.MaxChunksPerDoc = 1
 	p.QTFK3 = 8
 	p.IDF = bm25.IDFRSJ
+	p.RerankProximity = 0.25
 	return p
 }
 
@@ -353,6 +363,8 @@ func (p Policy) validateRanges(model bool) error {
 		return fmt.Errorf("%w: rerank_blend %v must be in [0, 1]", ErrInvalidPolicy, p.RerankBlend)
 	case !(p.RerankDense >= 0 && p.RerankDense <= 1 && p.RerankBlend+p.RerankDense <= 1):
 		return fmt.Errorf("%w: rerank_dense %v must be in [0, 1] with rerank_blend + rerank_dense <= 1", ErrInvalidPolicy, p.RerankDense)
+	case !(p.RerankProximity >= 0 && p.RerankProximity <= 1):
+		return fmt.Errorf("%w: rerank_proximity %v must be in [0, 1]", ErrInvalidPolicy, p.RerankProximity)
 	case p.MaxChunksPerDoc < 0:
 		return fmt.Errorf("%w: max_chunks_per_doc %d must be >= 0 (0: no cap)", ErrInvalidPolicy, p.MaxChunksPerDoc)
 	case p.PRFDocs < 0:

@@ -196,16 +196,18 @@ func (r *Retriever) rank(ctx context.Context, req RankRequest) (Rankings, int64,
 // store's rankings: fuse, rerank (or shed it), collapse per document when
 // the policy caps chunks per document, take the first limit. terms
 // are the query's distinct tokens in order of first occurrence, as in the
-// [RankRequest] that produced rk. p must be valid. Tail calls no model: for
+// [RankRequest] that produced rk; tokens are the query text's tokens in
+// order, with repetition (rerank_proximity reads them). p must be valid.
+// Tail calls no model: for
 // rerank "model" it is the shed result ([Retriever.Finish] calls the model).
-func Tail(rk Rankings, terms []string, p Policy) Result {
-	return tail(rk, Fuse(rk, p.RRFK, p.RRFWeights), terms, p, nil)
+func Tail(rk Rankings, terms, tokens []string, p Policy) Result {
+	return tail(rk, Fuse(rk, p.RRFK, p.RRFWeights), terms, tokens, p, nil)
 }
 
 // tail is [Tail] over fused, [Fuse]'s list for rk and p. For rerank "model",
 // scores are the model's for the first min(rerank_depth, len(fused)) fused
 // chunks; nil sheds the stage, exactly as enable_rerank false does.
-func tail(rk Rankings, fused []Scored, terms []string, p Policy, scores []float64) Result {
+func tail(rk Rankings, fused []Scored, terms, tokens []string, p Policy, scores []float64) Result {
 	res := Result{
 		Considered:            rk.Considered,
 		ExcludedByEntitlement: rk.ExcludedByEntitlement,
@@ -231,6 +233,9 @@ func tail(rk Rankings, fused []Scored, terms []string, p Policy, scores []float6
 			Blend:    p.RerankBlend,
 			Dense:    p.RerankDense,
 			CosMax:   cosMax(rk),
+		}
+		if p.RerankProximity > 0 {
+			in.Proximity, in.Tokens = p.RerankProximity, tokens
 		}
 		if p.Rerank == RerankModel {
 			in.Scores, in.MinScore = scores, p.RerankMinScore
@@ -344,6 +349,11 @@ type RerankInput struct {
 	// first score (0 when it is empty); 0 is SPEC's formula.
 	Dense  float64
 	CosMax float64
+	// Proximity weighs the chunk's phrase proximity to Tokens, the
+	// query's tokens in order with repetition; 0 leaves the score as it
+	// is.
+	Proximity float64
+	Tokens    []string
 	// Scores, for the "model" kind, are the model's scores of the fused
 	// chunks (same index); a chunk without one is dropped, as beyond the
 	// depth. Other kinds do not read it.
@@ -369,6 +379,10 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 	if in.Kind != RerankModel {
 		m = analysis.NewMatcher(in.Terms)
 	}
+	var pairs *analysis.PairMatcher
+	if in.Proximity > 0 {
+		pairs = analysis.NewPairMatcher(in.Tokens)
+	}
 	for i, s := range fused {
 		var ov float64
 		var keep bool
@@ -389,6 +403,9 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 			score := blend(ov, s.BM25, in.BM25Max, in.Blend)
 			if in.Dense > 0 {
 				score = blendDense(ov, s, in)
+			}
+			if in.Proximity > 0 {
+				score = blendProximity(score, proximity(pairs, s.Chunk.Text), in.Proximity)
 			}
 			s.Rerank = &score
 			out = append(out, s)

@@ -180,6 +180,11 @@ func (g gen) retrieve() map[string]any {
 	if g.r.IntN(3) == 0 {
 		blend := []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
 		pol["rerank_blend"] = blend
+		if blend == 0.3 || blend == 1 {
+			// From the draw already made, so the scripts of every seed
+			// stay what they were up to here.
+			pol["rerank_proximity"] = map[float64]float64{0.3: 0.25, 1: 1}[blend]
+		}
 		if blend <= 0.5 && g.r.IntN(2) == 0 {
 			pol["rerank_dense"] = []float64{0.15, 0.5}[g.r.IntN(2)]
 		}
