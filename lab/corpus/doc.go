@@ -45,5 +45,8 @@
 // ("ls - list directory contents" gives "list directory contents"), with
 // every token of the page's own names removed, so the query describes the page
 // without naming it. Pages whose descriptions give the same query are all
-// relevant to it.
+// relevant to it. [Queries] builds the other kinds: for man pages body,
+// option and held-out sentences, for Go documentation ([GoKinds]) summary
+// sentences, signatures and held-out doc-comment sentences, several per
+// package.
 package corpus
