@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -71,9 +72,12 @@ type GoDocOptions struct {
 // OutDir/go-manifest.json. It holds no time stamps, so two runs over the
 // same installation write the same manifest.
 type GoDocManifest struct {
-	Generator string    `json:"generator"`
-	GoRoot    string    `json:"goroot"`
-	GoVersion string    `json:"go_version"`
+	Generator string `json:"generator"`
+	GoRoot    string `json:"goroot"`
+	GoVersion string `json:"go_version"`
+	// Toolchain is the Go release cordon-lab was built with: its go/doc
+	// renders, and its release and tool tags select files.
+	Toolchain string    `json:"toolchain"`
 	GOOS      string    `json:"goos"`
 	GOARCH    string    `json:"goarch"`
 	Limit     int       `json:"limit"`
@@ -145,10 +149,10 @@ func selectGoPackages(opts GoDocOptions) ([]GoPackage, error) {
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(entries, func(e fs.DirEntry) bool {
+		if p == src || !slices.ContainsFunc(entries, func(e fs.DirEntry) bool {
 			n := e.Name()
 			return !e.IsDir() && strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go")
-		}) || p == src {
+		}) {
 			return nil
 		}
 		rel, err := filepath.Rel(src, p)
@@ -431,6 +435,7 @@ func GoDocs(ctx context.Context, outDir string, opts GoDocOptions) (GoDocManifes
 		Generator: "cordon-lab corpus godocs",
 		GoRoot:    opts.GoRoot,
 		GoVersion: goVersion(opts.GoRoot),
+		Toolchain: runtime.Version(),
 		GOOS:      opts.GOOS,
 		GOARCH:    opts.GOARCH,
 		Limit:     opts.Limit,

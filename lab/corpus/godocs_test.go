@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -125,8 +126,8 @@ func TestGoDocs(t *testing.T) {
 	if !reflect.DeepEqual(skipped, wantSkipped) {
 		t.Errorf("skipped: got %q, want %q", skipped, wantSkipped)
 	}
-	if m.GoVersion != "go1.99.1" || m.GOOS != "linux" || m.GOARCH != "amd64" {
-		t.Errorf("manifest: got %s %s/%s, want go1.99.1 linux/amd64", m.GoVersion, m.GOOS, m.GOARCH)
+	if m.GoVersion != "go1.99.1" || m.GOOS != "linux" || m.GOARCH != "amd64" || m.Toolchain != runtime.Version() {
+		t.Errorf("manifest: got %s %s/%s toolchain %s, want go1.99.1 linux/amd64 toolchain %s", m.GoVersion, m.GOOS, m.GOARCH, m.Toolchain, runtime.Version())
 	}
 	got, err := os.ReadFile(filepath.Join(out, "go/greet.md"))
 	if err != nil {
