@@ -20,6 +20,19 @@
 // indexed once. A page that fails to render, renders to nothing, or would be
 // refused by Cordon (no token, not UTF-8, too large) is reported and skipped.
 //
+// # Go documentation
+//
+// [GoDocs] renders the documentation of the Go standard library installed on
+// the machine (GOROOT/src; packages under internal, vendor, cmd and testdata
+// left out) with go/doc, the library "go doc" is built on, one Markdown
+// document per package: "# package NAME", the package comment, then
+// "## Constants", "## Variables", "## Functions" and "## Types", every
+// function, type and method a "###" heading over its declaration (a fenced
+// Go block) and its doc comment, one paragraph per line. Files are chosen
+// for a fixed GOOS/GOARCH (linux/amd64 by default), packages visited in
+// import-path order, so two runs on the same installation write
+// byte-identical files. A package's document id is "go/<import path>".
+//
 // # Loading
 //
 // [Load] reads every "*.md" file under a directory as a document whose id is
@@ -32,5 +45,8 @@
 // ("ls - list directory contents" gives "list directory contents"), with
 // every token of the page's own names removed, so the query describes the page
 // without naming it. Pages whose descriptions give the same query are all
-// relevant to it.
+// relevant to it. [Queries] builds the other kinds: for man pages body,
+// option and held-out sentences, for Go documentation ([GoKinds]) summary
+// sentences, signatures and held-out doc-comment sentences, several per
+// package.
 package corpus

@@ -30,12 +30,12 @@ const (
 // Kinds lists every kind in output order.
 var Kinds = []Kind{KindName, KindBody, KindOption, KindHeldout}
 
-// ParseKind returns the kind named s.
+// ParseKind returns the kind named s, one of [Kinds] or [GoKinds].
 func ParseKind(s string) (Kind, error) {
-	if k := Kind(s); slices.Contains(Kinds, k) {
+	if k := Kind(s); slices.Contains(Kinds, k) || slices.Contains(GoKinds, k) {
 		return k, nil
 	}
-	return "", fmt.Errorf("%w: %q (want name, body, option or heldout)", ErrKind, s)
+	return "", fmt.Errorf("%w: %q (want name, body, option or heldout; for Go documentation summary, signature or docheldout)", ErrKind, s)
 }
 
 // The splits: queries are "dev" (tune on them) or "test" (held out from
@@ -240,13 +240,15 @@ func unique(per [][]passage) [][]passage {
 	return out
 }
 
-// Queries builds the known-item queries of the given kinds (all when empty)
-// for a corpus, kind by kind in [Kinds] order, each kind in document order;
+// Queries builds the known-item queries of the given kinds (all of [Kinds]
+// when empty) for a corpus, kind by kind in [Kinds] then [GoKinds] order,
+// each kind in document order;
 // docs must be sorted by id (as [Load] returns them) for the set to be
 // reproducible. name queries are [KnownItemQueries]; a body, option or
 // held-out query is one passage per page, chosen by a hash of the page's id
 // among the page's candidates that no other page has. Every query carries
-// its id ("kind:doc_id"), kind and split ([SplitOf]).
+// its id ("kind:doc_id"), kind and split ([SplitOf]). The Go documentation
+// kinds make several queries per document ([GoKinds], [GoQueriesPerKind]).
 func Queries(docs []Doc, kinds []Kind) ([]Query, []QuerySkip) {
 	if len(kinds) == 0 {
 		kinds = Kinds
@@ -268,6 +270,15 @@ func Queries(docs []Doc, kinds []Kind) ([]Query, []QuerySkip) {
 		}
 		opts = unique(opts)
 	}
+	var goDocs []goPassages
+	var where *occurrences
+	if slices.ContainsFunc(kinds, func(k Kind) bool { return slices.Contains(GoKinds, k) }) {
+		goDocs = make([]goPassages, len(docs))
+		for i, d := range docs {
+			goDocs[i] = goDocPassages(d.Text)
+		}
+		where = newOccurrences(docs)
+	}
 	one := func(k Kind, d Doc, p passage, remove bool) Query {
 		q := Query{ID: string(k) + ":" + d.ID, Kind: k, Split: SplitOf(d.ID), Query: p.text, Relevant: []string{d.ID}}
 		if remove {
@@ -275,11 +286,15 @@ func Queries(docs []Doc, kinds []Kind) ([]Query, []QuerySkip) {
 		}
 		return q
 	}
-	for _, k := range Kinds {
+	for _, k := range slices.Concat(Kinds, GoKinds) {
 		if !slices.Contains(kinds, k) {
 			continue
 		}
 		switch k {
+		case KindSummary, KindSignature, KindDocHeldout:
+			qs, sk := goQueries(docs, goDocs, k, where)
+			out = append(out, qs...)
+			skips = append(skips, sk...)
 		case KindName:
 			qs, sk := KnownItemQueries(docs)
 			out = append(out, qs...)

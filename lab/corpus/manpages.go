@@ -590,14 +590,21 @@ func nonNil[T any](s []T) []T {
 // prepareOut makes outDir ready: it must not hold a previous run unless
 // replace is set, in which case exactly the previous run's files go.
 func prepareOut(outDir string, replace bool) error {
-	pagesPath := filepath.Join(outDir, pagesDir)
-	manifestPath := filepath.Join(outDir, ManifestName)
+	return prepareOutDir(outDir, pagesDir, ManifestName, replace)
+}
+
+// prepareOutDir makes outDir ready for a genre whose documents live in
+// outDir/docsDir and whose manifest is outDir/manifest: neither may exist
+// unless replace is set, in which case exactly those go.
+func prepareOutDir(outDir, docsDir, manifest string, replace bool) error {
+	pagesPath := filepath.Join(outDir, docsDir)
+	manifestPath := filepath.Join(outDir, manifest)
 	_, errP := os.Stat(pagesPath)
 	_, errM := os.Stat(manifestPath)
 	if errP == nil || errM == nil {
 		if !replace {
 			return fmt.Errorf("%w: %s holds %s or %s from an earlier run; remove them or pass --replace",
-				ErrOutputNotEmpty, outDir, pagesDir+"/", ManifestName)
+				ErrOutputNotEmpty, outDir, docsDir+"/", manifest)
 		}
 		if err := os.RemoveAll(pagesPath); err != nil {
 			return fmt.Errorf("remove previous pages: %w", err)

@@ -25,6 +25,9 @@ func TestCorpusHelpAndUsage(t *testing.T) {
 		{"no subcommand", []string{"corpus"}, "want a subcommand"},
 		{"unknown subcommand", []string{"corpus", "pdfs"}, `unknown subcommand "pdfs"`},
 		{"manpages without out", []string{"corpus", "manpages"}, "--out DIR is required"},
+		{"godocs without out", []string{"corpus", "godocs"}, "--out DIR is required"},
+		{"godocs stray argument", []string{"corpus", "godocs", "--out", "x", "y"}, "unexpected arguments"},
+		{"unknown kind", []string{"corpus", "queries", "--corpus", "x", "--kinds", "title"}, "want name, body, option or heldout; for Go documentation summary, signature or docheldout"},
 		{"queries without corpus", []string{"corpus", "queries"}, "--corpus DIR is required"},
 		{"stray argument", []string{"corpus", "manpages", "--out", "x", "y"}, "unexpected arguments"},
 	}
@@ -122,5 +125,54 @@ func TestSubcommandHelp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCorpusGoDocsThenEval builds a Go-docs corpus from a hand-written
+// installation, its queries, and evaluates them: the genre's whole path
+// through the commands.
+func TestCorpusGoDocsThenEval(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	pkgs := map[string]string{
+		"alpha/alpha.go": "// Package alpha parses configuration files written by people.\npackage alpha\n\n" +
+			"// Parse reads one configuration file and returns its settings in order. Comments and blank lines are skipped entirely.\nfunc Parse(path string) ([]string, error) { return nil, nil }\n",
+		"beta/beta.go": "// Package beta draws charts of time series onto images.\npackage beta\n\n" +
+			"// Draw renders the series as a line chart of the given pixel width. Points outside the window are clipped at the border.\nfunc Draw(width int, ys []float64) error { return nil }\n",
+		"internal/gamma/gamma.go": "// Package gamma is internal.\npackage gamma\n",
+	}
+	for name, text := range pkgs {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	code, _, stderr := runEvalCLI(t, "corpus", "godocs", "--out", out, "--goroot", root)
+	if code != ExitOK || !strings.Contains(stderr, "wrote 2 documents") {
+		t.Fatalf("godocs: exit %d: %s", code, stderr)
+	}
+	queries := filepath.Join(t.TempDir(), "q.jsonl")
+	code, _, stderr = runEvalCLI(t, "corpus", "queries", "--corpus", out, "--kinds", "summary,signature,docheldout", "--out", queries)
+	if code != ExitOK || !strings.Contains(stderr, "8 queries from 2 documents") {
+		t.Fatalf("queries: exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q corpus.Query
+	if err := json.Unmarshal([]byte(strings.SplitN(string(data), "\n", 2)[0]), &q); err != nil {
+		t.Fatal(err)
+	}
+	if q.ID != "summary:go/alpha#1" || q.Query != "Parse reads one configuration file and returns its settings in order." {
+		t.Errorf("first query: got %+v", q)
+	}
+	code, stdout, stderr := runEvalCLI(t, "eval", "--corpus", out, "--queries", queries, "--kind", "docheldout", "--bootstrap", "0")
+	if code != ExitOK || !strings.Contains(stdout, "4 queries (0 with several relevant documents; kind docheldout)") || !strings.Contains(stdout, "hybrid RRF + rerank") {
+		t.Fatalf("eval: exit %d: %s%s", code, stdout, stderr)
 	}
 }

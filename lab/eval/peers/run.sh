@@ -18,7 +18,7 @@ mkdir -p "$out"
 # Xapian's Python bindings come from Debian (apt-get install python3-xapian)
 # and load in the system interpreter.
 py_xapian=${PY_XAPIAN:-/usr/bin/python3}
-$py_xapian -c 'import xapian' || { echo "run.sh: python3-xapian is missing (apt-get install python3-xapian)" >&2; exit 1; }
+$py_xapian -c 'import xapian' || { echo "run.sh: python3-xapian is missing (sh lab/eval/peers/install.sh)" >&2; exit 1; }
 for split in dev test; do
 	for kind in name body option heldout; do
 		o=$out/$split-$kind
