@@ -241,13 +241,17 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 		}
 	}
 	filterArgs := []any{int16(req.Principal.Clearance), req.Principal.Barriers, req.NowTick, req.MaxStaleTicks}
-	sc, err := scanChunks(ctx, tx, t, req, q, st.maxAbs, filterArgs, qp.chunks())
+	docs := req.Docs && n > 0 && len(req.Terms) > 0
+	sc, err := scanChunks(ctx, tx, t, req, q, st.maxAbs, filterArgs, qp.chunks(), docs)
 	if err != nil {
 		return rk, err
 	}
 	var lex []candidate
+	var at [][][]int32
 	if len(req.Terms) > 0 && n > 0 {
-		lex = lexical(req, qp, sc, n, sumLen, t.settings, &rk)
+		var df []int64
+		at, df = qp.positions(sc, t.settings.Statistics.Entitled())
+		lex = lexical(req, qp, sc, at, df, n, sumLen, t.settings, &rk)
 	}
 	rk.Considered += int(sc.positive)
 	rk.ExcludedByEntitlement += int(sc.hidden)
@@ -258,8 +262,11 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 	}
 	// A side with no hits is an empty ranking, never nil.
 	rk.Lexical, rk.Dense = hits[0], hits[1]
-	if req.Docs && n > 0 {
-		rk.Docs, err = docRankTx(ctx, tx, t, req, sumLen, t.settings.Statistics.Entitled(), filterArgs)
+	switch {
+	case docs:
+		rk.Docs, err = docRankTx(ctx, tx, t, req, qp, sc, at, sumLen, filterArgs)
+	case req.Docs && n > 0:
+		rk.Docs = []retrieval.DocHit{} // no terms: no document holds one
 	}
 	return rk, err
 }
@@ -428,6 +435,11 @@ type chunkScan struct {
 	dense                   []candidate
 	ids                     []int64
 	lengths, verdicts       []int32
+	// With the document ranking: the document of each chunk asked for
+	// (parallel to ids), and, when the scan read the whole tenant, the
+	// length of every document one of them belongs to (nil otherwise).
+	docIDs     []string
+	docLengths map[string]int64
 }
 
 // float32Exact is 2^24: float32 holds every integer up to it exactly, so a
@@ -460,6 +472,9 @@ func exactDot(col string, q []int32, maxAbs int32) (expr string, arg any) {
 // ids (ascending, distinct) and, when q is not zero, the dense side: the
 // funnel counts of the chunks whose dot product with q is positive, and
 // the top_n visible, fresh ones by cosine, then chunk id (SPEC section 5).
+// With docs (the document ranking), it also reads the document of each of
+// ids and, when it scans the whole tenant anyway (q not zero), the length
+// of each of those documents: the sum of all its chunks' lengths.
 //
 // The dot products are exact (exactDot). The cosine is ordered in SQL as
 // dot::float8 / (sqrt(qn) * sqrt(norm_sq::float8)): correctly rounded IEEE
@@ -467,9 +482,15 @@ func exactDot(col string, q []int32, maxAbs int32) (expr string, arg any) {
 // the order hashembed.Cosine performs them, so SQL orders and ties by the
 // very values Go reports (chunk_id is COLLATE "C": byte order, as Go
 // compares strings).
-func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, q []int32, maxAbs int32, filterArgs []any, ids []int64) (chunkScan, error) {
+func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, q []int32, maxAbs int32, filterArgs []any, ids []int64, docs bool) (chunkScan, error) {
 	var sc chunkScan
 	qn := hashembed.NormSq(q)
+	// Columns 8 and 9, with docs: the asked chunks' documents (kind 0),
+	// and the documents' ids and lengths (kind 2).
+	docCols, noDocCols, docCol := ``, ``, ``
+	if docs {
+		docCols, noDocCols, docCol = `, array_agg(doc_id) FILTER (WHERE asked), NULL::bigint[]`, `, NULL::text[], NULL::bigint[]`, `, c.doc_id`
+	}
 	var sql string
 	var args []any
 	if qn == 0 {
@@ -477,29 +498,36 @@ func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Rank
 			return sc, nil
 		}
 		sql = `
-			SELECT 0, 0::bigint, 0::bigint, 0::bigint, array_agg(c.id), array_agg(c.length), array_agg(` + verdictSQL + `)
-			FROM ` + t.tables.chunks + ` c WHERE c.id = ANY($1::bigint[])`
+			SELECT 0, 0::bigint, 0::bigint, 0::bigint, array_agg(id), array_agg(length), array_agg(verdict)` + docCols + `
+			FROM (SELECT c.id, c.length, ` + verdictSQL + ` AS verdict, true AS asked` + docCol + `
+			      FROM ` + t.tables.chunks + ` c WHERE c.id = ANY($1::bigint[])) d`
 		args = append([]any{ids}, filterArgs...)
 	} else {
 		dot, qarg := exactDot("c.embedding", q, maxAbs)
 		// d is one pass over the tenant: each dot product is computed once.
-		// The three arrays are aggregated from the same rows in the same
-		// order, so they are parallel (no ORDER BY: scanChunks places them).
+		// The arrays are aggregated from the same rows in the same order,
+		// so they are parallel (no ORDER BY: scanChunks places them).
 		sql = `
 			WITH d AS MATERIALIZED (
 				SELECT c.id, c.chunk_id, c.length, c.norm_sq, (` + dot + `)::bigint AS dot, ` + verdictSQL + ` AS verdict,
-				       c.id = ANY($8::bigint[]) AS asked
+				       c.id = ANY($8::bigint[]) AS asked` + docCol + `
 				FROM ` + t.tables.chunks + ` c
 			)
 			SELECT 0 AS kind, count(*) FILTER (WHERE dot > 0), count(*) FILTER (WHERE dot > 0 AND verdict = 1),
 			       count(*) FILTER (WHERE dot > 0 AND verdict = 2),
 			       array_agg(id) FILTER (WHERE asked), array_agg(length) FILTER (WHERE asked),
-			       array_agg(verdict) FILTER (WHERE asked)
+			       array_agg(verdict) FILTER (WHERE asked)` + docCols + `
 			FROM d
 			UNION ALL
-			(SELECT 1, id, dot, norm_sq, NULL, NULL, NULL FROM d WHERE dot > 0 AND verdict = 0
+			(SELECT 1, id, dot, norm_sq, NULL, NULL, NULL` + noDocCols + ` FROM d WHERE dot > 0 AND verdict = 0
 			 ORDER BY dot::float8 / ($6::float8 * sqrt(norm_sq::float8)) DESC, chunk_id
 			 LIMIT $7)`
+		if docs {
+			sql += `
+			UNION ALL
+			SELECT 2, 0, 0, 0, NULL, NULL, NULL, array_agg(doc_id), array_agg(len)
+			FROM (SELECT doc_id, sum(length)::bigint AS len FROM d GROUP BY doc_id HAVING bool_or(asked)) l`
+		}
 		args = append(append([]any{qarg}, filterArgs...), math.Sqrt(float64(qn)), req.TopN, ids)
 	}
 	rows, err := tx.Query(ctx, sql, args...)
@@ -511,23 +539,38 @@ func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Rank
 	for i := range sc.verdicts {
 		sc.verdicts[i] = verdictGone
 	}
+	if docs {
+		sc.docIDs = make([]string, len(ids))
+	}
+	dest := []any{new(int), new(int64), new(int64), new(int64), nil, nil, nil}
+	if docs {
+		dest = append(dest, nil, nil)
+	}
 	var got []int64
 	var lengths, verdicts []int32
+	var names [][]byte
 	for rows.Next() {
-		var kind int
-		var a, b, c int64
-		if err := rows.Scan(&kind, &a, &b, &c, nil, nil, nil); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return sc, err
 		}
-		if kind == 1 {
+		kind, a, b, c := *dest[0].(*int), *dest[1].(*int64), *dest[2].(*int64), *dest[3].(*int64)
+		raw := rows.RawValues()
+		switch kind {
+		case 1:
 			sc.dense = append(sc.dense, candidate{id: a, score: hashembed.Cosine(b, qn, c)})
+			continue
+		case 2:
+			if sc.docLengths, err = docLengthsOf(raw[7], raw[8]); err != nil {
+				return sc, err
+			}
 			continue
 		}
 		sc.positive, sc.hidden, sc.stale = a, b, c
-		if fd := rows.FieldDescriptions(); fd[4].Format != pgx.BinaryFormatCode || fd[5].Format != pgx.BinaryFormatCode || fd[6].Format != pgx.BinaryFormatCode {
-			return sc, fmt.Errorf("%w: chunk arrays not in binary format", errArrayFormat)
+		for _, f := range rows.FieldDescriptions()[4:] {
+			if f.Format != pgx.BinaryFormatCode {
+				return sc, fmt.Errorf("%w: chunk arrays not in binary format", errArrayFormat)
+			}
 		}
-		raw := rows.RawValues()
 		rawIDs, rawLengths, rawVerdicts := raw[4], raw[5], raw[6]
 		if rawIDs == nil {
 			continue // none of ids exists
@@ -544,15 +587,50 @@ func scanChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Rank
 		if len(lengths) != len(got) || len(verdicts) != len(got) {
 			return sc, fmt.Errorf("%w: %d ids, %d lengths, %d verdicts", errArrayFormat, len(got), len(lengths), len(verdicts))
 		}
+		if docs {
+			if names, err = appendTextArray(names[:0], raw[7]); err != nil {
+				return sc, err
+			}
+			if len(names) != len(got) {
+				return sc, fmt.Errorf("%w: %d ids, %d documents", errArrayFormat, len(got), len(names))
+			}
+		}
 		for i, id := range got {
 			p, found := slices.BinarySearch(ids, id)
 			if !found {
 				return sc, fmt.Errorf("chunk scan: chunk %d was not asked for", id)
 			}
 			sc.lengths[p], sc.verdicts[p] = lengths[i], verdicts[i]
+			if docs {
+				sc.docIDs[p] = string(names[i])
+			}
 		}
 	}
 	return sc, classify(rows.Err())
+}
+
+// docLengthsOf decodes the document ids and lengths of scanChunks's kind 2
+// row (two parallel binary arrays, NULL for no document).
+func docLengthsOf(rawIDs, rawLengths []byte) (map[string]int64, error) {
+	out := map[string]int64{}
+	if rawIDs == nil {
+		return out, nil
+	}
+	names, err := appendTextArray(nil, rawIDs)
+	if err != nil {
+		return nil, err
+	}
+	lengths, err := appendInt8Array(nil, rawLengths)
+	if err != nil {
+		return nil, err
+	}
+	if len(lengths) != len(names) {
+		return nil, fmt.Errorf("%w: %d documents, %d lengths", errArrayFormat, len(names), len(lengths))
+	}
+	for i, n := range names {
+		out[string(n)] = lengths[i]
+	}
+	return out, nil
 }
 
 // positions looks each posting of qp up in sc: at[i][j][k] is the
@@ -588,16 +666,16 @@ func (qp queryPostings) positions(sc chunkScan, entitled bool) (at [][][]int32, 
 	return at, df
 }
 
-// lexical scores the query's postings (qp) with the scope's statistics (n,
-// sumLen; df over visible postings when the scope is entitled), counts the
+// lexical scores the query's postings (qp, placed in the chunk scan by
+// qp.positions: at) with the scope's statistics (n, sumLen; df over
+// visible postings when the scope is entitled), counts the
 // funnel and records each term's idf in rk, exactly as the reference
 // (index/memindex) does: a chunk's score sums float64(w * bm25.Term(...))
 // in query term order from 0 (SPEC section 4). Postings of chunks that are
 // gone (deleted) count nowhere. It returns the top_n visible,
 // fresh chunks by score with every chunk tied with the last; fetchChunks
 // orders ties by chunk id.
-func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, n, sumLen int64, settings index.Settings, rk *retrieval.Rankings) []candidate {
-	at, df := qp.positions(sc, settings.Statistics.Entitled())
+func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][]int32, df []int64, n, sumLen int64, settings index.Settings, rk *retrieval.Rankings) []candidate {
 	w := bm25.NewIDFs(req.IDF, len(df))
 	for i, d := range df {
 		w.Set(i, n, d)
@@ -721,78 +799,67 @@ func fetchChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 }
 
 // docRankTx is the document ranking of req (SPEC section 5, "Document
-// evidence") in SQL, in tx's snapshot: the query terms' postings of the
-// scope's chunks summed per document in Go (retrieval.DocCounter), N
-// counted over the documents table (a document's labels are its chunks'),
-// and the lengths of the documents that may be ranked. sumLen is the chunk
-// scope's length sum, which is the document scope's.
-func docRankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, sumLen int64, entitled bool, filterArgs []any) ([]retrieval.DocHit, error) {
-	if len(req.Terms) == 0 {
-		return []retrieval.DocHit{}, nil
-	}
-	scope := ``
-	if entitled {
-		scope = ` AND ` + visibleSQL
-	}
-	rows, err := tx.Query(ctx, `
-		SELECT q.ord::int, u.tf, c.doc_id, `+visibleSQL+` AND NOT `+staleSQL+`
-		FROM unnest($1::text[], $6::text[]) WITH ORDINALITY AS q(term, bucket, ord)
-		JOIN `+t.tables.postings+` p ON p.term IN (q.term, q.bucket)
-		CROSS JOIN LATERAL unnest(p.chunks, p.tfs, p.terms) AS u(chunk, tf, term)
-		JOIN `+t.tables.chunks+` c ON c.id = u.chunk
-		WHERE coalesce(u.term, p.term) = q.term`+scope,
-		append(append([]any{req.Terms}, filterArgs...), TermBuckets(req.Terms))...)
-	if err != nil {
-		return nil, classify(err)
-	}
+// evidence") in SQL, in tx's snapshot, from what the lexical side read:
+// the query terms' postings (qp), placed in the chunk scan (at), whose
+// chunks' documents and verdicts sc holds, summed per document in Go
+// (retrieval.DocCounter); N counted over the documents table (a
+// document's labels are its chunks'), and the lengths of the documents
+// that may be ranked from the scan (or, when it did not read the whole
+// tenant, one statement). sumLen is the chunk scope's length sum, which is
+// the document scope's.
+func docRankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][]int32, sumLen int64, filterArgs []any) ([]retrieval.DocHit, error) {
+	entitled := t.settings.Statistics.Entitled()
 	counter := retrieval.NewDocCounter(len(req.Terms))
-	for rows.Next() {
-		var ord int
-		var tf int64
-		var docID string
-		var ok bool
-		if err := rows.Scan(&ord, &tf, &docID, &ok); err != nil {
-			rows.Close()
-			return nil, err
+	for i, runs := range qp.runs {
+		for j, r := range runs {
+			for k, p := range at[i][j] {
+				if p < 0 {
+					continue // the chunk is gone
+				}
+				v := sc.verdicts[p]
+				if entitled && v == verdictHidden {
+					continue // outside the scope's statistics
+				}
+				counter.Add(i, sc.docIDs[p], int64(r.tfs[k]), v == verdictKeep)
+			}
 		}
-		counter.Add(ord-1, docID, tf, ok)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
 	}
 	ids := counter.IDs()
-	sc := retrieval.DocScope{SumLen: sumLen}
+	sc2 := retrieval.DocScope{SumLen: sumLen}
 	countSQL := `SELECT count(*)::bigint FROM ` + t.tables.documents + ` c`
 	var countArgs []any
 	if entitled {
 		countSQL += ` WHERE c.classification <= $1 AND c.barriers <@ $2::text[]`
 		countArgs = filterArgs[:2]
 	}
-	if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&sc.N); err != nil {
+	if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&sc2.N); err != nil {
 		return nil, classify(err)
 	}
-	length := make(map[string]int64, len(ids))
-	lrows, err := tx.Query(ctx, `
-		SELECT doc_id, sum(length)::bigint FROM `+t.tables.chunks+`
-		WHERE doc_id = ANY($1::text[]) GROUP BY doc_id`, ids)
-	if err != nil {
-		return nil, classify(err)
-	}
-	for lrows.Next() {
-		var id string
-		var n int64
-		if err := lrows.Scan(&id, &n); err != nil {
-			lrows.Close()
-			return nil, err
+	length := sc.docLengths
+	if length == nil {
+		length = make(map[string]int64, len(ids))
+		rows, err := tx.Query(ctx, `
+			SELECT doc_id, sum(length)::bigint FROM `+t.tables.chunks+`
+			WHERE doc_id = ANY($1::text[]) GROUP BY doc_id`, ids)
+		if err != nil {
+			return nil, classify(err)
 		}
-		length[id] = n
-	}
-	if err := lrows.Err(); err != nil {
-		return nil, classify(err)
+		for rows.Next() {
+			var id string
+			var n int64
+			if err := rows.Scan(&id, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			length[id] = n
+		}
+		if err := rows.Err(); err != nil {
+			return nil, classify(err)
+		}
 	}
 	docs, df := counter.Evidence(func(docID string) int64 { return length[docID] })
-	sc.DF = df
-	return retrieval.RankDocs(&req, docs, sc, t.settings.BM25), nil
+	sc2.DF = df
+	return retrieval.RankDocs(&req, docs, sc2, t.settings.BM25), nil
 }
 
 // IDF implements [retrieval.Store]: each term's idf under p's statistics
@@ -831,7 +898,7 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 	}
 	// No freshness contract: the verdicts only tell hidden from visible.
 	filterArgs := []any{int16(p.Clearance), p.Barriers, int64(0), (*int64)(nil)}
-	sc, err := scanChunks(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, 0, filterArgs, qp.chunks())
+	sc, err := scanChunks(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, 0, filterArgs, qp.chunks(), false)
 	if err != nil {
 		return nil, err
 	}
