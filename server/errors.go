@@ -111,10 +111,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 			responseBuffers.Put(buf)
 		}
 	}()
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
-		buf.Reset()
-		status = errInternal.Status
-		_ = json.NewEncoder(buf).Encode(errorBody{errInternal})
+	// A body that encodes itself skips encoding/json's reflection; when it
+	// cannot (ok false), buf is untouched and encoding/json decides.
+	encoded := false
+	if a, ok := v.(jsonAppender); ok {
+		var b []byte
+		if b, encoded = a.appendJSON(buf.AvailableBuffer()); encoded {
+			buf.Write(b)
+		}
+	}
+	if !encoded {
+		if err := json.NewEncoder(buf).Encode(v); err != nil {
+			buf.Reset()
+			status = errInternal.Status
+			_ = json.NewEncoder(buf).Encode(errorBody{errInternal})
+		}
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -179,7 +179,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		out.Considered, out.ExcludedByEntitlement, out.ExcludedByFreshness = &res.Considered, &res.ExcludedByEntitlement, &res.ExcludedByFreshness
 		out.IndexVersion = &version
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, &out)
 }
 
 // modelAudit is what the model reranker did, in a retrieve's audit record:

@@ -52,6 +52,49 @@ func TestAuditMAC(t *testing.T) {
 	}
 }
 
+// TestChainAuditHashes: a batch chained with one hash state, reset per
+// record, holds the hashes AuditMAC and AuditHash give each record on its
+// own, each on the previous record's hash, keyed and unkeyed.
+func TestChainAuditHashes(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, MinAuditKeyBytes)
+	tests := []struct {
+		name string
+		key  []byte
+		hash func(prev []byte, r AuditRecord) []byte
+	}{
+		{name: "keyed", key: key, hash: func(prev []byte, r AuditRecord) []byte { return AuditMAC(key, prev, r) }},
+		{name: "unkeyed", hash: AuditHash},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ws []*auditWaiter
+			for i := range 5 {
+				r := testAuditRecord()
+				r.Query, r.RequestID = strings.Repeat("q", i*70), "req-"+string(rune('a'+i))
+				if i%2 == 1 {
+					r.ChunkIDs, r.Degraded = nil, nil
+				}
+				if tt.key != nil {
+					r.KeyID = "k1"
+				}
+				ws = append(ws, &auditWaiter{rec: r})
+			}
+			head := auditHead{seq: 41, hash: bytes.Repeat([]byte{9}, 32)}
+			recs := chainAudit(ws, head, tt.key)
+			prev := head.hash
+			for i, r := range recs {
+				if r.Seq != head.seq+1+int64(i) || !bytes.Equal(r.PrevHash, prev) {
+					t.Fatalf("record %d: seq %d, prev %x; want %d, %x", i, r.Seq, r.PrevHash, head.seq+1+int64(i), prev)
+				}
+				if want := tt.hash(prev, r); !bytes.Equal(r.Hash, want) {
+					t.Fatalf("record %d: hash %x, want %x", i, r.Hash, want)
+				}
+				prev = r.Hash
+			}
+		})
+	}
+}
+
 func TestParseAuditKeyring(t *testing.T) {
 	key := func(n int) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, n)) }
 	tests := []struct {
