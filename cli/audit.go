@@ -10,6 +10,7 @@ import (
 
 	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 func auditCommand() *cmdline.Command {
@@ -113,13 +114,13 @@ func auditKeyFileWarning(path string) string {
 	return ""
 }
 
-// loadAuditKeyring reads a keyring file (postgres.ParseAuditKeyring).
-func loadAuditKeyring(path, active string) (*postgres.AuditKeyring, error) {
+// loadAuditKeyring reads a keyring file (audit.ParseKeyring).
+func loadAuditKeyring(path, active string) (*audit.Keyring, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit key file: %w", err)
 	}
-	k, err := postgres.ParseAuditKeyring(data, active)
+	k, err := audit.ParseKeyring(data, active)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -145,7 +146,7 @@ func runAudit(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	if *tenant == "" || fs.NArg() != 0 {
 		return fmt.Errorf("%w: %s needs --tenant NAME and no arguments", cmdline.ErrUsage, action)
 	}
-	var keys *postgres.AuditKeyring
+	var keys *audit.Keyring
 	if *keyFile != "" {
 		k, err := loadAuditKeyring(*keyFile, "")
 		if err != nil {
@@ -156,13 +157,13 @@ func runAudit(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 			fmt.Fprintf(env.Stderr, "cordon audit %s: warning: %s\n", action, w)
 		}
 	}
-	var anchors []postgres.AuditHead
+	var anchors []audit.Head
 	if anchorFile != nil && *anchorFile != "" {
 		data, err := os.ReadFile(*anchorFile)
 		if err != nil {
 			return fmt.Errorf("anchor: %w", err)
 		}
-		var a postgres.AuditHead
+		var a audit.Head
 		if err := json.Unmarshal(data, &a); err != nil || a.Seq < 0 || (a.Seq > 0 && len(a.Hash) != 64) {
 			return fmt.Errorf("%w: %s is not a head printed by 'cordon audit head'", cmdline.ErrUsage, *anchorFile)
 		}
@@ -178,9 +179,9 @@ func runAudit(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	}
 	defer st.Close()
 	sum, err := st.VerifyAudit(ctx, *tenant, anchors...)
-	var br *postgres.AuditBreak
-	var uk *postgres.AuditUnknownKeyError
-	var mm *postgres.AuditKeyMismatchError
+	var br *audit.Break
+	var uk *audit.UnknownKeyError
+	var mm *audit.KeyMismatchError
 	out := auditVerifyJSON{Tenant: *tenant, KeyIDs: []string{}}
 	switch {
 	case errors.As(err, &br):

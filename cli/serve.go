@@ -16,6 +16,7 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -121,7 +122,7 @@ type serveConfig struct {
 	// Resolved by resolve.
 	url         string
 	secret      string // $CORDON_JWT_HS256_SECRET, never logged
-	keys        *postgres.AuditKeyring
+	keys        *audit.Keyring
 	policyLimit retrieval.Limits
 	queue       int // server.Config.TenantQueue: -1 when none wait
 	budget      time.Duration
@@ -464,7 +465,7 @@ func serveUntilDone(ctx context.Context, env Env, log *slog.Logger, srv *server.
 
 // serveAuditKeys loads the keyring serve writes audit records with, or
 // refuses to run without one unless unkeyed chains were asked for.
-func serveAuditKeys(file, id string, unkeyed bool) (*postgres.AuditKeyring, error) {
+func serveAuditKeys(file, id string, unkeyed bool) (*audit.Keyring, error) {
 	switch {
 	case file != "" && unkeyed:
 		return nil, fmt.Errorf("%w: --audit-key-file and --audit-unkeyed exclude each other", cmdline.ErrUsage)
@@ -472,7 +473,7 @@ func serveAuditKeys(file, id string, unkeyed bool) (*postgres.AuditKeyring, erro
 		if id != "" {
 			return nil, fmt.Errorf("%w: --audit-key-id needs --audit-key-file, not --audit-unkeyed", cmdline.ErrUsage)
 		}
-		return &postgres.AuditKeyring{}, nil
+		return &audit.Keyring{}, nil
 	case file == "":
 		return nil, fmt.Errorf("%w: no audit key: pass --audit-key-file FILE ($CORDON_AUDIT_KEY_FILE; lines 'KEY_ID BASE64_KEY', e.g. echo \"k1 $(head -c 32 /dev/urandom | base64)\" > audit.keys), or --audit-unkeyed for development", cmdline.ErrUsage)
 	}

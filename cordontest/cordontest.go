@@ -24,6 +24,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -298,12 +299,12 @@ func (c *Container) createTenants(ctx context.Context, names []string) error {
 }
 
 // auditKeyring is a fresh keyring of one key, k1, and its file form.
-func auditKeyring() (*postgres.AuditKeyring, string, error) {
+func auditKeyring() (*audit.Keyring, string, error) {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, "", err
 	}
-	return &postgres.AuditKeyring{Active: "k1", Keys: map[string][]byte{"k1": key}},
+	return &audit.Keyring{Active: "k1", Keys: map[string][]byte{"k1": key}},
 		"k1 " + base64.StdEncoding.EncodeToString(key) + "\n", nil
 }
 

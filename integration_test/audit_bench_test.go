@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/internal/proccpu"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkAuditAppend(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-						if _, err := st.AppendAudit(ctx, names[i%int64(len(names))], postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "PMT-771 hold"}); err != nil {
+						if _, err := st.AppendAudit(ctx, names[i%int64(len(names))], audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: "PMT-771 hold"}); err != nil {
 							b.Error(err)
 							return
 						}

@@ -21,11 +21,12 @@ import (
 
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // auditTenant creates tenant "acme" in a fresh database and returns the
 // database's URL and a store on it.
-func auditTenant(t *testing.T, keys *postgres.AuditKeyring) (string, *postgres.Store) {
+func auditTenant(t *testing.T, keys *audit.Keyring) (string, *postgres.Store) {
 	t.Helper()
 	dbURL := migrated(t)
 	st := openStore(t, dbURL, postgres.Options{MaxConns: 16, AuditKeys: keys})
@@ -72,7 +73,7 @@ func TestAuditGroupCommitConcurrent(t *testing.T) {
 	st2 := openStore(t, dbURL, postgres.Options{MaxConns: 16, AuditKeys: keys})
 	const workers, each = 32, 15
 	var mu sync.Mutex
-	got := map[int64]postgres.AuditRecord{}
+	got := map[int64]audit.Record{}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each)
 	for g := range workers {
@@ -84,7 +85,7 @@ func TestAuditGroupCommitConcurrent(t *testing.T) {
 				if g%2 == 1 {
 					on = st2
 				}
-				r, err := on.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprintf("r-%d-%d", g, i)})
+				r, err := on.AppendAudit(ctx, "acme", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprintf("r-%d-%d", g, i)})
 				if err != nil {
 					errs <- err
 					return
@@ -123,7 +124,7 @@ func TestAuditGroupCommitConcurrent(t *testing.T) {
 	// batch is written on the head read again.
 	before := s1.StaleHeads + s2.StaleHeads
 	for i, on := range []*postgres.Store{st, st2, st, st2} {
-		if _, err := on.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprintf("turn-%d", i)}); err != nil {
+		if _, err := on.AppendAudit(ctx, "acme", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprintf("turn-%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,7 +141,7 @@ func TestAuditGroupCommitConcurrent(t *testing.T) {
 // head, and does what an append without a known head does.
 func TestAuditStaleHead(t *testing.T) {
 	ctx := context.Background()
-	rec := postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}
+	rec := audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}
 	appendN := func(t *testing.T, st *postgres.Store, n int) {
 		t.Helper()
 		for range n {
@@ -160,7 +161,7 @@ func TestAuditStaleHead(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		keys *postgres.AuditKeyring // of the store whose head goes stale
+		keys *audit.Keyring // of the store whose head goes stale
 		// meanwhile changes the chain behind the store's back; other is
 		// another store (keyed), as another process.
 		meanwhile func(t *testing.T, dbURL string, other *postgres.Store)
@@ -194,7 +195,7 @@ func TestAuditStaleHead(t *testing.T) {
 			}},
 		{"another process keyed the chain of a store without a key", nil,
 			func(t *testing.T, _ string, other *postgres.Store) { appendN(t, other, 1) },
-			0, func(err error) bool { return errors.Is(err, postgres.ErrAuditKeyRequired) }},
+			0, func(err error) bool { return errors.Is(err, audit.ErrKeyRequired) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -328,7 +329,7 @@ func TestAuditBatchFailure(t *testing.T) {
 			open, drop := auditGate(t, dbURL)
 			held := make(chan error, 1)
 			go func() {
-				_, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "hold"})
+				_, err := st.AppendAudit(ctx, "acme", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: "hold"})
 				held <- err
 			}()
 			waitFor(t, "the held commit", func() bool {
@@ -340,7 +341,7 @@ func TestAuditBatchFailure(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, errs[i] = st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: q})
+					_, errs[i] = st.AppendAudit(ctx, "acme", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: q})
 				}()
 			}
 			waitFor(t, "the batch to queue", func() bool { return st.AuditStats().Queued == int64(len(tt.queries)) })
@@ -365,7 +366,7 @@ func TestAuditBatchFailure(t *testing.T) {
 			drop()
 			written := int64(1 + len(tt.queries) - failed)
 			checkLinear(t, st, dbURL, written)
-			if _, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+			if _, err := st.AppendAudit(ctx, "acme", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 				t.Fatal(err)
 			}
 			checkLinear(t, st, dbURL, written+1)
@@ -411,7 +412,7 @@ func auditChild(dbURL string) {
 				tenant := tenants[(g+i)%len(tenants)]
 				req := fmt.Sprintf("%s/%d-%d", tenant, g, i)
 				say("enq %s", req)
-				r, err := st.AppendAudit(ctx, tenant, postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: req})
+				r, err := st.AppendAudit(ctx, tenant, audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: req})
 				if err != nil {
 					say("err %s %v", req, err)
 					continue
@@ -577,7 +578,7 @@ func TestAuditKillMidBatch(t *testing.T) {
 func TestAuditAppendTenantGone(t *testing.T) {
 	ctx := context.Background()
 	dbURL, st := auditTenant(t, testKeyring("k1"))
-	rec := postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}
+	rec := audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}
 	if _, err := st.AppendAudit(ctx, "nobody", rec); !errors.Is(err, postgres.ErrTenantNotFound) {
 		t.Fatalf("append for a tenant never created: %v, want ErrTenantNotFound", err)
 	}
@@ -612,7 +613,7 @@ func TestAuditAppendTenantGone(t *testing.T) {
 func TestAuditAppendTableMissing(t *testing.T) {
 	dbURL, st := auditTenant(t, testKeyring("k1"))
 	execSQL(t, dbURL, `DROP TABLE cordon_t_acme.audit`)
-	_, err := st.AppendAudit(context.Background(), "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"})
+	_, err := st.AppendAudit(context.Background(), "acme", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"})
 	var pe *pgconn.PgError
 	if errors.Is(err, postgres.ErrTenantNotFound) || !errors.As(err, &pe) || pe.Code != "42P01" {
 		t.Fatalf("append without the audit table: %v, want SQLSTATE 42P01 (not ErrTenantNotFound)", err)
@@ -654,7 +655,7 @@ func TestAuditHeadReadUsesIndex(t *testing.T) {
 					// append, on a known head the second time.
 					execSQL(t, dbURL, `VACUUM ANALYZE cordon_t_acme.audit`)
 				}
-				if _, err := st.AppendAudit(ctx, "acme", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+				if _, err := st.AppendAudit(ctx, "acme", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // Audit records of several tenants share transactions (see
@@ -31,7 +32,7 @@ func sharedTenants(t *testing.T, tenants ...string) (string, *postgres.Store) {
 
 // sharedTenantsKeyed is sharedTenants with the store's audit keys (nil:
 // unkeyed chains).
-func sharedTenantsKeyed(t *testing.T, keys *postgres.AuditKeyring, tenants ...string) (string, *postgres.Store) {
+func sharedTenantsKeyed(t *testing.T, keys *audit.Keyring, tenants ...string) (string, *postgres.Store) {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := migrated(t)
@@ -40,7 +41,7 @@ func sharedTenantsKeyed(t *testing.T, keys *postgres.AuditKeyring, tenants ...st
 		if _, err := st.CreateTenant(ctx, tn, index.DefaultSettings()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.AppendAudit(ctx, tn, postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "first"}); err != nil {
+		if _, err := st.AppendAudit(ctx, tn, audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: "first"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +94,7 @@ func holdCommitter(t *testing.T, st *postgres.Store, dbURL string) <-chan error 
 	t.Helper()
 	held := make(chan error, 1)
 	go func() {
-		_, err := st.AppendAudit(context.Background(), "held", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "hold"})
+		_, err := st.AppendAudit(context.Background(), "held", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: "hold"})
 		held <- err
 	}()
 	waitFor(t, "the held commit", func() bool {
@@ -115,7 +116,7 @@ func queueAppends(t *testing.T, st *postgres.Store, pairs [][2]string) <-chan ap
 	before := st.AuditStats().Queued
 	for i, p := range pairs {
 		go func() {
-			_, err := st.AppendAudit(context.Background(), p[0], postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: p[1]})
+			_, err := st.AppendAudit(context.Background(), p[0], audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: p[1]})
 			out <- appendResult{p[0], p[1], err}
 		}()
 		waitFor(t, "the append to queue", func() bool { return st.AuditStats().Queued == before+int64(i+1) })
@@ -205,7 +206,7 @@ func TestAuditSharedFailureIsolated(t *testing.T) {
 	checkChain(t, st, dbURL, "beta", 3)
 	// Both chains go on.
 	for _, tn := range []string{"alpha", "beta"} {
-		if _, err := st.AppendAudit(context.Background(), tn, postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+		if _, err := st.AppendAudit(context.Background(), tn, audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,7 +236,7 @@ func TestAuditSharedStallIsolated(t *testing.T) {
 	}
 	// alpha's record is still held (in its own transaction by now), and
 	// beta's chain goes on meanwhile.
-	if _, err := st.AppendAudit(context.Background(), "beta", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+	if _, err := st.AppendAudit(context.Background(), "beta", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -273,7 +274,7 @@ func TestAuditSharedConcurrent(t *testing.T) {
 			for i := range each {
 				tn := tenants[(w*7+i)%len(tenants)]
 				id := fmt.Sprintf("w%d-%d", w, i)
-				r, err := st.AppendAudit(context.Background(), tn, postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: id})
+				r, err := st.AppendAudit(context.Background(), tn, audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: id})
 				if err != nil {
 					t.Error(err)
 					return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // A record must never wait for a batch while no committer runs (see
@@ -56,7 +57,7 @@ func TestAuditRecordNotStranded(t *testing.T) {
 	})
 	second := make(chan error, 1)
 	go func() {
-		_, err := st.AppendAudit(ctx, "x", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "x2"})
+		_, err := st.AppendAudit(ctx, "x", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: "x2"})
 		second <- err
 	}()
 	waitFor(t, "x2 to queue", func() bool { return st.AuditStats().Queued == 1 })
@@ -123,7 +124,7 @@ func TestAuditNoStrandTwoProcesses(t *testing.T) {
 				time.Sleep(stagger)
 				actx, cancel := context.WithTimeout(ctx, strandLimit)
 				defer cancel()
-				_, err := st.AppendAudit(actx, tenant, postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: query})
+				_, err := st.AppendAudit(actx, tenant, audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: query})
 				switch {
 				case query == "boom" && err == nil:
 					err = errors.New("the refused record was accepted")

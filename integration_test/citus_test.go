@@ -22,6 +22,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -224,7 +225,7 @@ func TestCitusTenantsOnWorkers(t *testing.T) {
 		nodes[p.Node]++
 		put(t, st, cordontype.Document{Tenant: tenant, DocID: "d1", Text: "wire hold release", Classification: cordontype.Public})
 		for j := range 3 {
-			if _, err := st.AppendAudit(ctx, tenant, postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprint(j)}); err != nil {
+			if _, err := st.AppendAudit(ctx, tenant, audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprint(j)}); err != nil {
 				t.Fatalf("append audit to %s: %v", tenant, err)
 			}
 		}
@@ -270,7 +271,7 @@ func TestCitusDistributeExistingTenant(t *testing.T) {
 			Text: fmt.Sprintf("wire hold %d released after review of ledger %d", i, i%7), Classification: cordontype.Classification(i % 3)})
 	}
 	for j := range 5 {
-		if _, err := st.AppendAudit(ctx, "legacy", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprint(j)}); err != nil {
+		if _, err := st.AppendAudit(ctx, "legacy", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: fmt.Sprint(j)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -300,7 +301,7 @@ func TestCitusDistributeExistingTenant(t *testing.T) {
 	if mustJSON(t, before.Chunks) != mustJSON(t, after.Chunks) || len(after.Chunks) == 0 {
 		t.Fatalf("after distributing:\n%s\nbefore:\n%s", mustJSON(t, after.Chunks), mustJSON(t, before.Chunks))
 	}
-	if _, err := st.AppendAudit(ctx, "legacy", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: "after"}); err != nil {
+	if _, err := st.AppendAudit(ctx, "legacy", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: "after"}); err != nil {
 		t.Fatal(err)
 	}
 	if sum, err := st.VerifyAudit(ctx, "legacy"); err != nil || sum.Rows != 6 {
@@ -545,7 +546,7 @@ func TestCitusTenantMove(t *testing.T) {
 			default:
 			}
 			id := fmt.Sprintf("a-%05d", i)
-			r, err := st.AppendAudit(ctx, tenant, postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: id})
+			r, err := st.AppendAudit(ctx, tenant, audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", RequestID: id})
 			if err != nil {
 				trouble.fail("append audit %s: %v", id, err)
 				continue

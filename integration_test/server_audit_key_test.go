@@ -18,6 +18,7 @@ import (
 
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -25,7 +26,7 @@ import (
 // database superuser can (bypassing the append-only trigger): change edits
 // each row, then its prev_hash and hash are recomputed with hash, so the
 // rewritten chain links up.
-func rewriteAudit(t *testing.T, dbURL, schema string, from int64, change func(r *postgres.AuditRecord), hash func(prev []byte, r postgres.AuditRecord) []byte) {
+func rewriteAudit(t *testing.T, dbURL, schema string, from int64, change func(r *audit.Record), hash func(prev []byte, r audit.Record) []byte) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -39,9 +40,9 @@ func rewriteAudit(t *testing.T, dbURL, schema string, from int64, change func(r 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []postgres.AuditRecord
+	var recs []audit.Record
 	for rows.Next() {
-		var r postgres.AuditRecord
+		var r audit.Record
 		if err := rows.Scan(&r.Seq, &r.At, &r.Sub, &r.Op, &r.Query, &r.Policy, &r.ChunkIDs, &r.Considered,
 			&r.ExcludedByEntitlement, &r.ExcludedByFreshness, &r.Degraded, &r.IndexVersion, &r.RequestID,
 			&r.KeyID, &r.PrevHash, &r.Hash); err != nil {
@@ -80,10 +81,10 @@ func rewriteAudit(t *testing.T, dbURL, schema string, from int64, change func(r 
 
 // writeHead runs 'cordon audit head' and returns the head and the file it
 // was saved to (an anchor for 'verify --anchor').
-func writeHead(t *testing.T, dbURL, keyFile, tenant string) (postgres.AuditHead, string) {
+func writeHead(t *testing.T, dbURL, keyFile, tenant string) (audit.Head, string) {
 	t.Helper()
 	code, out := auditCLI(t, dbURL, keyFile, "head", "--tenant", tenant)
-	var h postgres.AuditHead
+	var h audit.Head
 	if code != 0 || json.Unmarshal([]byte(out), &h) != nil {
 		t.Fatalf("cordon audit head = %d %q", code, out)
 	}
@@ -122,12 +123,12 @@ func TestServerAuditKeyedChain(t *testing.T) {
 	}
 
 	// The issue's attack: rewrite row 2, recompute every later hash.
-	rewriteAudit(t, a.dbURL, "cordon_t_wholesale", 2, func(r *postgres.AuditRecord) {
+	rewriteAudit(t, a.dbURL, "cordon_t_wholesale", 2, func(r *audit.Record) {
 		if r.Seq == 2 {
 			r.Query = "forged"
 		}
-	}, postgres.AuditHash)
-	var br *postgres.AuditBreak
+	}, audit.Hash)
+	var br *audit.Break
 	if _, err := a.store.VerifyAudit(ctx, "wholesale"); !errors.As(err, &br) || br.Seq != 2 {
 		t.Fatalf("verify after rewriting seq 2 and re-hashing = %v, want a break at seq 2", err)
 	}
@@ -145,14 +146,14 @@ func TestServerAuditKeyedChain(t *testing.T) {
 	if retailHead.Seq != 4 {
 		t.Fatalf("retail head = %+v", retailHead)
 	}
-	unkey := func(r *postgres.AuditRecord) { r.KeyID = ""; r.ChunkIDs = []string{} }
-	rewriteAudit(t, a.dbURL, "cordon_t_retail", 3, unkey, postgres.AuditHash)
+	unkey := func(r *audit.Record) { r.KeyID = ""; r.ChunkIDs = []string{} }
+	rewriteAudit(t, a.dbURL, "cordon_t_retail", 3, unkey, audit.Hash)
 	if _, err := a.store.VerifyAudit(ctx, "retail"); !errors.As(err, &br) || br.Seq != 3 || !strings.Contains(br.Reason, "unkeyed row follows keyed rows") {
 		t.Fatalf("verify after rewriting seq 3.. unkeyed = %v, want a break at seq 3", err)
 	}
 	// Rewritten unkeyed from the first row, the chain links up again: only
 	// an anchored head or --require-keyed tells.
-	rewriteAudit(t, a.dbURL, "cordon_t_retail", 1, unkey, postgres.AuditHash)
+	rewriteAudit(t, a.dbURL, "cordon_t_retail", 1, unkey, audit.Hash)
 	if sum, err := a.store.VerifyAudit(ctx, "retail"); err != nil || sum.Unkeyed != 4 {
 		t.Fatalf("verify of a chain rewritten unkeyed = %+v, %v; want 4 unkeyed rows", sum, err)
 	}
@@ -204,28 +205,28 @@ func TestServerAuditKeyRotation(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		keys    *postgres.AuditKeyring
+		keys    *audit.Keyring
 		wantErr func(err error) bool
 		cliOut  []string // "" keyFile when keys is nil
 	}{
 		{"without the retired key", testKeyring("k2"), func(err error) bool {
-			var uk *postgres.AuditUnknownKeyError
+			var uk *audit.UnknownKeyError
 			return errors.As(err, &uk) && uk.Seq == 1 && uk.KeyID == "k1"
 		}, []string{"UNVERIFIABLE", `seq 1 is keyed with key id "k1", which is not in the keyring`}},
 		{"without any key", nil, func(err error) bool {
-			var uk *postgres.AuditUnknownKeyError
+			var uk *audit.UnknownKeyError
 			return errors.As(err, &uk) && uk.Seq == 1 && uk.KeyID == "k1"
 		}, []string{"UNVERIFIABLE", "no keyring given"}},
 		// A wrong key is not tampering: no row of its id verifies, and the
 		// links hold.
-		{"another key under the old id", &postgres.AuditKeyring{Keys: map[string][]byte{"k1": testKeyring("other").Keys["other"], "k2": b.keys.Keys["k2"]}},
+		{"another key under the old id", &audit.Keyring{Keys: map[string][]byte{"k1": testKeyring("other").Keys["other"], "k2": b.keys.Keys["k2"]}},
 			func(err error) bool {
-				var mm *postgres.AuditKeyMismatchError
+				var mm *audit.KeyMismatchError
 				return errors.As(err, &mm) && mm.KeyID == "k1" && mm.Seq == 1 && mm.Rows == 2
 			}, []string{"KEY MISMATCH", `none of the 2 records keyed with key id "k1" (from seq 1)`}},
-		{"another key under the new id", &postgres.AuditKeyring{Keys: map[string][]byte{"k1": b.keys.Keys["k1"], "k2": testKeyring("other").Keys["other"]}},
+		{"another key under the new id", &audit.Keyring{Keys: map[string][]byte{"k1": b.keys.Keys["k1"], "k2": testKeyring("other").Keys["other"]}},
 			func(err error) bool {
-				var mm *postgres.AuditKeyMismatchError
+				var mm *audit.KeyMismatchError
 				return errors.As(err, &mm) && mm.KeyID == "k2" && mm.Seq == 3 && mm.Rows == 2
 			}, []string{"KEY MISMATCH", `key id "k2" (from seq 3)`}},
 	}
@@ -253,7 +254,7 @@ func TestServerAuditKeyRotation(t *testing.T) {
 
 	// A store without a key never continues a keyed chain.
 	unkeyed := openStore(t, b.dbURL, postgres.Options{})
-	if _, err := unkeyed.AppendAudit(ctx, "wholesale", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); !errors.Is(err, postgres.ErrAuditKeyRequired) {
+	if _, err := unkeyed.AppendAudit(ctx, "wholesale", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}); !errors.Is(err, audit.ErrKeyRequired) {
 		t.Fatalf("unkeyed append to a keyed chain = %v, want ErrAuditKeyRequired", err)
 	}
 
@@ -281,14 +282,14 @@ func TestServerAuditKeyRotation(t *testing.T) {
 	if code, v := verifyJSON(both); code != 0 || v["status"] != "ok" || v["records"] != float64(3) || fmt.Sprint(v["key_ids"]) != "[k1 k2]" {
 		t.Fatalf("verify --json = %d %v", code, v)
 	}
-	wrong := keyringFile(t, &postgres.AuditKeyring{Keys: map[string][]byte{"k1": testKeyring("other").Keys["other"], "k2": b.keys.Keys["k2"]}})
+	wrong := keyringFile(t, &audit.Keyring{Keys: map[string][]byte{"k1": testKeyring("other").Keys["other"], "k2": b.keys.Keys["k2"]}})
 	if code, v := verifyJSON(wrong); code != 1 || v["status"] != "key_mismatch" || v["key_id"] != "k1" || v["seq"] != float64(1) {
 		t.Fatalf("verify --json with a wrong k1 = %d %v", code, v)
 	}
 	// The first row of k1 modified, the right keys: the second row of k1
 	// verifies, so the first was tampered with.
 	execSQL(t, b.dbURL, `BEGIN; SET LOCAL session_replication_role = replica; UPDATE cordon_t_wholesale.audit SET query = 'forged' WHERE seq = 1; COMMIT`)
-	var br *postgres.AuditBreak
+	var br *audit.Break
 	if _, err := b.store.VerifyAudit(ctx, "wholesale"); !errors.As(err, &br) || br.Seq != 1 {
 		t.Fatalf("verify after modifying seq 1 = %v, want a break at seq 1", err)
 	}
@@ -378,9 +379,9 @@ func TestMigrateAuditKeyID(t *testing.T) {
 	// Rows as tenant schema version 6 wrote them: no key_id, plain SHA-256.
 	prev := make([]byte, 32)
 	for seq := int64(1); seq <= 3; seq++ {
-		r := postgres.AuditRecord{Seq: seq, At: testTime(seq), Sub: "s", Op: "retrieve", Query: fmt.Sprint("q", seq), Policy: "{}",
+		r := audit.Record{Seq: seq, At: testTime(seq), Sub: "s", Op: "retrieve", Query: fmt.Sprint("q", seq), Policy: "{}",
 			ChunkIDs: []string{}, Degraded: []string{}, RequestID: "r"}
-		h := postgres.AuditHash(prev, r)
+		h := audit.Hash(prev, r)
 		execSQL(t, dbURL, `INSERT INTO cordon_t_wholesale.audit (seq, at, sub, op, query, policy, chunk_ids, considered,
 			excluded_by_entitlement, excluded_by_freshness, degraded, index_version, request_id, prev_hash, hash)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, 0, 0, 0, $8, 0, $9, $10, $11)`,
@@ -402,7 +403,7 @@ func TestMigrateAuditKeyID(t *testing.T) {
 		t.Fatalf("verify of the pre-migration rows = %+v, %v; want 3 unkeyed rows", sum, err)
 	}
 	for i := 0; i < 2; i++ {
-		if _, err := st.AppendAudit(ctx, "wholesale", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+		if _, err := st.AppendAudit(ctx, "wholesale", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -415,17 +416,17 @@ func TestMigrateAuditKeyID(t *testing.T) {
 	}
 	// Rewriting an unkeyed row before the first keyed one is caught: the
 	// keyed row 4 seals the prefix.
-	rewriteAudit(t, dbURL, "cordon_t_wholesale", 2, func(r *postgres.AuditRecord) {
+	rewriteAudit(t, dbURL, "cordon_t_wholesale", 2, func(r *audit.Record) {
 		if r.Seq == 2 {
 			r.Query = "forged"
 		}
-	}, func(prev []byte, r postgres.AuditRecord) []byte {
+	}, func(prev []byte, r audit.Record) []byte {
 		if r.KeyID == "" {
-			return postgres.AuditHash(prev, r)
+			return audit.Hash(prev, r)
 		}
 		return r.Hash // the key is unknown to whoever rewrites
 	})
-	var br *postgres.AuditBreak
+	var br *audit.Break
 	if _, err := st.VerifyAudit(ctx, "wholesale"); !errors.As(err, &br) || br.Seq != 4 {
 		t.Fatalf("verify after rewriting the unkeyed prefix = %v, want a break at seq 4", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -124,7 +125,7 @@ func TestServerAuditChain(t *testing.T) {
 	}
 	tamper(`UPDATE cordon_t_wholesale.audit SET chunk_ids = '{}' WHERE seq = 2`)
 	_, err = a.store.VerifyAudit(ctx, "wholesale")
-	var br *postgres.AuditBreak
+	var br *audit.Break
 	if !errors.As(err, &br) || br.Seq != 2 {
 		t.Fatalf("verify after tampering with seq 2 = %v, want a break at seq 2", err)
 	}
@@ -203,7 +204,7 @@ func TestServerAuditGrants(t *testing.T) {
 	if _, err := svc.Delete(ctx, "wholesale", "d1"); err != nil {
 		t.Fatalf("the service role cannot delete documents: %v", err)
 	}
-	if _, err := svc.AppendAudit(ctx, "wholesale", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+	if _, err := svc.AppendAudit(ctx, "wholesale", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 		t.Fatalf("the service role cannot append: %v", err)
 	}
 	if _, err := svc.VerifyAudit(ctx, "wholesale"); err != nil {

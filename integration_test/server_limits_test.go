@@ -15,7 +15,7 @@ import (
 	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
-	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // retrieveOut is the part of a retrieve response these tests read.
@@ -123,7 +123,7 @@ func TestServerAuditDeadlineIsATimeout(t *testing.T) {
 		CREATE TRIGGER hold BEFORE INSERT ON cordon_t_wholesale.audit FOR EACH ROW EXECUTE FUNCTION public.audit_hold()`)
 	held := make(chan error, 1)
 	go func() {
-		_, err := a.store.AppendAudit(context.Background(), "wholesale", postgres.AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: "hold the chain"})
+		_, err := a.store.AppendAudit(context.Background(), "wholesale", audit.Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: "hold the chain"})
 		held <- err
 	}()
 	waitFor(t, "the held audit batch", func() bool {

@@ -23,6 +23,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -35,7 +36,7 @@ type apiServer struct {
 	metricsURL string // the metrics listener, when serverOpts.metrics
 	dbURL      string
 	store      *postgres.Store
-	keys       *postgres.AuditKeyring // nil: unkeyed audit chains
+	keys       *audit.Keyring // nil: unkeyed audit chains
 	client     *http.Client
 	close      func()
 }
@@ -49,7 +50,7 @@ type serverOpts struct {
 	cfg      server.Config
 	// auditKeys keys the audit chains; nil means testKeyring("k1"), unless
 	// unkeyed is set.
-	auditKeys *postgres.AuditKeyring
+	auditKeys *audit.Keyring
 	unkeyed   bool
 	metrics   bool // also serve the metrics listener
 	// listener, when set, wraps the API listener (to observe connections).
@@ -58,8 +59,8 @@ type serverOpts struct {
 
 // testKeyring returns a keyring holding a fixed test key per id; the first
 // id is active.
-func testKeyring(ids ...string) *postgres.AuditKeyring {
-	k := &postgres.AuditKeyring{Active: ids[0], Keys: map[string][]byte{}}
+func testKeyring(ids ...string) *audit.Keyring {
+	k := &audit.Keyring{Active: ids[0], Keys: map[string][]byte{}}
 	for _, id := range ids {
 		h := sha256.Sum256([]byte("cordon test audit key " + id))
 		k.Keys[id] = h[:]
@@ -68,7 +69,7 @@ func testKeyring(ids ...string) *postgres.AuditKeyring {
 }
 
 // keyringFile writes k in the keyring file format and returns its path.
-func keyringFile(t *testing.T, k *postgres.AuditKeyring) string {
+func keyringFile(t *testing.T, k *audit.Keyring) string {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("# test keyring\n")

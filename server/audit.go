@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // audit appends the request's audit record; a request whose record cannot
@@ -18,7 +19,7 @@ import (
 // a deadline as a timeout. recorded is false when the token's tenant does
 // not exist: there is nothing to audit against, and a request over it
 // found nothing.
-func (s *Server) audit(r *http.Request, id Identity, rec postgres.AuditRecord) (recorded bool, err error) {
+func (s *Server) audit(r *http.Request, id Identity, rec audit.Record) (recorded bool, err error) {
 	rec.Sub, rec.RequestID = id.Sub, requestID(r.Context())
 	if _, err := s.store.AppendAudit(r.Context(), id.Tenant, rec); err != nil {
 		if errors.Is(err, postgres.ErrTenantNotFound) {

@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/embed/embedtest"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // TestEmbedMetrics: the embedding provider's calls are counted by outcome
@@ -106,5 +107,5 @@ type modelsOnly struct {
 
 func (m modelsOnly) Models() *embed.Registry       { return m.reg }
 func (modelsOnly) Pool() *pgxpool.Pool             { return nil }
-func (modelsOnly) AuditStats() postgres.AuditStats { return postgres.AuditStats{} }
+func (modelsOnly) AuditStats() audit.Stats         { return audit.Stats{} }
 func (modelsOnly) CacheStats() postgres.CacheStats { return postgres.CacheStats{} }

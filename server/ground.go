@@ -9,6 +9,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/grounding"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // maxChunkIDs bounds chunk_ids in ground and assemble.
@@ -123,7 +124,7 @@ func (s *Server) ground(w http.ResponseWriter, r *http.Request, id Identity) {
 		return
 	}
 	policyText, _ := json.Marshal(map[string]float64{"threshold": threshold})
-	if _, err := s.audit(r, id, postgres.AuditRecord{Op: "ground", Query: query, Policy: string(policyText),
+	if _, err := s.audit(r, id, audit.Record{Op: "ground", Query: query, Policy: string(policyText),
 		ChunkIDs: req.ChunkIDs, Degraded: []string{}, IndexVersion: version}); err != nil {
 		s.fail(w, r, err)
 		return
@@ -171,7 +172,7 @@ func (s *Server) assemble(w http.ResponseWriter, r *http.Request, id Identity) {
 	}
 	policyText, _ := json.Marshal(map[string]any{"budget_tokens": *req.BudgetTokens, "instructions": req.Instructions,
 		"tool_schema": req.ToolSchema, "policy": req.Policy})
-	if _, err := s.audit(r, id, postgres.AuditRecord{Op: "assemble", Query: *req.Question, Policy: string(policyText),
+	if _, err := s.audit(r, id, audit.Record{Op: "assemble", Query: *req.Question, Policy: string(policyText),
 		ChunkIDs: res.Included, Degraded: []string{}, IndexVersion: version}); err != nil {
 		s.fail(w, r, err)
 		return

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cordon-rag/cordon/internal/version"
-	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // signMap signs claims (any JSON shape, as an identity provider issues
@@ -325,7 +325,7 @@ func TestIssuedInTheFutureUnauthorized(t *testing.T) {
 
 // TestBuildInfoMetric: the metrics listener names the running build.
 func TestBuildInfoMetric(t *testing.T) {
-	m := newMetrics(func() *pgxpool.Pool { return nil }, func() (postgres.AuditStats, bool) { return postgres.AuditStats{}, false }, false)
+	m := newMetrics(func() *pgxpool.Pool { return nil }, func() (audit.Stats, bool) { return audit.Stats{}, false }, false)
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	info := version.Get()

@@ -14,6 +14,7 @@ import (
 	"github.com/cordon-rag/cordon/internal/version"
 	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // metrics are the service's Prometheus collectors, on a registry of their own
@@ -63,7 +64,7 @@ type metrics struct {
 	unknownTenant    prometheus.Counter
 }
 
-func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bool), tenantLabels bool) *metrics {
+func newMetrics(pool func() *pgxpool.Pool, auditStats func() (audit.Stats, bool), tenantLabels bool) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry(), tenantLabels: tenantLabels}
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "cordon_http_request_duration_seconds",
@@ -129,9 +130,9 @@ func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bo
 		}))
 	}
 	// The audit appends' group commit, from the store's counters.
-	auditValue := func(f func(a postgres.AuditStats) int64) func() float64 {
+	auditValue := func(f func(a audit.Stats) int64) func() float64 {
 		return func() float64 {
-			if a, ok := audit(); ok {
+			if a, ok := auditStats(); ok {
 				return float64(f(a))
 			}
 			return 0
@@ -139,37 +140,37 @@ func newMetrics(pool func() *pgxpool.Pool, audit func() (postgres.AuditStats, bo
 	}
 	for _, c := range []struct {
 		name, help string
-		f          func(a postgres.AuditStats) int64
+		f          func(a audit.Stats) int64
 	}{
-		{"cordon_audit_records_total", "Audit records committed.", func(a postgres.AuditStats) int64 { return a.Records }},
-		{"cordon_audit_commits_total", "Transactions audit records were committed in (records / commits is the mean batch).", func(a postgres.AuditStats) int64 { return a.Commits }},
-		{"cordon_audit_shared_commits_total", "Audit transactions that held records of more than one tenant.", func(a postgres.AuditStats) int64 { return a.SharedCommits }},
-		{"cordon_audit_shared_redone_total", "Shared audit transactions that failed and were written again tenant by tenant.", func(a postgres.AuditStats) int64 { return a.SharedRedone }},
-		{"cordon_audit_stale_heads_total", "Audit batches whose known chain head was stale (another process appended, or the tenant was dropped or created again).", func(a postgres.AuditStats) int64 { return a.StaleHeads }},
+		{"cordon_audit_records_total", "Audit records committed.", func(a audit.Stats) int64 { return a.Records }},
+		{"cordon_audit_commits_total", "Transactions audit records were committed in (records / commits is the mean batch).", func(a audit.Stats) int64 { return a.Commits }},
+		{"cordon_audit_shared_commits_total", "Audit transactions that held records of more than one tenant.", func(a audit.Stats) int64 { return a.SharedCommits }},
+		{"cordon_audit_shared_redone_total", "Shared audit transactions that failed and were written again tenant by tenant.", func(a audit.Stats) int64 { return a.SharedRedone }},
+		{"cordon_audit_stale_heads_total", "Audit batches whose known chain head was stale (another process appended, or the tenant was dropped or created again).", func(a audit.Stats) int64 { return a.StaleHeads }},
 	} {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, auditValue(c.f)))
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_audit_queued_records", Help: "Audit records waiting for a batch."},
-		auditValue(func(a postgres.AuditStats) int64 { return a.Queued })))
+		auditValue(func(a audit.Stats) int64 { return a.Queued })))
 	// How long records wait in their queue for a batch: a record never
 	// waits without a committer, so the oldest wait stays within one
 	// batch of its tenant (see store/postgres/auditgroup.go); alert on it.
-	auditSeconds := func(f func(a postgres.AuditStats) time.Duration) func() float64 {
+	auditSeconds := func(f func(a audit.Stats) time.Duration) func() float64 {
 		return func() float64 {
-			if a, ok := audit(); ok {
+			if a, ok := auditStats(); ok {
 				return f(a).Seconds()
 			}
 			return 0
 		}
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_audit_oldest_queued_seconds", Help: "How long the oldest audit record queued now has waited for its batch (0: none queued)."},
-		auditSeconds(func(a postgres.AuditStats) time.Duration { return a.OldestQueued })))
+		auditSeconds(func(a audit.Stats) time.Duration { return a.OldestQueued })))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_audit_queue_wait_max_seconds", Help: "The longest any audit record waited in its queue for a batch since start."},
-		auditSeconds(func(a postgres.AuditStats) time.Duration { return a.WaitMax })))
+		auditSeconds(func(a audit.Stats) time.Duration { return a.WaitMax })))
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cordon_audit_queue_wait_seconds_total", Help: "Time audit records waited in their queue for a batch (divided by cordon_audit_queue_waited_records_total: the mean wait)."},
-		auditSeconds(func(a postgres.AuditStats) time.Duration { return a.WaitTotal })))
+		auditSeconds(func(a audit.Stats) time.Duration { return a.WaitTotal })))
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cordon_audit_queue_waited_records_total", Help: "Audit records taken from their queue into a batch."},
-		auditValue(func(a postgres.AuditStats) int64 { return a.Waited })))
+		auditValue(func(a audit.Stats) int64 { return a.Waited })))
 	gauge("cordon_db_pool_acquired_conns", "Connections in use.", func(s *pgxpool.Stat) float64 { return float64(s.AcquiredConns()) })
 	gauge("cordon_db_pool_idle_conns", "Idle connections.", func(s *pgxpool.Stat) float64 { return float64(s.IdleConns()) })
 	gauge("cordon_db_pool_total_conns", "Open connections.", func(s *pgxpool.Stat) float64 { return float64(s.TotalConns()) })

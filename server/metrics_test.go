@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // scrapeSeries reads srv's /metrics and returns every series of Cordon's
@@ -172,7 +172,7 @@ func TestRequestLabels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newMetrics(func() *pgxpool.Pool { return nil }, func() (postgres.AuditStats, bool) { return postgres.AuditStats{}, false }, false)
+			m := newMetrics(func() *pgxpool.Pool { return nil }, func() (audit.Stats, bool) { return audit.Stats{}, false }, false)
 			m.routes = []string{"GET /healthz"}
 			m.request(tt.pattern, tt.method, tt.code, time.Millisecond)
 			h, err := m.latency.GetMetricWithLabelValues(tt.wantRoute, tt.wantMethod, tt.want)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/retrieval"
-	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // newRetriever is the pipeline over the server's store, within the
@@ -161,7 +161,7 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		retrieval.PolicyPatch
 		Reranker *modelAudit `json:"reranker,omitempty"`
 	}{now, effective, auditModel(res.Model)})
-	recorded, err := s.audit(r, id, postgres.AuditRecord{
+	recorded, err := s.audit(r, id, audit.Record{
 		Op: "retrieve", Query: query, Policy: string(policyText), ChunkIDs: ids,
 		Considered: int64(res.Considered), ExcludedByEntitlement: int64(res.ExcludedByEntitlement),
 		ExcludedByFreshness: int64(res.ExcludedByFreshness), Degraded: res.Degraded, IndexVersion: version,

@@ -22,6 +22,7 @@ import (
 	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // Config configures a Server. Zero durations and limits take the defaults of
@@ -178,9 +179,9 @@ func New(cfg Config, st Store, v *Verifier) *Server {
 			return nil
 		}
 		return st.Pool()
-	}, func() (postgres.AuditStats, bool) {
+	}, func() (audit.Stats, bool) {
 		if st == nil {
-			return postgres.AuditStats{}, false
+			return audit.Stats{}, false
 		}
 		return st.AuditStats(), true
 	}, cfg.MetricsTenantLabels)

@@ -11,6 +11,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // The server's needs of its store, one small interface per concern, as the
@@ -39,7 +40,7 @@ type Tenants interface {
 
 // AuditLog appends a request's record to its tenant's audit chain.
 type AuditLog interface {
-	AppendAudit(ctx context.Context, tenant string, r postgres.AuditRecord) (postgres.AuditRecord, error)
+	AppendAudit(ctx context.Context, tenant string, r audit.Record) (audit.Record, error)
 }
 
 // Consistency gives the token a write's response carries when reads may go
@@ -57,7 +58,7 @@ type Readiness interface {
 // Stats are what the metrics read at each scrape.
 type Stats interface {
 	Pool() *pgxpool.Pool
-	AuditStats() postgres.AuditStats
+	AuditStats() audit.Stats
 	CacheStats() postgres.CacheStats
 	// Models is the registry the store embeds documents and queries with,
 	// whose providers report to the metrics.

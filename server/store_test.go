@@ -18,7 +18,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/internal/proccpu"
 	"github.com/cordon-rag/cordon/retrieval"
-	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // cannedStore answers every ranking with the same hits and accepts every
@@ -28,7 +28,7 @@ type cannedStore struct {
 	Store
 	rankings retrieval.Rankings
 	audited  int
-	last     postgres.AuditRecord // the last record appended
+	last     audit.Record // the last record appended
 }
 
 func (c *cannedStore) RankVersion(_ context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
@@ -60,7 +60,7 @@ func (c *cannedStore) IDF(_ context.Context, _ cordontype.Principal, terms []str
 	return make([]float64, len(terms)), nil
 }
 
-func (c *cannedStore) AppendAudit(_ context.Context, _ string, r postgres.AuditRecord) (postgres.AuditRecord, error) {
+func (c *cannedStore) AppendAudit(_ context.Context, _ string, r audit.Record) (audit.Record, error) {
 	c.audited++
 	c.last = r
 	return r, nil

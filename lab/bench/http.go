@@ -23,6 +23,7 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/server"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // httpSystem is the service path: the real server ([server.New] over the
@@ -53,11 +54,11 @@ func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheB
 	if err != nil {
 		return nil, err
 	}
-	key := make([]byte, postgres.MinAuditKeyBytes)
+	key := make([]byte, audit.MinKeyBytes)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	keys := &postgres.AuditKeyring{Active: "bench", Keys: map[string][]byte{"bench": key}}
+	keys := &audit.Keyring{Active: "bench", Keys: map[string][]byte{"bench": key}}
 	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: conns, CacheBytes: cacheBytes, CacheLoadInBackground: true, AuditKeys: keys})
 	if err != nil {
 		return nil, err

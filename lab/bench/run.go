@@ -18,6 +18,7 @@ import (
 
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -384,7 +385,7 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 		pr.logf("[%s] cold tenant: first query %.1f ms (SQL); loads done %.2f s after it (%d loads, %.2f s of loading)\n",
 			name, *res.ColdFirstQueryMS, v, cache0.Loads, cache0.LoadTime.Seconds())
 	}
-	var audit0 postgres.AuditStats
+	var audit0 audit.Stats
 	if h, ok := sys.(*httpSystem); ok {
 		audit0 = h.st.AuditStats()
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
 // cacheFixture is a database with a writer, the reference store holding
@@ -352,7 +353,7 @@ func TestWarmCacheLoadsMostRecentFirst(t *testing.T) {
 		fillTenant(f, tn, 24)
 	}
 	for _, tn := range []string{"warm_b", "warm_a", "warm_c"} { // warm_d: never audited
-		if _, err := f.write.AppendAudit(ctx, tn, AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+		if _, err := f.write.AppendAudit(ctx, tn, audit.Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 			t.Fatal(err)
 		}
 	}

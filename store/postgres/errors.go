@@ -9,7 +9,7 @@ import (
 var (
 	// ErrTenantNotFound is returned by Put and CreateTenant's callers when the
 	// tenant is not registered (and the store does not auto-create tenants).
-	ErrTenantNotFound = errors.New("tenant not found")
+	ErrTenantNotFound = pgexec.ErrTenantNotFound
 	// ErrTenantSettings is returned by CreateTenant when the tenant exists with
 	// other index settings.
 	ErrTenantSettings = errors.New("tenant exists with other index settings")
@@ -23,13 +23,6 @@ var (
 	ErrNotServiceRole = errors.New("the database role has no grants on Cordon's schema")
 	// ErrUnavailable wraps failures to reach the database.
 	ErrUnavailable = pgexec.ErrUnavailable
-	// ErrAuditKeyring is returned by ParseAuditKeyring, AuditKeyring.Validate
-	// and Open for a malformed audit keyring.
-	ErrAuditKeyring = errors.New("invalid audit keyring")
-	// ErrAuditKeyRequired is returned by AppendAudit when the store has no
-	// active audit key but the tenant's chain is keyed: a keyed chain is
-	// never continued unkeyed.
-	ErrAuditKeyRequired = errors.New("the audit chain is keyed: appending needs an audit key")
 	// ErrChunkNotFound is returned by [Store.LoadChunks] when one of the
 	// asked chunks does not exist or the principal may not see it. Which
 	// one, and why, is deliberately not said: existence must not leak.

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +14,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
-	"github.com/cordon-rag/cordon/store/postgres/migrate"
+	"github.com/cordon-rag/cordon/store/postgres/internal/pgtest"
 )
 
 // statementLog records every statement the pool's connections send (BEGIN,
@@ -49,40 +47,10 @@ func (l *statementLog) during(t *testing.T, fn func() error) []string {
 	return append([]string(nil), l.sql[start:]...)
 }
 
-// testDatabase creates a migrated database for one test on the server named
-// by CORDON_TEST_DATABASE_URL and drops it afterwards. Without one it skips
-// loudly, or fails where a database is required (CI, CORDON_REQUIRE_DB).
+// testDatabase creates a migrated database for one test (pgtest.Database).
 func testDatabase(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("CORDON_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") != "" || os.Getenv("CORDON_REQUIRE_DB") != "" {
-			t.Fatal("PostgreSQL is required here: set CORDON_TEST_DATABASE_URL")
-		}
-		t.Skip("SKIPPING database test: CORDON_TEST_DATABASE_URL is not set (run 'make test', which starts a throwaway PostgreSQL)")
-	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to test server: %v", err)
-	}
-	t.Cleanup(func() { admin.Close(context.Background()) })
-	name := fmt.Sprintf("cordon_pg_%d_%s", os.Getpid(), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_")))
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse server URL: %v", err)
-	}
-	u.Path = "/" + name
-	if _, err := migrate.Up(ctx, u.String()); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return u.String()
+	return pgtest.Database(t)
 }
 
 // TestStatementsPerQuery counts the statements of one query on each path,

@@ -16,6 +16,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/internal/pgexec"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
@@ -64,7 +65,7 @@ type Options struct {
 	// AuditKeys keys the audit chains (see AppendAudit and VerifyAudit):
 	// rows are written with the active key and verified with every key.
 	// Nil writes unkeyed rows and cannot verify keyed ones.
-	AuditKeys *AuditKeyring
+	AuditKeys *audit.Keyring
 	// Replicas are URLs of streaming replicas (hot standbys) of the
 	// database: the query path's reads (RankVersion, Rank, IDF, LoadChunks)
 	// go to them, everything else to the primary; see WithConsistency for
@@ -107,7 +108,7 @@ type Store struct {
 	pool  *pgxpool.Pool
 	opts  Options
 	cache *cache // nil when Options.CacheBytes == 0
-	audit auditGroups
+	audit *audit.Log
 	// writes groups concurrent batches of a tenant into one transaction.
 	writes writeGroups
 
@@ -174,7 +175,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	st := &Store{pool: pool, opts: opts, replicas: replicas, citus: citus}
+	st := &Store{pool: pool, opts: opts, replicas: replicas, citus: citus,
+		audit: audit.New(pool, opts.AuditKeys, SchemaName, auditLookup)}
 	if opts.CacheBytes > 0 {
 		st.cache = newCache(opts.CacheBytes, opts.CacheLoadInBackground, opts.evictMinIdle)
 		st.cache.hook = opts.loadHook

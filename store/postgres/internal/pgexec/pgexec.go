@@ -15,9 +15,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// ErrUnavailable wraps failures to reach the database (postgres.ErrUnavailable
-// is this value).
-var ErrUnavailable = errors.New("database unavailable")
+var (
+	// ErrUnavailable wraps failures to reach the database
+	// (postgres.ErrUnavailable is this value).
+	ErrUnavailable = errors.New("database unavailable")
+	// ErrTenantNotFound says a tenant is not registered
+	// (postgres.ErrTenantNotFound is this value).
+	ErrTenantNotFound = errors.New("tenant not found")
+)
 
 // DBTX is the query surface shared by a pool and a transaction, so one query
 // path serves both.

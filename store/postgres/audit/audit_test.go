@@ -1,4 +1,4 @@
-package postgres
+package audit
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-func testAuditRecord() AuditRecord {
-	return AuditRecord{Seq: 7, At: time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC), Sub: "alice", Op: "retrieve", Query: "PMT-771 hold",
+func testRecord() Record {
+	return Record{Seq: 7, At: time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC), Sub: "alice", Op: "retrieve", Query: "PMT-771 hold",
 		Policy: `{"now_tick":120}`, ChunkIDs: []string{"pay-001::0"}, Considered: 9, ExcludedByEntitlement: 2, ExcludedByFreshness: 1,
 		Degraded: []string{"rerank"}, IndexVersion: 4, RequestID: "req-1"}
 }
@@ -22,7 +22,7 @@ func testAuditRecord() AuditRecord {
 func TestAuditHashUnchanged(t *testing.T) {
 	prev := make([]byte, 32)
 	prev[0] = 1
-	got := hex.EncodeToString(AuditHash(prev, testAuditRecord()))
+	got := hex.EncodeToString(Hash(prev, testRecord()))
 	if want := "f8b302074b8d88d8db866822b67cd587c642f6e7a6b490c5ea0506d149e1b634"; got != want {
 		t.Fatalf("AuditHash = %s, want %s", got, want)
 	}
@@ -30,24 +30,24 @@ func TestAuditHashUnchanged(t *testing.T) {
 
 // TestAuditMAC: the keyed hash depends on the key and on the key id, and
 // is not the unkeyed hash.
-func TestAuditMAC(t *testing.T) {
+func TestMAC(t *testing.T) {
 	prev := make([]byte, 32)
 	k1, k2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	r := testAuditRecord()
+	r := testRecord()
 	r.KeyID = "k1"
-	m := AuditMAC(k1, prev, r)
-	if bytes.Equal(m, AuditMAC(k2, prev, r)) {
+	m := MAC(k1, prev, r)
+	if bytes.Equal(m, MAC(k2, prev, r)) {
 		t.Errorf("the MAC does not depend on the key")
 	}
-	if bytes.Equal(m, AuditHash(prev, r)) {
+	if bytes.Equal(m, Hash(prev, r)) {
 		t.Errorf("the MAC equals the unkeyed hash")
 	}
 	r2 := r
 	r2.KeyID = "k2"
-	if bytes.Equal(m, AuditMAC(k1, prev, r2)) {
+	if bytes.Equal(m, MAC(k1, prev, r2)) {
 		t.Errorf("the MAC does not cover the key id")
 	}
-	if !bytes.Equal(m, AuditMAC(k1, prev, r)) {
+	if !bytes.Equal(m, MAC(k1, prev, r)) {
 		t.Errorf("the MAC is not deterministic")
 	}
 }
@@ -56,20 +56,20 @@ func TestAuditMAC(t *testing.T) {
 // record, holds the hashes AuditMAC and AuditHash give each record on its
 // own, each on the previous record's hash, keyed and unkeyed.
 func TestChainAuditHashes(t *testing.T) {
-	key := bytes.Repeat([]byte{7}, MinAuditKeyBytes)
+	key := bytes.Repeat([]byte{7}, MinKeyBytes)
 	tests := []struct {
 		name string
 		key  []byte
-		hash func(prev []byte, r AuditRecord) []byte
+		hash func(prev []byte, r Record) []byte
 	}{
-		{name: "keyed", key: key, hash: func(prev []byte, r AuditRecord) []byte { return AuditMAC(key, prev, r) }},
-		{name: "unkeyed", hash: AuditHash},
+		{name: "keyed", key: key, hash: func(prev []byte, r Record) []byte { return MAC(key, prev, r) }},
+		{name: "unkeyed", hash: Hash},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var ws []*auditWaiter
 			for i := range 5 {
-				r := testAuditRecord()
+				r := testRecord()
 				r.Query, r.RequestID = strings.Repeat("q", i*70), "req-"+string(rune('a'+i))
 				if i%2 == 1 {
 					r.ChunkIDs, r.Degraded = nil, nil
@@ -95,7 +95,7 @@ func TestChainAuditHashes(t *testing.T) {
 	}
 }
 
-func TestParseAuditKeyring(t *testing.T) {
+func TestParseKeyring(t *testing.T) {
 	key := func(n int) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, n)) }
 	tests := []struct {
 		name, file, active string
@@ -116,10 +116,10 @@ func TestParseAuditKeyring(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k, err := ParseAuditKeyring([]byte(tt.file), tt.active)
+			k, err := ParseKeyring([]byte(tt.file), tt.active)
 			if tt.wantErr != "" {
-				if !errors.Is(err, ErrAuditKeyring) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want ErrAuditKeyring with %q", err, tt.wantErr)
+				if !errors.Is(err, ErrKeyring) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want ErrKeyring with %q", err, tt.wantErr)
 				}
 				return
 			}

@@ -1,4 +1,4 @@
-package postgres
+package audit
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/store/postgres/internal/pgtest"
 )
 
 // tripConn counts round trips: each write that follows a read (or is the
@@ -66,31 +66,21 @@ func countRoundTrips(n *atomic.Int64) func(*pgxpool.Config) {
 // degraded sides of different lengths, is stored as chained.
 func TestAuditBatchRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testDatabase(t)
-	keys := &AuditKeyring{Active: "k1", Keys: map[string][]byte{"k1": make([]byte, MinAuditKeyBytes)}}
+	dbURL := pgtest.Database(t)
+	keys := &Keyring{Active: "k1", Keys: map[string][]byte{"k1": make([]byte, MinKeyBytes)}}
 	var trips, other atomic.Int64
-	st, err := Open(ctx, dbURL, Options{MaxConns: 1, AuditKeys: keys, poolConfig: countRoundTrips(&trips)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	st2, err := Open(ctx, dbURL, Options{MaxConns: 1, AuditKeys: keys, poolConfig: countRoundTrips(&other)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st2.Close)
-	if _, err := st.CreateTenant(ctx, "acme", index.DefaultSettings()); err != nil {
-		t.Fatal(err)
-	}
-	rec := AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}
-	appendOn := func(s *Store) func() error {
-		return func() error { _, err := s.AppendAudit(ctx, "acme", rec); return err }
+	st := newTestLog(t, dbURL, keys, 1, countRoundTrips(&trips))
+	st2 := newTestLog(t, dbURL, keys, 1, countRoundTrips(&other))
+	createTenant(t, st, "acme")
+	rec := Record{Sub: "s", Op: "retrieve", Policy: "{}"}
+	appendOn := func(s *Log) func() error {
+		return func() error { _, err := s.Append(ctx, "acme", rec); return err }
 	}
 	// The first append prepares the statements on the connection.
 	if err := appendOn(st)(); err != nil {
 		t.Fatal(err)
 	}
-	recs := []AuditRecord{
+	recs := []Record{
 		{ChunkIDs: []string{"a::0", "b::1", "c::2"}, Degraded: []string{"rerank"}},
 		{},
 		{ChunkIDs: []string{"d::0"}, Degraded: []string{"dense", "rerank"}},
@@ -109,7 +99,7 @@ func TestAuditBatchRoundTrips(t *testing.T) {
 		{name: "head known again", run: appendOn(st), wantTrips: 1, fast: 1},
 		{name: "another store appended", before: appendOn(st2), run: appendOn(st), wantTrips: 3, stale: 1},
 		{name: "head known after the stale one", run: appendOn(st), wantTrips: 1, fast: 1},
-		{name: "no head known", before: func() error { st.audit.takeHead("acme"); return nil }, run: appendOn(st), wantTrips: 2},
+		{name: "no head known", before: func() error { st.groups.takeHead("acme"); return nil }, run: appendOn(st), wantTrips: 2},
 		{name: "a batch of several records", run: func() error {
 			for i, r := range recs {
 				r.Sub, r.Op, r.Policy, r.RequestID, r.KeyID = "s", "retrieve", "{}", string(rune('A'+i)), "k1"
@@ -125,11 +115,11 @@ func TestAuditBatchRoundTrips(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s0, n0 := st.AuditStats(), trips.Load()
+			s0, n0 := st.Stats(), trips.Load()
 			if err := tt.run(); err != nil {
 				t.Fatal(err)
 			}
-			s1, n1 := st.AuditStats(), trips.Load()
+			s1, n1 := st.Stats(), trips.Load()
 			if n1-n0 != tt.wantTrips {
 				t.Errorf("%d round trips, want %d", n1-n0, tt.wantTrips)
 			}
@@ -139,7 +129,7 @@ func TestAuditBatchRoundTrips(t *testing.T) {
 		})
 	}
 
-	sum, err := st.VerifyAudit(ctx, "acme")
+	sum, err := st.Verify(ctx, "acme")
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
@@ -178,21 +168,15 @@ func TestAuditBatchRoundTrips(t *testing.T) {
 // its next records stay out of the other tenants' shared transactions.
 func TestAuditKeepSolo(t *testing.T) {
 	ctx := context.Background()
-	dbURL := testDatabase(t)
-	keys := &AuditKeyring{Active: "k1", Keys: map[string][]byte{"k1": make([]byte, MinAuditKeyBytes)}}
-	st, err := Open(ctx, dbURL, Options{MaxConns: 4, AuditKeys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	dbURL := pgtest.Database(t)
+	keys := &Keyring{Active: "k1", Keys: map[string][]byte{"k1": make([]byte, MinKeyBytes)}}
+	st := newTestLog(t, dbURL, keys, 4, nil)
 	old := auditSoloFor
 	auditSoloFor = time.Hour // no test waits on it
 	t.Cleanup(func() { auditSoloFor = old })
 	for _, tn := range []string{"alpha", "beta", "gamma"} {
-		if _, err := st.CreateTenant(ctx, tn, index.DefaultSettings()); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.AppendAudit(ctx, tn, AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+		createTenant(t, st, tn)
+		if _, err := st.Append(ctx, tn, Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,8 +193,8 @@ func TestAuditKeepSolo(t *testing.T) {
 			if !ok {
 				continue
 			}
-			w := &auditWaiter{ctx: ctx, rec: AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}", Query: q, KeyID: "k1"}, done: make(chan struct{})}
-			schema, err := SchemaName(tn)
+			w := &auditWaiter{ctx: ctx, rec: Record{Sub: "s", Op: "retrieve", Policy: "{}", Query: q, KeyID: "k1"}, done: make(chan struct{})}
+			schema, err := st.schema(tn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,26 +210,26 @@ func TestAuditKeepSolo(t *testing.T) {
 	}
 	key := keys.Keys["k1"]
 	bs, ws := batch(map[string]string{"alpha": "boom", "beta": "b1"})
-	s0 := st.AuditStats()
+	s0 := st.Stats()
 	st.commitBatch(key, bs)
 	wait(ws)
 	if ws[0].err == nil || ws[1].err != nil {
 		t.Fatalf("alpha %v, beta %v: want alpha's trigger to fail alpha only", ws[0].err, ws[1].err)
 	}
-	s1 := st.AuditStats()
+	s1 := st.Stats()
 	if s1.SharedRedone-s0.SharedRedone != 1 {
 		t.Fatalf("stats %+v after %+v: want the shared transaction redone", s1, s0)
 	}
 	// alpha's head is known again after a record of its own (a failed
 	// batch leaves none), so only being kept solo keeps it out now: beta
 	// and gamma share, alpha commits alone.
-	if _, err := st.AppendAudit(ctx, "alpha", AuditRecord{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
+	if _, err := st.Append(ctx, "alpha", Record{Sub: "s", Op: "retrieve", Policy: "{}"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, known := st.audit.heads["alpha"]; !known {
+	if _, known := st.groups.heads["alpha"]; !known {
 		t.Fatal("alpha's head is not known after its append")
 	}
-	s1 = st.AuditStats()
+	s1 = st.Stats()
 	bs, ws = batch(map[string]string{"alpha": "a2", "beta": "b2", "gamma": "g2"})
 	st.commitBatch(key, bs)
 	wait(ws)
@@ -254,18 +238,18 @@ func TestAuditKeepSolo(t *testing.T) {
 			t.Fatal(w.err)
 		}
 	}
-	s2 := st.AuditStats()
+	s2 := st.Stats()
 	if d := s2.SharedCommits - s1.SharedCommits; d != 1 || s2.Commits-s1.Commits != 2 || s2.SharedRedone != s1.SharedRedone {
 		t.Fatalf("stats %+v after %+v: want beta and gamma in one shared commit and alpha in one of its own", s2, s1)
 	}
 	// Once the time is up, alpha shares again.
-	st.audit.mu.Lock()
-	st.audit.solo["alpha"] = time.Now().Add(-time.Second)
-	st.audit.mu.Unlock()
+	st.groups.mu.Lock()
+	st.groups.solo["alpha"] = time.Now().Add(-time.Second)
+	st.groups.mu.Unlock()
 	bs, ws = batch(map[string]string{"alpha": "a3", "beta": "b3"})
 	st.commitBatch(key, bs)
 	wait(ws)
-	if s3 := st.AuditStats(); s3.SharedCommits-s2.SharedCommits != 1 || s3.Commits-s2.Commits != 1 {
+	if s3 := st.Stats(); s3.SharedCommits-s2.SharedCommits != 1 || s3.Commits-s2.Commits != 1 {
 		t.Fatalf("stats %+v after %+v: want alpha and beta in one shared commit again", s3, s2)
 	}
 }

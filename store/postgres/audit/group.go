@@ -1,4 +1,4 @@
-package postgres
+package audit
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cordon-rag/cordon/store/postgres/internal/pgexec"
 )
 
 // Audit appends are grouped (group commit). A request queues its record on
@@ -113,7 +115,7 @@ const auditBatchTimeout = 30 * time.Second
 // auditWaiter is one queued record and, once its batch ended, the outcome.
 type auditWaiter struct {
 	ctx    context.Context
-	rec    AuditRecord
+	rec    Record
 	err    error
 	done   chan struct{}
 	queued time.Time // when it was queued
@@ -337,10 +339,10 @@ func (g *auditGroups) keepCommitting() bool {
 	return false
 }
 
-// AuditStats counts the audit records this store committed and the
+// Stats counts the audit records this store committed and the
 // transactions they were committed in (Records/Commits is the mean batch
 // size), and the records queued now, waiting for a batch.
-type AuditStats struct {
+type Stats struct {
 	Records int64
 	Commits int64
 	// FastCommits counts the Commits of one tenant that took one round
@@ -368,17 +370,17 @@ type AuditStats struct {
 	WaitMax   time.Duration
 }
 
-// AuditStats returns the store's audit append counters.
-func (s *Store) AuditStats() AuditStats {
-	st := AuditStats{Records: s.audit.records.Load(), Commits: s.audit.commits.Load(),
-		FastCommits: s.audit.fast.Load(), StaleHeads: s.audit.stale.Load(),
-		SharedCommits: s.audit.shared.Load(), SharedRedone: s.audit.redone.Load(),
-		Waited: s.audit.waited.Load(), WaitTotal: time.Duration(s.audit.waitNanos.Load()),
-		WaitMax: time.Duration(s.audit.waitMax.Load())}
+// Stats returns the store's audit append counters.
+func (s *Log) Stats() Stats {
+	st := Stats{Records: s.groups.records.Load(), Commits: s.groups.commits.Load(),
+		FastCommits: s.groups.fast.Load(), StaleHeads: s.groups.stale.Load(),
+		SharedCommits: s.groups.shared.Load(), SharedRedone: s.groups.redone.Load(),
+		Waited: s.groups.waited.Load(), WaitTotal: time.Duration(s.groups.waitNanos.Load()),
+		WaitMax: time.Duration(s.groups.waitMax.Load())}
 	now := time.Now()
-	s.audit.mu.Lock()
-	defer s.audit.mu.Unlock()
-	for _, q := range s.audit.queues {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	for _, q := range s.groups.queues {
 		st.Queued += int64(len(q.pending))
 		if len(q.pending) > 0 {
 			// A queue's records are in arrival order.
@@ -390,15 +392,15 @@ func (s *Store) AuditStats() AuditStats {
 
 // appendGrouped queues w on the tenant's queue and returns once its batch
 // ended or ctx did.
-func (s *Store) appendGrouped(ctx context.Context, tenant, schema string, key []byte, w *auditWaiter) error {
-	if s.audit.enqueue(tenant, schema, w) {
+func (s *Log) appendGrouped(ctx context.Context, tenant, schema string, key []byte, w *auditWaiter) error {
+	if s.groups.enqueue(tenant, schema, w) {
 		// Commit batches until this request's record is done; then hand
 		// the rest to a goroutine, so this request answers.
-		for b := s.audit.takeBatch(); b != nil; b = s.audit.takeBatch() {
+		for b := s.groups.takeBatch(); b != nil; b = s.groups.takeBatch() {
 			s.commitBatch(key, b)
 			select {
 			case <-w.done:
-				if s.audit.keepCommitting() {
+				if s.groups.keepCommitting() {
 					go s.drain(key)
 				}
 				return w.err
@@ -415,8 +417,8 @@ func (s *Store) appendGrouped(ctx context.Context, tenant, schema string, key []
 }
 
 // drain commits batches until none is ready.
-func (s *Store) drain(key []byte) {
-	for b := s.audit.takeBatch(); b != nil; b = s.audit.takeBatch() {
+func (s *Log) drain(key []byte) {
+	for b := s.groups.takeBatch(); b != nil; b = s.groups.takeBatch() {
 		s.commitBatch(key, b)
 	}
 }
@@ -424,7 +426,7 @@ func (s *Store) drain(key []byte) {
 // release ends b's batch and then releases its waiters, whose outcome is
 // set; when records of b's tenant queued meanwhile and no committer runs,
 // it starts one.
-func (s *Store) release(key []byte, b tenantBatch) {
+func (s *Log) release(key []byte, b tenantBatch) {
 	s.finish(key, b)
 	for _, w := range b.ws {
 		close(w.done)
@@ -433,8 +435,8 @@ func (s *Store) release(key []byte, b tenantBatch) {
 
 // finish ends b's batch, starting a committer when one is needed (see
 // [auditGroups.finish]).
-func (s *Store) finish(key []byte, b tenantBatch) {
-	if s.audit.finish(b) {
+func (s *Log) finish(key []byte, b tenantBatch) {
+	if s.groups.finish(b) {
 		go s.drain(key)
 	}
 }
@@ -442,7 +444,7 @@ func (s *Store) finish(key []byte, b tenantBatch) {
 // commitBatch writes the records of batch and releases their waiters
 // (some of them later, from goroutines of their own: see the top of this
 // file).
-func (s *Store) commitBatch(key []byte, batch []tenantBatch) {
+func (s *Log) commitBatch(key []byte, batch []tenantBatch) {
 	var shared, solo []tenantBatch
 	for _, b := range batch {
 		// A waiter that already gave up is not written.
@@ -460,7 +462,7 @@ func (s *Store) commitBatch(key []byte, batch []tenantBatch) {
 			s.finish(key, b)
 			continue
 		}
-		if s.audit.sharable(b.tenant, key) {
+		if s.groups.sharable(b.tenant, key) {
 			shared = append(shared, b)
 		} else {
 			solo = append(solo, b)
@@ -489,7 +491,7 @@ func (s *Store) commitBatch(key []byte, batch []tenantBatch) {
 
 // commitTenant writes b's records in transactions of its tenant and sets
 // each waiter's outcome.
-func (s *Store) commitTenant(key []byte, b tenantBatch) {
+func (s *Log) commitTenant(key []byte, b tenantBatch) {
 	err := s.writeBatch(b.tenant, key, b.ws)
 	var pe *pgconn.PgError
 	if err != nil && len(b.ws) > 1 && errors.As(err, &pe) && len(pe.Code) >= 2 && pe.Code[:2] == "22" {
@@ -509,7 +511,7 @@ func (s *Store) commitTenant(key []byte, b tenantBatch) {
 // knows, in one transaction (see the top of this file). It releases the
 // waiters of the tenants it committed, or fails, and returns the batches
 // to be written again, each tenant on its own.
-func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
+func (s *Log) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 	ctx, cancel := context.WithTimeout(context.Background(), auditBatchTimeout)
 	defer cancel()
 	type item struct {
@@ -517,14 +519,14 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 		schema string
 		lock   string
 		head   auditHead
-		recs   []AuditRecord
+		recs   []Record
 		// first and insert are the positions in the pipeline of the
 		// tenant's first statement (its lock) and of its insert.
 		first, insert int
 	}
 	items := make([]item, 0, len(bs))
 	for _, b := range bs {
-		head, _ := s.audit.takeHead(b.tenant)
+		head, _ := s.groups.takeHead(b.tenant)
 		items = append(items, item{b: b, schema: b.q.schema, lock: auditLockKey(b.q.schema), head: head})
 	}
 	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.lock, b.lock) })
@@ -538,7 +540,7 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		fail(classify(err))
+		fail(pgexec.Classify(err))
 		return nil
 	}
 	defer c.Release()
@@ -549,7 +551,7 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 	}()
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
-	// The heads are read by the primary key's index (see lockAuditHead).
+	// The heads are read by the primary key's index (see lockHead).
 	b.Queue(`SELECT set_config('enable_seqscan', 'off', true), set_config('lock_timeout', $1, true),
 		set_config('statement_timeout', $2, true)`,
 		strconv.FormatInt(auditSharedLockTimeout.Milliseconds(), 10), strconv.FormatInt(auditSharedStatementTimeout.Milliseconds(), 10))
@@ -582,23 +584,23 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 		// lock or insert, it names the tenant in trouble.
 		for _, it := range items {
 			if it.first <= len(tags) && len(tags) <= it.insert {
-				s.audit.keepSolo(it.b.tenant)
+				s.groups.keepSolo(it.b.tenant)
 			}
 		}
-		s.audit.redone.Add(1)
+		s.groups.redone.Add(1)
 		for _, it := range items {
 			redo = append(redo, it.b)
 		}
 		return redo
 	case err != nil:
-		fail(classify(err))
+		fail(pgexec.Classify(err))
 		return nil
 	case tags[len(tags)-1].String() != "COMMIT":
 		fail(fmt.Errorf("audit batch: the shared transaction ended with %s, not COMMIT", tags[len(tags)-1]))
 		return nil
 	}
-	s.audit.commits.Add(1)
-	s.audit.shared.Add(1)
+	s.groups.commits.Add(1)
+	s.groups.shared.Add(1)
 	for _, it := range items {
 		switch n := tags[it.insert].RowsAffected(); {
 		case n == int64(len(it.recs)):
@@ -607,7 +609,7 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 		case n == 0:
 			// A stale head, or the tenant is gone: its own transaction
 			// tells which.
-			s.audit.stale.Add(1)
+			s.groups.stale.Add(1)
 			redo = append(redo, it.b)
 		default:
 			for _, w := range it.b.ws {
@@ -624,17 +626,17 @@ func (s *Store) writeShared(key []byte, bs []tenantBatch) (redo []tenantBatch) {
 // nothing was written. With a known head it takes one round trip, else two
 // (see the top of this file); the waiters are released only after the
 // COMMIT's result arrived.
-func (s *Store) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
+func (s *Log) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
 	ctx, cancel := context.WithTimeout(context.Background(), auditBatchTimeout)
 	defer cancel()
-	head, known := s.audit.takeHead(tenant)
-	schema, err := SchemaName(tenant)
+	head, known := s.groups.takeHead(tenant)
+	schema, err := s.schema(tenant)
 	if err != nil {
 		return err
 	}
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return classify(err)
+		return pgexec.Classify(err)
 	}
 	// A connection left inside the transaction (an error before the
 	// commit) is rolled back here, or destroyed by Release.
@@ -653,7 +655,7 @@ func (s *Store) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
 		b := &pgx.Batch{}
 		b.Queue(`BEGIN`)
 		// The insert reads the head by the primary key's index; see
-		// lockAuditHead. set_config(..., true) is SET LOCAL, in the lock's
+		// lockHead. set_config(..., true) is SET LOCAL, in the lock's
 		// statement: one statement fewer for the database to run.
 		b.Queue(`SELECT set_config('enable_seqscan', 'off', true), pg_advisory_xact_lock(hashtext($1))`, auditLockKey(schema))
 		queueAuditInsert(b, tenant, schema, head, recs)
@@ -662,8 +664,8 @@ func (s *Store) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
 		var pe *pgconn.PgError
 		switch {
 		case err == nil && n == int64(len(recs)):
-			s.audit.fast.Add(1)
-			s.audit.commits.Add(1)
+			s.groups.fast.Add(1)
+			s.groups.commits.Add(1)
 			s.committed(tenant, ws, recs)
 			return nil
 		case err == nil && n == 0:
@@ -679,15 +681,15 @@ func (s *Store) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
 		default:
 			return err
 		}
-		s.audit.stale.Add(1)
+		s.groups.stale.Add(1)
 	}
 
-	head, err = lockAuditHead(ctx, c, tenant, schema, rollback)
+	head, err = lockHead(ctx, c, tenant, schema, rollback)
 	if err != nil {
 		return err
 	}
 	if head.keyID != "" && key == nil {
-		return fmt.Errorf("%w: the newest record is keyed with %q", ErrAuditKeyRequired, head.keyID)
+		return fmt.Errorf("%w: the newest record is keyed with %q", ErrKeyRequired, head.keyID)
 	}
 	recs := chainAudit(ws, head, key)
 	b := &pgx.Batch{}
@@ -701,18 +703,18 @@ func (s *Store) writeBatch(tenant string, key []byte, ws []*auditWaiter) error {
 		// The head was read under the lock in this transaction.
 		return fmt.Errorf("audit batch: %d of %d records inserted on the head read under the lock", n, len(recs))
 	}
-	s.audit.commits.Add(1)
+	s.groups.commits.Add(1)
 	s.committed(tenant, ws, recs)
 	return nil
 }
 
 // committed counts a committed batch's records, keeps its last record as the
 // tenant's head and gives each waiter its record as stored.
-func (s *Store) committed(tenant string, ws []*auditWaiter, recs []AuditRecord) {
-	s.audit.records.Add(int64(len(ws)))
+func (s *Log) committed(tenant string, ws []*auditWaiter, recs []Record) {
+	s.groups.records.Add(int64(len(ws)))
 	last := recs[len(recs)-1]
 	// A copy: the caller owns the record it gets back.
-	s.audit.putHead(tenant, auditHead{seq: last.Seq, hash: bytes.Clone(last.Hash), keyID: last.KeyID})
+	s.groups.putHead(tenant, auditHead{seq: last.Seq, hash: bytes.Clone(last.Hash), keyID: last.KeyID})
 	for i, w := range ws {
 		w.rec = recs[i]
 	}
@@ -722,10 +724,10 @@ func (s *Store) committed(tenant string, ws []*auditWaiter, recs []AuditRecord) 
 // tenant's chain, in every process.
 func auditLockKey(schema string) string { return "cordon.audit:" + schema }
 
-// lockAuditHead begins a transaction on c, looks the tenant up, takes its
+// lockHead begins a transaction on c, looks the tenant up, takes its
 // chain's advisory lock and reads the chain head, in one round trip; it
 // returns with the transaction open. rollback ends a failed transaction.
-func lockAuditHead(ctx context.Context, c *pgxpool.Conn, tenant, schema string, rollback func()) (auditHead, error) {
+func lockHead(ctx context.Context, c *pgxpool.Conn, tenant, schema string, rollback func()) (auditHead, error) {
 	head := auditHead{hash: genesisHash}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
@@ -747,7 +749,7 @@ func lockAuditHead(ctx context.Context, c *pgxpool.Conn, tenant, schema string, 
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		_ = br.Close()
-		return head, ErrTenantNotFound
+		return head, pgexec.ErrTenantNotFound
 	}
 	if err == nil {
 		_, err = br.Exec()
@@ -768,11 +770,11 @@ func lockAuditHead(ctx context.Context, c *pgxpool.Conn, tenant, schema string, 
 		// its table fails as it is.
 		rollback()
 		if e := c.QueryRow(ctx, `SELECT schema_name FROM cordon.tenants WHERE name = $1`, tenant).Scan(&registered); errors.Is(e, pgx.ErrNoRows) {
-			return head, ErrTenantNotFound
+			return head, pgexec.ErrTenantNotFound
 		}
 	}
 	if err != nil {
-		return head, classify(err)
+		return head, pgexec.Classify(err)
 	}
 	if registered != schema {
 		return head, fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, registered, schema)
@@ -782,10 +784,10 @@ func lockAuditHead(ctx context.Context, c *pgxpool.Conn, tenant, schema string, 
 
 // chainAudit gives the waiters' records, in order, their seq, time and
 // hashes, chained on head: MACs with key, or plain hashes without one.
-func chainAudit(ws []*auditWaiter, head auditHead, key []byte) []AuditRecord {
+func chainAudit(ws []*auditWaiter, head auditHead, key []byte) []Record {
 	at := time.Now().UTC().Truncate(time.Microsecond)
 	prev := head.hash
-	recs := make([]AuditRecord, len(ws))
+	recs := make([]Record, len(ws))
 	// One hash for the batch, reset for each record: the same sums as
 	// AuditMAC and AuditHash make, without a new HMAC state per record.
 	var h hash.Hash
@@ -824,7 +826,7 @@ func chainAudit(ws []*auditWaiter, head auditHead, key []byte) []AuditRecord {
 // $2) and the table's newest row, read by the primary key, is head ($3 to
 // $5; seq 0 is an empty table); its command tag tells how many rows it
 // inserted, all or none.
-func queueAuditInsert(b *pgx.Batch, tenant, schema string, head auditHead, recs []AuditRecord) {
+func queueAuditInsert(b *pgx.Batch, tenant, schema string, head auditHead, recs []Record) {
 	// The columns of one type share an allocation.
 	n := len(recs)
 	i64, str, i32, byt := make([]int64, 5*n), make([]string, 6*n), make([]int32, 4*n), make([][]byte, 2*n)
@@ -886,7 +888,7 @@ func commitAudit(ctx context.Context, c *pgxpool.Conn, b *pgx.Batch) (int64, err
 		err = cerr
 	}
 	if err != nil {
-		return 0, classify(err)
+		return 0, pgexec.Classify(err)
 	}
 	if tag.String() != "COMMIT" {
 		// COMMIT of a failed transaction answers ROLLBACK.
