@@ -350,7 +350,7 @@ func TestServerEndToEnd(t *testing.T) {
 	if exp, _ := res["expansion"].([]any); len(exp) != 2 {
 		t.Fatalf("expansion = %v, want two terms", res["expansion"])
 	}
-	// Document evidence (the service profile's rrf_weights.doc 0.5): the
+	// Document evidence (the service profile's rrf_weights.doc 1): the
 	// result carries its document's rank; weight 0 leaves it out.
 	if first["doc_rank"] != float64(1) {
 		t.Fatalf("doc_rank under the service profile = %v, want 1", first["doc_rank"])

@@ -212,7 +212,7 @@ func DefaultPolicy() Policy {
 //   - ranks with the Robertson-Spärck Jones idf (idf "rsj"): a word in
 //     half the chunks or more weighs almost nothing instead of up to ln 2,
 //     which long queries full of such words need;
-//   - fuses in the document ranking weighted 0.5 (rrf_weights.doc): a
+//   - fuses in the document ranking weighted 1 (rrf_weights.doc): a
 //     document whose chunks each hold some of the query's words is a better
 //     answer than its best chunk alone says, most of all for queries that
 //     paraphrase the page;
@@ -223,7 +223,7 @@ func DefaultPolicy() Policy {
 func ServicePolicy() Policy {
 	p := DefaultPolicy()
 	p.RRFK = 10
-	p.RRFWeights = Weights{BM25: 2, Cosine: 1, Doc: 0.5}
+	p.RRFWeights = Weights{BM25: 2, Cosine: 1, Doc: 1}
 	p.Rerank = RerankIDFOverlap
 	p.RerankBlend = 0.9
 	p.MinScore = 0.1
