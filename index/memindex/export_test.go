@@ -29,6 +29,15 @@ func SetParallel(t testing.TB, min, block int) {
 	t.Cleanup(func() { parallelMin, denseBlock = oldP, oldB })
 }
 
+// SetRankParts sets the chunk count from which Rank spreads a query over
+// GOMAXPROCS goroutines and the parts of each side per goroutine until t
+// ends.
+func SetRankParts(t testing.TB, min, parts int) {
+	oldP, oldK := parallelMin, rankParts
+	parallelMin, rankParts = min, parts
+	t.Cleanup(func() { parallelMin, rankParts = oldP, oldK })
+}
+
 // Compactions is the number of times x was compacted.
 func (x *Index) Compactions() int { return x.compactions }
 
