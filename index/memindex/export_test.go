@@ -30,12 +30,23 @@ func SetParallel(t testing.TB, min, block int) {
 }
 
 // SetRankParts sets the chunk count from which Rank spreads a query over
-// GOMAXPROCS goroutines and the parts of each side per goroutine until t
-// ends.
-func SetRankParts(t testing.TB, min, parts int) {
-	oldP, oldK := parallelMin, rankParts
-	parallelMin, rankParts = min, parts
-	t.Cleanup(func() { parallelMin, rankParts = oldP, oldK })
+// the idle cores' goroutines, the parts of each side per goroutine, and
+// whether a query on one goroutine is cut into parts too, until t ends.
+func SetRankParts(t testing.TB, min, parts int, force bool) {
+	oldP, oldK, oldF := parallelMin, rankParts, forceParts
+	parallelMin, rankParts, forceParts = min, parts, force
+	t.Cleanup(func() { parallelMin, rankParts, forceParts = oldP, oldK, oldF })
+}
+
+// Postings is the number of postings of terms.
+func (x *Index) Postings(terms []string) int {
+	n := 0
+	for _, t := range terms {
+		if p := x.postings[t]; p != nil {
+			n += len(p.slots)
+		}
+	}
+	return n
 }
 
 // Compactions is the number of times x was compacted.

@@ -97,6 +97,7 @@ type worker struct {
 	spans   []span
 	touched []int32
 	acc     []int64 // the dense side's dot products of one block
+	pos     []int32 // the block's slots with a positive dot product
 	// Per-query caches by chunk length (see lexical).
 	norm, one           []float64
 	normStamp, oneStamp []uint64
@@ -433,27 +434,29 @@ func (f *filter) learn(set int32) int8 {
 
 // admit counts a ranked slot in pt's funnel (SPEC section 5, steps 2-3)
 // and reports whether it survives the pre-filter: verdict, spelled out so
-// that the scoring loops pay one call per slot.
+// that the scoring loops pay one call per slot, and counted without
+// branches on the labels, which vary from slot to slot unpredictably.
 func (f *filter) admit(s int32, pt *rankPart) bool {
-	pt.considered++
-	if f.class[s] > f.clearance {
-		pt.hidden++
-		return false
-	}
 	set := f.barrier[s]
 	ok := f.setOK[set]
 	if ok == 0 {
 		ok = f.learn(set)
 	}
-	if ok != 1 {
-		pt.hidden++
-		return false
+	hid := b2i(f.class[s] > f.clearance) | b2i(ok != 1)
+	old := b2i(f.fresh && f.now-f.asOf[s] > f.maxStale) &^ hid
+	pt.considered++
+	pt.hidden += hid
+	pt.outdated += old
+	return hid|old == 0
+}
+
+// b2i is 1 for true, 0 for false (compiled without a branch).
+func b2i(b bool) int {
+	var i int
+	if b {
+		i = 1
 	}
-	if f.fresh && f.now-f.asOf[s] > f.maxStale {
-		pt.outdated++
-		return false
-	}
-	return true
+	return i
 }
 
 // parallelMin is the fewest slots from which Rank spreads a query over
@@ -467,6 +470,13 @@ var parallelMin = 32768
 // to the end when one part is slower (a denser range, another process on
 // the core). Tests change it.
 var rankParts = 4
+
+// ranking counts the Rank calls running, of every index.
+var ranking atomic.Int32
+
+// forceParts cuts a large index's query into parts even on one goroutine;
+// tests set it.
+var forceParts bool
 
 // Rank implements the store side of SPEC section 5 (steps 2-4) for one
 // tenant: both rankings filtered, counted and truncated. The principal's
@@ -483,10 +493,17 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	}
 	n := int32(len(x.chunks))
 	st := x.scopeStats(req.Terms, req.IDF, x.newFilter(&req))
+	// A large index's query takes the cores no other query is ranking on:
+	// concurrent queries gain nothing from sharing each other's cores, and
+	// would pay the parts' overhead.
+	others := int(ranking.Add(1)) - 1
+	defer ranking.Add(-1)
 	workers, parts := 1, int32(1)
 	if n >= int32(parallelMin) {
-		workers = runtime.GOMAXPROCS(0)
-		parts = int32(min(int(n), workers*rankParts))
+		workers = max(1, runtime.GOMAXPROCS(0)-others)
+		if workers > 1 || forceParts {
+			parts = int32(min(int(n), workers*rankParts))
+		}
 	}
 	sc := x.getScratch(workers)
 	defer x.pool.Put(sc)
@@ -748,9 +765,11 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 		}
 	}
 	f := &w.f
+	floor := pt.top.floor()
 	rank := func(s int32, score float64) {
-		if score > 0 && f.admit(s, pt) && !pt.top.below(score) {
+		if score > 0 && f.admit(s, pt) && score >= floor {
 			pt.top.offer(s, score)
+			floor = pt.top.floor()
 		}
 	}
 	if scan {
@@ -829,9 +848,12 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 	k, _ := slices.BinarySearch(over, pt.lo)
 	over = over[k:]
 	if cap(w.acc) < denseBlock {
-		w.acc = make([]int64, denseBlock)
+		w.acc, w.pos = make([]int64, denseBlock), make([]int32, denseBlock)
 	}
 	f := &w.f
+	checkAlive := x.dead > 0
+	alive, norm := x.alive, x.norm
+	floor := pt.top.floor()
 	for base := lo; base < hi; base += denseBlock {
 		end := min(base+denseBlock, hi)
 		a := w.acc[:end-base]
@@ -840,18 +862,24 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 			a[int(over[0])-base] = hashembed.Dot(dq.q, x.overflow[over[0]])
 			over = over[1:]
 		}
+		// The slots with a positive dot product, listed without a branch
+		// on its sign (about half of them are).
+		pos, np := w.pos[:len(a)], 0
 		for i, dv := range a {
-			if dv <= 0 {
-				continue
-			}
-			s := int32(base + i)
-			if !x.alive[s] {
+			pos[np] = int32(i)
+			np += b2i(dv > 0)
+		}
+		for _, i := range pos[:np] {
+			dv := a[i]
+			s := int32(base) + i
+			if checkAlive && !alive[s] {
 				continue
 			}
 			if f.admit(s, pt) {
 				// hashembed.Cosine with both square roots taken once.
-				if score := float64(dv) / float64(dq.qnorm*x.norm[s]); !pt.top.below(score) {
+				if score := float64(dv) / float64(dq.qnorm*norm[s]); score >= floor {
 					pt.top.offer(s, score)
+					floor = pt.top.floor()
 				}
 			}
 		}
@@ -871,12 +899,26 @@ func dotBlock(a []int64, dims []dim, base, end int) {
 			a[i] += w0*int64(v) + w1*int64(c1[i]) + w2*int64(c2[i]) + w3*int64(c3[i])
 		}
 	}
-	for _, d := range dims {
-		c := d.col[base:end]
-		w := d.w
-		a := a[:len(c)]
-		for i, v := range c {
-			a[i] += w * int64(v)
+	switch len(dims) {
+	case 3:
+		c0, c1, c2 := dims[0].col[base:end], dims[1].col[base:end], dims[2].col[base:end]
+		w0, w1, w2 := dims[0].w, dims[1].w, dims[2].w
+		a, c1, c2 := a[:len(c0)], c1[:len(c0)], c2[:len(c0)]
+		for i, v := range c0 {
+			a[i] += w0*int64(v) + w1*int64(c1[i]) + w2*int64(c2[i])
+		}
+	case 2:
+		c0, c1 := dims[0].col[base:end], dims[1].col[base:end]
+		w0, w1 := dims[0].w, dims[1].w
+		a, c1 := a[:len(c0)], c1[:len(c0)]
+		for i, v := range c0 {
+			a[i] += w0*int64(v) + w1*int64(c1[i])
+		}
+	case 1:
+		c0, w0 := dims[0].col[base:end], dims[0].w
+		a := a[:len(c0)]
+		for i, v := range c0 {
+			a[i] += w0 * int64(v)
 		}
 	}
 }
@@ -942,11 +984,14 @@ func (t *topN) offer(s int32, score float64) {
 	}
 }
 
-// below reports whether score ranks after everything a full top list holds
-// whatever its chunk: the callers' test before offer, cheap enough to
-// inline.
-func (t *topN) below(score float64) bool {
-	return len(t.items) == t.k && t.k > 0 && score < t.items[0].score
+// floor is the lowest score that may still enter the list: a score below
+// it ranks after everything a full list holds whatever its chunk. The
+// callers keep it in a local and skip offer below it.
+func (t *topN) floor() float64 {
+	if len(t.items) < t.k || t.k == 0 {
+		return math.Inf(-1)
+	}
+	return t.items[0].score
 }
 
 func (t *topN) hits() []retrieval.Hit {

@@ -177,8 +177,8 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 }
 
 // TestRankPartsMatchSerial forces Rank's parallel path (every index is
-// "large", cut into 1 to 7 parts a side per goroutine, on 2 to 4
-// goroutines, with dense blocks of 1 to 64 slots) and requires every field
+// "large", cut into 1 to 7 parts a side per goroutine, on 1 to 4
+// goroutines, with dense blocks of 1 to 2048 slots) and requires every field
 // of its Rankings to equal the serial path's and the reference's, over
 // randomized corpora with ties, dead slots, entitlement and freshness
 // filters, both idfs and both statistics scopes.
@@ -199,17 +199,17 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					memindex.SetRankParts(t, math.MaxInt32, 1)
+					memindex.SetRankParts(t, math.MaxInt32, 1, false)
 					serial, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
 					}
 					sameAsReference(t, fmt.Sprintf("query %d, serial", i), serial, want)
 					ranked += len(serial.Lexical) + len(serial.Dense)
-					procs, parts, blk := 2+r.IntN(3), 1+r.IntN(7), []int{1, 3, 64, 2048}[r.IntN(4)]
+					procs, parts, blk := 1+r.IntN(4), 1+r.IntN(7), []int{1, 3, 64, 2048}[r.IntN(4)]
 					runtime.GOMAXPROCS(procs)
 					memindex.SetParallel(t, 0, blk)
-					memindex.SetRankParts(t, 0, parts)
+					memindex.SetRankParts(t, 0, parts, true)
 					got, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)

@@ -130,6 +130,17 @@ func BenchmarkRankScale(b *testing.B) {
 		b.Skip("-scale-chunks not set")
 	}
 	x, queries := scaleTenant(b, *scaleChunks)
+	var lexical, dense int
+	for _, q := range queries {
+		rk, err := x.Rank(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lexical += x.Postings(q.Terms)
+		dense += rk.Considered
+	}
+	b.Logf("%d chunks; per query %.0f postings of its terms, %.0f chunks ranked by either side (Considered)",
+		x.Len(), float64(lexical)/float64(len(queries)), float64(dense)/float64(len(queries)))
 	for _, run := range []struct {
 		clients  int
 		parallel bool
@@ -137,7 +148,7 @@ func BenchmarkRankScale(b *testing.B) {
 		clients := run.clients
 		b.Run(fmt.Sprintf("chunks=%d/clients=%d/parallel=%t", x.Len(), clients, run.parallel), func(b *testing.B) {
 			if !run.parallel {
-				memindex.SetRankParts(b, math.MaxInt32, 1)
+				memindex.SetRankParts(b, math.MaxInt32, 1, false)
 			}
 			b.ReportAllocs()
 			cpu := cpuTime()
