@@ -432,24 +432,6 @@ func (f *filter) learn(set int32) int8 {
 	return f.setOK[set]
 }
 
-// admit counts a ranked slot in pt's funnel (SPEC section 5, steps 2-3)
-// and reports whether it survives the pre-filter: verdict, spelled out so
-// that the scoring loops pay one call per slot, and counted without
-// branches on the labels, which vary from slot to slot unpredictably.
-func (f *filter) admit(s int32, pt *rankPart) bool {
-	set := f.barrier[s]
-	ok := f.setOK[set]
-	if ok == 0 {
-		ok = f.learn(set)
-	}
-	hid := b2i(f.class[s] > f.clearance) | b2i(ok != 1)
-	old := b2i(f.fresh && f.now-f.asOf[s] > f.maxStale) &^ hid
-	pt.considered++
-	pt.hidden += hid
-	pt.outdated += old
-	return hid|old == 0
-}
-
 // b2i is 1 for true, 0 for false (compiled without a branch).
 func b2i(b bool) int {
 	var i int
@@ -764,28 +746,53 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 			lex[s] += float64(wt * bm25.TermNorm(idf, int64(tf), normOf(dl), params))
 		}
 	}
+	// The pre-filter of filter.verdict, written out here and in dense (a
+	// call per ranked slot costs about as much as the filter), its counts
+	// in locals.
 	f := &w.f
+	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
+	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
+	considered, hidden, outdated := 0, 0, 0
 	floor := pt.top.floor()
-	rank := func(s int32, score float64) {
-		if score > 0 && f.admit(s, pt) && score >= floor {
+	// Visit the range's slots in slot order, or only those touched.
+	visits := len(touched)
+	if scan {
+		visits = int(hi - lo)
+	}
+	for j := range visits {
+		var s int32
+		if scan {
+			s = lo + int32(j)
+		} else {
+			s = touched[j]
+			mark[s] = false
+		}
+		score := lex[s]
+		if score == 0 {
+			continue
+		}
+		lex[s] = 0
+		if !(score > 0) {
+			continue
+		}
+		set := barrier[s]
+		ok := setOK[set]
+		if ok == 0 {
+			ok = f.learn(set)
+		}
+		hid := b2i(class[s] > clearance) | b2i(ok != 1)
+		old := b2i(fresh && now-asOf[s] > maxStale) &^ hid
+		considered++
+		hidden += hid
+		outdated += old
+		if hid|old == 0 && score >= floor {
 			pt.top.offer(s, score)
 			floor = pt.top.floor()
 		}
 	}
-	if scan {
-		for s := lo; s < hi; s++ {
-			if score := lex[s]; score != 0 {
-				lex[s] = 0
-				rank(s, score)
-			}
-		}
-		return
-	}
-	for _, s := range touched {
-		score := lex[s]
-		mark[s], lex[s] = false, 0
-		rank(s, score)
-	}
+	pt.considered += considered
+	pt.hidden += hidden
+	pt.outdated += outdated
 }
 
 // span is the part of a posting list in one slot range.
@@ -850,7 +857,11 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 	if cap(w.acc) < denseBlock {
 		w.acc, w.pos = make([]int64, denseBlock), make([]int32, denseBlock)
 	}
+	// The pre-filter of filter.verdict, written out (see lexical).
 	f := &w.f
+	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
+	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
+	considered, hidden, outdated := 0, 0, 0
 	checkAlive := x.dead > 0
 	alive, norm := x.alive, x.norm
 	floor := pt.top.floor()
@@ -875,15 +886,29 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 			if checkAlive && !alive[s] {
 				continue
 			}
-			if f.admit(s, pt) {
-				// hashembed.Cosine with both square roots taken once.
-				if score := float64(dv) / float64(dq.qnorm*norm[s]); score >= floor {
-					pt.top.offer(s, score)
-					floor = pt.top.floor()
-				}
+			set := barrier[s]
+			ok := setOK[set]
+			if ok == 0 {
+				ok = f.learn(set)
+			}
+			hid := b2i(class[s] > clearance) | b2i(ok != 1)
+			old := b2i(fresh && now-asOf[s] > maxStale) &^ hid
+			considered++
+			hidden += hid
+			outdated += old
+			if hid|old != 0 {
+				continue
+			}
+			// hashembed.Cosine with both square roots taken once.
+			if score := float64(dv) / float64(dq.qnorm*norm[s]); score >= floor {
+				pt.top.offer(s, score)
+				floor = pt.top.floor()
 			}
 		}
 	}
+	pt.considered += considered
+	pt.hidden += hidden
+	pt.outdated += outdated
 }
 
 // dotBlock sets a to the dot products of the slots [base, end) with the
