@@ -32,10 +32,10 @@ func SetParallel(t testing.TB, min, block int) {
 // SetRankParts sets the chunk count from which Rank spreads a query over
 // the idle cores' goroutines, the parts of each side per goroutine, and
 // whether a query on one goroutine is cut into parts too, until t ends.
-func SetRankParts(t testing.TB, min, parts int, force bool) {
-	oldP, oldK, oldF := parallelMin, rankParts, forceParts
-	parallelMin, rankParts, forceParts = min, parts, force
-	t.Cleanup(func() { parallelMin, rankParts, forceParts = oldP, oldK, oldF })
+func SetRankParts(t testing.TB, min, lexical, dense int, force bool) {
+	oldP, oldL, oldD, oldF := parallelMin, lexicalParts, denseParts, forceParts
+	parallelMin, lexicalParts, denseParts, forceParts = min, lexical, dense, force
+	t.Cleanup(func() { parallelMin, lexicalParts, denseParts, forceParts = oldP, oldL, oldD, oldF })
 }
 
 // Postings is the number of postings of terms.

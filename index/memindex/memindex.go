@@ -447,11 +447,14 @@ func b2i(b bool) int {
 // lower it.
 var parallelMin = 32768
 
-// rankParts is how many slot ranges of each side a large index's query is
-// cut into per goroutine: more parts than goroutines keep both cores busy
-// to the end when one part is slower (a denser range, another process on
-// the core). Tests change it.
-var rankParts = 4
+// lexicalParts and denseParts are how many slot ranges of each side a
+// large index's query is cut into per goroutine. A lexical part keeps
+// per-term caches it fills anew (see lexical), so the lexical side is cut
+// no more than the goroutines need, and taken first; the dense side's
+// smaller parts, taken after, keep both cores busy to the end when one
+// part is slower (a denser range, another process on the core). Tests
+// change them.
+var lexicalParts, denseParts = 1, 4
 
 // ranking counts the Rank calls running, of every index.
 var ranking atomic.Int32
@@ -480,22 +483,25 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	// would pay the parts' overhead.
 	others := int(ranking.Add(1)) - 1
 	defer ranking.Add(-1)
-	workers, parts := 1, int32(1)
+	workers, lexN, denseN := 1, 1, 1
 	if n >= int32(parallelMin) {
 		workers = max(1, runtime.GOMAXPROCS(0)-others)
 		if workers > 1 || forceParts {
-			parts = int32(min(int(n), workers*rankParts))
+			lexN, denseN = min(int(n), workers*lexicalParts), min(int(n), workers*denseParts)
 		}
 	}
 	sc := x.getScratch(workers)
 	defer x.pool.Put(sc)
 	dq := x.denseQuery(q, sc)
-	sc.parts = slices.Grow(sc.parts[:0], int(2*parts))[:2*parts]
-	for k := range parts {
-		lo, hi := int32(int64(k)*int64(n)/int64(parts)), int32(int64(k+1)*int64(n)/int64(parts))
-		// Lexical and dense parts alternate, so both sides advance.
-		sc.parts[2*k] = rankPart{lo: lo, hi: hi, top: topN{k: req.TopN, x: x, items: sc.parts[2*k].top.items[:0]}}
-		sc.parts[2*k+1] = rankPart{dense: true, lo: lo, hi: hi, top: topN{k: req.TopN, x: x, items: sc.parts[2*k+1].top.items[:0]}}
+	sc.parts = slices.Grow(sc.parts[:0], lexN+denseN)[:lexN+denseN]
+	for k := range lexN + denseN {
+		pt := &sc.parts[k]
+		*pt = rankPart{top: topN{k: req.TopN, x: x, items: pt.top.items[:0]}}
+		parts, i := lexN, k
+		if k >= lexN {
+			pt.dense, parts, i = true, denseN, k-lexN
+		}
+		pt.lo, pt.hi = int32(int64(i)*int64(n)/int64(parts)), int32(int64(i+1)*int64(n)/int64(parts))
 	}
 	run := func(w *worker) {
 		w.f.reset(x, &req)
@@ -538,7 +544,7 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 		if pt.dense {
 			into = &dense
 		}
-		if parts == 1 {
+		if pt.dense && denseN == 1 || !pt.dense && lexN == 1 {
 			*into = pt.top
 			continue
 		}

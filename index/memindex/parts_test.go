@@ -177,7 +177,7 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 }
 
 // TestRankPartsMatchSerial forces Rank's parallel path (every index is
-// "large", cut into 1 to 7 parts a side per goroutine, on 1 to 4
+// "large", cut into 1 to 7 parts per side and goroutine, on 1 to 4
 // goroutines, with dense blocks of 1 to 2048 slots) and requires every field
 // of its Rankings to equal the serial path's and the reference's, over
 // randomized corpora with ties, dead slots, entitlement and freshness
@@ -199,22 +199,22 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					memindex.SetRankParts(t, math.MaxInt32, 1, false)
+					memindex.SetRankParts(t, math.MaxInt32, 1, 1, false)
 					serial, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
 					}
 					sameAsReference(t, fmt.Sprintf("query %d, serial", i), serial, want)
 					ranked += len(serial.Lexical) + len(serial.Dense)
-					procs, parts, blk := 1+r.IntN(4), 1+r.IntN(7), []int{1, 3, 64, 2048}[r.IntN(4)]
+					procs, lexParts, denseParts, blk := 1+r.IntN(4), 1+r.IntN(7), 1+r.IntN(7), []int{1, 3, 64, 2048}[r.IntN(4)]
 					runtime.GOMAXPROCS(procs)
 					memindex.SetParallel(t, 0, blk)
-					memindex.SetRankParts(t, 0, parts, true)
+					memindex.SetRankParts(t, 0, lexParts, denseParts, true)
 					got, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
 					}
-					sameRankings(t, fmt.Sprintf("query %d, %d goroutines, %d parts, block %d", i, procs, parts, blk), got, serial)
+					sameRankings(t, fmt.Sprintf("query %d, %d goroutines, %d+%d parts, block %d", i, procs, lexParts, denseParts, blk), got, serial)
 				}
 				if ranked == 0 {
 					t.Fatal("no query ranked anything: the test compared empty lists")

@@ -148,7 +148,7 @@ func BenchmarkRankScale(b *testing.B) {
 		clients := run.clients
 		b.Run(fmt.Sprintf("chunks=%d/clients=%d/parallel=%t", x.Len(), clients, run.parallel), func(b *testing.B) {
 			if !run.parallel {
-				memindex.SetRankParts(b, math.MaxInt32, 1, false)
+				memindex.SetRankParts(b, math.MaxInt32, 1, 1, false)
 			}
 			b.ReportAllocs()
 			cpu := cpuTime()
