@@ -38,6 +38,15 @@ func SetRankParts(t testing.TB, min, lexical, dense int, force bool) {
 	t.Cleanup(func() { parallelMin, lexicalParts, denseParts, forceParts = oldP, oldL, oldD, oldF })
 }
 
+// SetLexicalPaths sets the posting-list length from which a term's
+// contributions are cached and the order lexical visits a range in (0 by
+// the share of postings, 1 slot order, 2 the touched slots) until t ends.
+func SetLexicalPaths(t testing.TB, long, order int) {
+	oldL, oldO := longPostings, visitOrder
+	longPostings, visitOrder = long, order
+	t.Cleanup(func() { longPostings, visitOrder = oldL, oldO })
+}
+
 // Postings is the number of postings of terms.
 func (x *Index) Postings(terms []string) int {
 	n := 0

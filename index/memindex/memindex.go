@@ -653,11 +653,16 @@ func (x *Index) scopeStats(terms []string, kind bm25.IDFKind, f *filter) scopeSt
 }
 
 // longPostings is the posting-list length from which lexical caches a term's
-// whole contribution by (tf, chunk length) for tf <= cachedTF.
-const (
-	longPostings = 2048
-	cachedTF     = 8
-)
+// whole contribution by (tf, chunk length) for tf <= cachedTF. Tests lower
+// it.
+var longPostings = 2048
+
+const cachedTF = 8
+
+// visitOrder decides how lexical visits a range: 0 by the share of
+// postings, 1 always in slot order, 2 always the touched slots. Tests set
+// it.
+var visitOrder = 0
 
 // lexical ranks the slots of pt's range (the whole tenant's statistics
 // still apply) into pt, with w's buffers and filter and the range's share
@@ -716,6 +721,9 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 	}
 	w.spans = spans[:0]
 	scan := total > int(hi-lo)/16
+	if visitOrder != 0 {
+		scan = visitOrder == 1
+	}
 	checkAlive := x.dead > 0
 	touched := w.touched[:0]
 	defer func() { w.touched = touched[:0] }()

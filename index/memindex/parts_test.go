@@ -178,7 +178,9 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 
 // TestRankPartsMatchSerial forces Rank's parallel path (every index is
 // "large", cut into 1 to 7 parts per side and goroutine, on 1 to 4
-// goroutines, with dense blocks of 1 to 2048 slots) and requires every field
+// goroutines, with dense blocks of 1 to 2048 slots, each term's
+// contributions cached or not, each range visited in slot order or by the
+// slots touched) and requires every field
 // of its Rankings to equal the serial path's and the reference's, over
 // randomized corpora with ties, dead slots, entitlement and freshness
 // filters, both idfs and both statistics scopes.
@@ -200,6 +202,7 @@ func TestRankPartsMatchSerial(t *testing.T) {
 						t.Fatal(err)
 					}
 					memindex.SetRankParts(t, math.MaxInt32, 1, 1, false)
+					memindex.SetLexicalPaths(t, []int{1, 8, 2048}[r.IntN(3)], r.IntN(3))
 					serial, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
@@ -210,6 +213,7 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					runtime.GOMAXPROCS(procs)
 					memindex.SetParallel(t, 0, blk)
 					memindex.SetRankParts(t, 0, lexParts, denseParts, true)
+					memindex.SetLexicalPaths(t, []int{1, 8, 2048}[r.IntN(3)], r.IntN(3))
 					got, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
