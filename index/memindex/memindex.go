@@ -1,10 +1,11 @@
 package memindex
 
 import (
-	"container/heap"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
@@ -78,14 +79,37 @@ type labelStats struct {
 	docs      int64 // live documents (a document's chunks share its labels)
 }
 
+// scratch is one query's buffers, reused across queries through Index.pool:
+// the lexical accumulators by slot (the lexical parts own disjoint slot
+// ranges of them), the parts' results and each worker's own buffers.
 type scratch struct {
 	lex     []float64
 	mark    []bool
+	over    []int32 // overflow slots, sorted
+	parts   []rankPart
+	workers []*worker
+	next    atomic.Int32 // the next part to rank
+}
+
+// worker is what one goroutine of a query uses from part to part.
+type worker struct {
+	f       filter
+	spans   []span
 	touched []int32
+	acc     []int64 // the dense side's dot products of one block
+	pos     []int32 // the block's slots with a positive dot product
 	// Per-query caches by chunk length (see lexical).
 	norm, one           []float64
 	normStamp, oneStamp []uint64
 	stamp               uint64
+}
+
+// rankPart is one side's ranking of one slot range, and its funnel counts.
+type rankPart struct {
+	dense                        bool
+	lo, hi                       int32
+	top                          topN
+	considered, hidden, outdated int
 }
 
 // New returns an empty index with the given settings.
@@ -323,7 +347,8 @@ func (x *Index) prepared(s int32) index.PreparedChunk {
 	return pc
 }
 
-func (x *Index) getScratch() *scratch {
+// getScratch returns a scratch sized for x with workers workers.
+func (x *Index) getScratch(workers int) *scratch {
 	sc, _ := x.pool.Get().(*scratch)
 	if sc == nil {
 		sc = &scratch{}
@@ -334,6 +359,9 @@ func (x *Index) getScratch() *scratch {
 		sc.mark = make([]bool, n)
 	}
 	sc.lex, sc.mark = sc.lex[:n], sc.mark[:n]
+	for len(sc.workers) < workers {
+		sc.workers = append(sc.workers, &worker{})
+	}
 	return sc
 }
 
@@ -343,12 +371,19 @@ const normCacheLen = 4096
 
 // filter is one query's pre-filter over slots.
 type filter struct {
-	x         *Index
+	x *Index
+	// x's label and tick columns, read on every ranked slot.
+	class     []int8
+	barrier   []int32
+	asOf      []int64
 	clearance int8
 	setOK     []int8 // per barrier-set id: 0 unknown, 1 visible, 2 hidden
 	principal []string
 	now       int64
-	maxStale  *int64
+	// fresh is set when the query has a freshness contract of maxStale
+	// ticks.
+	fresh    bool
+	maxStale int64
 }
 
 // verdict is the pre-filter's decision on one slot (SPEC section 5,
@@ -363,117 +398,189 @@ const (
 
 // verdict decides slot s.
 func (f *filter) verdict(s int32) verdict {
-	if !f.visible(f.x.class[s], f.x.barrier[s]) {
+	if !f.visible(f.class[s], f.barrier[s]) {
 		return hidden
 	}
-	if f.maxStale != nil && f.now-f.x.asOf[s] > *f.maxStale {
+	if f.fresh && f.now-f.asOf[s] > f.maxStale {
 		return stale
 	}
 	return keep
 }
 
-// visible is the entitlement predicate for a label set.
+// visible is the entitlement predicate for a label set; small enough to
+// inline into the scoring loops.
 func (f *filter) visible(class int8, set int32) bool {
 	if class > f.clearance {
 		return false
 	}
-	if f.setOK[set] == 0 {
-		f.setOK[set] = 2
-		if retrieval.Subset(f.x.sets[set], f.principal) {
-			f.setOK[set] = 1
-		}
+	ok := f.setOK[set]
+	if ok == 0 {
+		ok = f.learn(set)
 	}
-	return f.setOK[set] == 1
+	return ok == 1
 }
 
-// admit counts a ranked slot in the funnel (SPEC section 5, steps 2-3) and
-// reports whether it survives the pre-filter.
-func (f *filter) admit(s int32, rk *retrieval.Rankings) bool {
-	rk.Considered++
-	switch f.verdict(s) {
-	case hidden:
-		rk.ExcludedByEntitlement++
-		return false
-	case stale:
-		rk.ExcludedByFreshness++
-		return false
+// learn decides and remembers whether the principal holds every label of
+// barrier set set. It stays out of line so that visible inlines.
+//
+//go:noinline
+func (f *filter) learn(set int32) int8 {
+	f.setOK[set] = 2
+	if retrieval.Subset(f.x.sets[set], f.principal) {
+		f.setOK[set] = 1
 	}
-	return true
+	return f.setOK[set]
 }
 
-// parallelMin is the fewest slots for which Rank scores its two sides on two
-// goroutines; tests lower it.
+// b2i is 1 for true, 0 for false (compiled without a branch).
+func b2i(b bool) int {
+	var i int
+	if b {
+		i = 1
+	}
+	return i
+}
+
+// parallelMin is the fewest slots from which Rank spreads a query over
+// GOMAXPROCS goroutines; below it the query runs on the caller's alone, so
+// a small tenant pays no goroutine and concurrent queries pay nothing. Tests
+// lower it.
 var parallelMin = 32768
+
+// lexicalParts and denseParts are how many slot ranges of each side a
+// large index's query is cut into per goroutine. A lexical part keeps
+// per-term caches it fills anew (see lexical), so the lexical side is cut
+// no more than the goroutines need, and taken first; the dense side's
+// smaller parts, taken after, keep both cores busy to the end when one
+// part is slower (a denser range, another process on the core). Tests
+// change them.
+var lexicalParts, denseParts = 1, 4
+
+// ranking counts the Rank calls running, of every index.
+var ranking atomic.Int32
+
+// forceParts cuts a large index's query into parts even on one goroutine;
+// tests set it.
+var forceParts bool
 
 // Rank implements the store side of SPEC section 5 (steps 2-4) for one
 // tenant: both rankings filtered, counted and truncated. The principal's
-// tenant is the caller's business: an Index holds one tenant. On a large
-// index the dense side and two halves of the lexical side run in parallel;
-// each counts into its own funnel, summed after, so nothing depends on
-// scheduling. A dense query of another model than the index's is a
-// *retrieval.ModelMismatchError.
+// tenant is the caller's business: an Index holds one tenant. Each side is
+// ranked in parts by slot range, one part on a large index per goroutine at
+// a time, taken in turn; a part keeps its own top list and funnel counts,
+// merged in part order after, and a chunk's BM25 score is summed in one
+// part in query-term order, so nothing depends on scheduling. A dense query
+// of another model than the index's is a *retrieval.ModelMismatchError.
 func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	q, err := req.QueryVector(x.settings.Spec())
 	if err != nil {
 		return retrieval.Rankings{}, err
 	}
-	newFilter := func() *filter { return x.newFilter(&req) }
-	var lex, dense retrieval.Rankings
 	n := int32(len(x.chunks))
-	st := x.scopeStats(req.Terms, req.IDF, newFilter())
-	lexical := func(rk *retrieval.Rankings, lo, hi int32) *topN {
-		sc := x.getScratch()
-		defer x.pool.Put(sc)
-		return x.lexical(req, st, newFilter(), sc, rk, lo, hi)
-	}
+	st := x.scopeStats(req.Terms, req.IDF, x.newFilter(&req))
+	// A large index's query takes the cores no other query is ranking on:
+	// concurrent queries gain nothing from sharing each other's cores, and
+	// would pay the parts' overhead.
+	others := int(ranking.Add(1)) - 1
+	defer ranking.Add(-1)
+	workers, lexN, denseN := 1, 1, 1
 	if n >= int32(parallelMin) {
-		// Three tasks for the cores: dense, and the lexical side split by
-		// slot range (each chunk's score is still summed in query-term
-		// order; the halves' tops are merged under the same total order).
-		var wg sync.WaitGroup
-		var upper retrieval.Rankings
-		var upperTop *topN
-		mid := n / 2
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			dense.Dense = x.dense(req, q, newFilter(), &dense)
-		}()
-		go func() {
-			defer wg.Done()
-			upperTop = lexical(&upper, mid, n)
-		}()
-		top := lexical(&lex, 0, mid)
-		wg.Wait()
-		for _, it := range upperTop.items {
-			top.offer(it.slot, it.score)
+		workers = max(1, runtime.GOMAXPROCS(0)-others)
+		if workers > 1 || forceParts {
+			lexN, denseN = min(int(n), workers*lexicalParts), min(int(n), workers*denseParts)
 		}
-		lex.Lexical = top.hits()
-		lex.Considered += upper.Considered
-		lex.ExcludedByEntitlement += upper.ExcludedByEntitlement
-		lex.ExcludedByFreshness += upper.ExcludedByFreshness
+	}
+	sc := x.getScratch(workers)
+	defer x.pool.Put(sc)
+	dq := x.denseQuery(q, sc)
+	sc.parts = slices.Grow(sc.parts[:0], lexN+denseN)[:lexN+denseN]
+	for k := range lexN + denseN {
+		pt := &sc.parts[k]
+		*pt = rankPart{top: topN{k: req.TopN, x: x, items: pt.top.items[:0]}}
+		parts, i := lexN, k
+		if k >= lexN {
+			pt.dense, parts, i = true, denseN, k-lexN
+		}
+		pt.lo, pt.hi = int32(int64(i)*int64(n)/int64(parts)), int32(int64(i+1)*int64(n)/int64(parts))
+	}
+	run := func(w *worker) {
+		w.f.reset(x, &req)
+		for {
+			k := int(sc.next.Add(1)) - 1
+			if k >= len(sc.parts) {
+				return
+			}
+			pt := &sc.parts[k]
+			if pt.dense {
+				x.dense(dq, w, sc, pt)
+			} else {
+				x.lexical(&req, st, w, sc, pt)
+			}
+		}
+	}
+	sc.next.Store(0)
+	if workers == 1 {
+		run(sc.workers[0])
 	} else {
-		lex.Lexical = lexical(&lex, 0, n).hits()
-		dense.Dense = x.dense(req, q, newFilter(), &dense)
+		var wg sync.WaitGroup
+		for _, w := range sc.workers[1:workers] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(w)
+			}()
+		}
+		run(sc.workers[0])
+		wg.Wait()
 	}
-	var docs []retrieval.DocHit
+	rk := retrieval.Rankings{IDF: st.idf}
+	lex, dense := topN{k: req.TopN, x: x}, topN{k: req.TopN, x: x}
+	for i := range sc.parts {
+		pt := &sc.parts[i]
+		rk.Considered += pt.considered
+		rk.ExcludedByEntitlement += pt.hidden
+		rk.ExcludedByFreshness += pt.outdated
+		into := &lex
+		if pt.dense {
+			into = &dense
+		}
+		if pt.dense && denseN == 1 || !pt.dense && lexN == 1 {
+			*into = pt.top
+			continue
+		}
+		for _, it := range pt.top.items {
+			into.offer(it.slot, it.score)
+		}
+	}
+	rk.Lexical = lex.hits()
+	if dq.qn != 0 && n != 0 {
+		rk.Dense = dense.hits()
+	}
 	if req.Docs {
-		docs = x.docRanking(&req, st, newFilter())
+		rk.Docs = x.docRanking(&req, st, x.newFilter(&req))
 	}
-	return retrieval.Rankings{
-		Lexical:               lex.Lexical,
-		Dense:                 dense.Dense,
-		Docs:                  docs,
-		IDF:                   st.idf,
-		Considered:            lex.Considered + dense.Considered,
-		ExcludedByEntitlement: lex.ExcludedByEntitlement + dense.ExcludedByEntitlement,
-		ExcludedByFreshness:   lex.ExcludedByFreshness + dense.ExcludedByFreshness,
-	}, nil
+	return rk, nil
 }
 
 func (x *Index) newFilter(req *retrieval.RankRequest) *filter {
-	return &filter{x: x, clearance: int8(req.Principal.Clearance), setOK: make([]int8, len(x.sets)),
-		principal: req.Principal.Barriers, now: req.NowTick, maxStale: req.MaxStaleTicks}
+	f := &filter{}
+	f.reset(x, req)
+	return f
+}
+
+// reset makes f req's filter over x, reusing its memory.
+func (f *filter) reset(x *Index, req *retrieval.RankRequest) {
+	setOK := f.setOK
+	if cap(setOK) < len(x.sets) {
+		setOK = make([]int8, len(x.sets))
+	}
+	setOK = setOK[:len(x.sets)]
+	clear(setOK)
+	*f = filter{x: x, class: x.class, barrier: x.barrier, asOf: x.asOf, clearance: int8(req.Principal.Clearance), setOK: setOK,
+		principal: req.Principal.Barriers, now: req.NowTick}
+	if req.MaxStaleTicks != nil {
+		f.fresh, f.maxStale = true, *req.MaxStaleTicks
+	}
 }
 
 // IDF is each term's idf under p's statistics scope, as Rank computes it
@@ -546,21 +653,27 @@ func (x *Index) scopeStats(terms []string, kind bm25.IDFKind, f *filter) scopeSt
 }
 
 // longPostings is the posting-list length from which lexical caches a term's
-// whole contribution by (tf, chunk length) for tf <= cachedTF.
-const (
-	longPostings = 2048
-	cachedTF     = 8
-)
+// whole contribution by (tf, chunk length) for tf <= cachedTF. Tests lower
+// it.
+var longPostings = 2048
 
-// lexical ranks the slots in [lo, hi) (the whole tenant's statistics still
-// apply): Rank splits a large index in two and merges the halves' tops. A
-// chunk's score sums float64(w * contribution) in term order, w the term's
-// weight (1 unless the query was expanded or repeats the term).
-func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc *scratch, rk *retrieval.Rankings, lo, hi int32) *topN {
-	top := &topN{k: req.TopN, x: x}
+const cachedTF = 8
+
+// visitOrder decides how lexical visits a range: 0 by the share of
+// postings, 1 always in slot order, 2 always the touched slots. Tests set
+// it.
+var visitOrder = 0
+
+// lexical ranks the slots of pt's range (the whole tenant's statistics
+// still apply) into pt, with w's buffers and filter and the range's share
+// of sc's accumulators. A chunk's score sums float64(w * contribution) in
+// term order, w the term's weight (1 unless the query was expanded or
+// repeats the term).
+func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc *scratch, pt *rankPart) {
 	if st.n == 0 {
-		return top
+		return
 	}
+	lo, hi := pt.lo, pt.hi
 	avgdl := bm25.AvgDL(st.sumLen, st.n)
 	params := x.settings.BM25
 	// The length normalisation depends only on a chunk's length: compute it
@@ -568,77 +681,177 @@ func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc 
 	// long posting list, a term's contribution depends only on (tf, length):
 	// compute it once per pair for small tf. Entries are valid when their
 	// stamp is the current one, so nothing is cleared per term.
-	if len(sc.norm) < normCacheLen {
-		sc.norm, sc.normStamp = make([]float64, normCacheLen), make([]uint64, normCacheLen)
-		sc.one, sc.oneStamp = make([]float64, cachedTF*normCacheLen), make([]uint64, cachedTF*normCacheLen)
+	if len(w.norm) < normCacheLen {
+		w.norm, w.normStamp = make([]float64, normCacheLen), make([]uint64, normCacheLen)
+		w.one, w.oneStamp = make([]float64, cachedTF*normCacheLen), make([]uint64, cachedTF*normCacheLen)
 	}
-	sc.stamp++
-	normStamp := sc.stamp
+	w.stamp++
+	normStamp := w.stamp
 	normOf := func(dl int32) float64 {
 		if int(dl) >= normCacheLen {
 			return bm25.LengthNorm(int64(dl), avgdl, params)
 		}
-		if sc.normStamp[dl] != normStamp {
-			sc.norm[dl], sc.normStamp[dl] = bm25.LengthNorm(int64(dl), avgdl, params), normStamp
+		if w.normStamp[dl] != normStamp {
+			w.norm[dl], w.normStamp[dl] = bm25.LengthNorm(int64(dl), avgdl, params), normStamp
 		}
-		return sc.norm[dl]
+		return w.norm[dl]
 	}
-	touched := sc.touched[:0]
-	defer func() { sc.touched = touched[:0] }()
-	for i, t := range req.Terms {
+	lex, mark, alive, length := sc.lex, sc.mark, x.alive, x.length
+	// Each term's postings in the range, and how many there are: when they
+	// are many against the range, the range is visited in slot order
+	// (sequential memory) and a slot is ranked when its sum is not zero;
+	// otherwise the slots touched are marked and listed. Either way every
+	// sum goes back to zero when visited, so the accumulators are all zero
+	// between queries.
+	spans := w.spans[:0]
+	total := 0
+	for _, t := range req.Terms {
 		p := x.postings[t]
+		if p == nil {
+			spans = append(spans, span{})
+			continue
+		}
+		start, _ := slices.BinarySearch(p.slots, lo)
+		end := len(p.slots)
+		if hi < x.lastSlot() {
+			end, _ = slices.BinarySearch(p.slots, hi)
+		}
+		spans = append(spans, span{p: p, start: start, end: end})
+		total += end - start
+	}
+	w.spans = spans[:0]
+	scan := total > int(hi-lo)/16
+	if visitOrder != 0 {
+		scan = visitOrder == 1
+	}
+	checkAlive := x.dead > 0
+	touched := w.touched[:0]
+	defer func() { w.touched = touched[:0] }()
+	for i, sp := range spans {
+		p := sp.p
 		if p == nil {
 			continue
 		}
-		idf, w := st.lex[i], req.Weight(i)
+		idf, wt := st.lex[i], req.Weight(i)
 		long := len(p.slots) >= longPostings
 		if long {
-			sc.stamp++
+			w.stamp++
 		}
-		oneStamp := sc.stamp
-		start, _ := slices.BinarySearch(p.slots, lo)
-		for k := start; k < len(p.slots) && p.slots[k] < hi; k++ {
-			s := p.slots[k]
-			if !x.alive[s] {
+		oneStamp := w.stamp
+		slots, tfs := p.slots[sp.start:sp.end], p.tfs[sp.start:sp.end]
+		tfs = tfs[:len(slots)]
+		for k, s := range slots {
+			if checkAlive && !alive[s] {
 				continue
 			}
-			if !sc.mark[s] {
-				sc.mark[s] = true
-				sc.lex[s] = 0
+			if !scan && !mark[s] {
+				mark[s] = true
 				touched = append(touched, s)
 			}
-			tf, dl := p.tfs[k], x.length[s]
+			tf, dl := tfs[k], length[s]
 			if long && tf <= cachedTF && int(dl) < normCacheLen {
 				i := int(tf-1)*normCacheLen + int(dl)
-				if sc.oneStamp[i] != oneStamp {
-					sc.one[i], sc.oneStamp[i] = bm25.TermNorm(idf, int64(tf), normOf(dl), params), oneStamp
+				if w.oneStamp[i] != oneStamp {
+					w.one[i], w.oneStamp[i] = bm25.TermNorm(idf, int64(tf), normOf(dl), params), oneStamp
 				}
-				sc.lex[s] += float64(w * sc.one[i])
+				lex[s] += float64(wt * w.one[i])
 				continue
 			}
-			sc.lex[s] += float64(w * bm25.TermNorm(idf, int64(tf), normOf(dl), params))
+			lex[s] += float64(wt * bm25.TermNorm(idf, int64(tf), normOf(dl), params))
 		}
 	}
-	visit := func(s int32) {
-		sc.mark[s] = false
-		if score := sc.lex[s]; score > 0 && f.admit(s, rk) {
-			top.offer(s, score)
+	// The pre-filter of filter.verdict, written out here and in dense (a
+	// call per ranked slot costs about as much as the filter), its counts
+	// in locals.
+	f := &w.f
+	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
+	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
+	considered, hidden, outdated := 0, 0, 0
+	floor := pt.top.floor()
+	// Visit the range's slots in slot order, or only those touched.
+	visits := len(touched)
+	if scan {
+		visits = int(hi - lo)
+	}
+	for j := range visits {
+		var s int32
+		if scan {
+			s = lo + int32(j)
+		} else {
+			s = touched[j]
+			mark[s] = false
+		}
+		score := lex[s]
+		if score == 0 {
+			continue
+		}
+		lex[s] = 0
+		if !(score > 0) {
+			continue
+		}
+		set := barrier[s]
+		ok := setOK[set]
+		if ok == 0 {
+			ok = f.learn(set)
+		}
+		hid := b2i(class[s] > clearance) | b2i(ok != 1)
+		old := b2i(fresh && now-asOf[s] > maxStale) &^ hid
+		considered++
+		hidden += hid
+		outdated += old
+		if hid|old == 0 && score >= floor {
+			pt.top.offer(s, score)
+			floor = pt.top.floor()
 		}
 	}
-	// Many touched chunks are cheaper to visit in slot order (sequential
-	// memory) than in the order they were touched.
-	if len(touched) > int(hi-lo)/16 {
-		for s := lo; s < hi; s++ {
-			if sc.mark[s] {
-				visit(s)
-			}
-		}
-	} else {
-		for _, s := range touched {
-			visit(s)
+	pt.considered += considered
+	pt.hidden += hidden
+	pt.outdated += outdated
+}
+
+// span is the part of a posting list in one slot range.
+type span struct {
+	p          *postingList
+	start, end int
+}
+
+// lastSlot is one past the last slot.
+func (x *Index) lastSlot() int32 { return int32(len(x.chunks)) }
+
+// denseQuery is what every dense part of one query reads.
+type denseQuery struct {
+	q     []int32
+	qn    int64
+	qnorm float64
+	dims  []dim
+	over  []int32 // overflow slots, sorted
+}
+
+// dim is one nonzero dimension of the query: its column and weight.
+type dim struct {
+	col []int8
+	w   int64
+}
+
+func (x *Index) denseQuery(q []int32, sc *scratch) *denseQuery {
+	dq := &denseQuery{q: q, qn: hashembed.NormSq(q)}
+	if dq.qn == 0 {
+		return dq
+	}
+	dq.qnorm = math.Sqrt(float64(dq.qn))
+	for d, qv := range q {
+		if qv != 0 {
+			dq.dims = append(dq.dims, dim{col: x.cols[d], w: int64(qv)})
 		}
 	}
-	return top
+	// Chunks whose vectors do not fit int8 are scored exactly on their own.
+	over := sc.over[:0]
+	for s := range x.overflow {
+		over = append(over, s)
+	}
+	slices.Sort(over)
+	sc.over, dq.over = over, over
+	return dq
 }
 
 // denseBlock is how many slots the dense side scores at a time: the block's
@@ -646,61 +859,107 @@ func (x *Index) lexical(req retrieval.RankRequest, st scopeStats, f *filter, sc 
 // lower it.
 var denseBlock = 2048
 
-func (x *Index) dense(req retrieval.RankRequest, q []int32, f *filter, rk *retrieval.Rankings) []retrieval.Hit {
-	qn := hashembed.NormSq(q)
-	n := len(x.chunks)
-	if qn == 0 || n == 0 {
-		return nil
+// dense ranks the slots of pt's range by cosine into pt.
+func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
+	if dq.qn == 0 {
+		return
 	}
-	type dim struct {
-		col []int8
-		w   int64
+	lo, hi := int(pt.lo), int(pt.hi)
+	over := dq.over
+	k, _ := slices.BinarySearch(over, pt.lo)
+	over = over[k:]
+	if cap(w.acc) < denseBlock {
+		w.acc, w.pos = make([]int64, denseBlock), make([]int32, denseBlock)
 	}
-	var dims []dim
-	for d, qv := range q {
-		if qv != 0 {
-			dims = append(dims, dim{col: x.cols[d], w: int64(qv)})
-		}
-	}
-	// Chunks whose vectors do not fit int8 are scored exactly on their own.
-	var over []int32
-	for s := range x.overflow {
-		over = append(over, s)
-	}
-	slices.Sort(over)
-	qnorm := math.Sqrt(float64(qn))
-	top := topN{k: req.TopN, x: x}
-	acc := make([]int64, min(denseBlock, n))
-	for base := 0; base < n; base += denseBlock {
-		end := min(base+denseBlock, n)
-		a := acc[:end-base]
-		clear(a)
-		for _, d := range dims {
-			col := d.col[base:end]
-			w := d.w
-			for i, c := range col {
-				a[i] += w * int64(c)
-			}
-		}
+	// The pre-filter of filter.verdict, written out (see lexical).
+	f := &w.f
+	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
+	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
+	considered, hidden, outdated := 0, 0, 0
+	checkAlive := x.dead > 0
+	alive, norm := x.alive, x.norm
+	floor := pt.top.floor()
+	for base := lo; base < hi; base += denseBlock {
+		end := min(base+denseBlock, hi)
+		a := w.acc[:end-base]
+		dotBlock(a, dq.dims, base, end)
 		for len(over) > 0 && int(over[0]) < end {
-			a[int(over[0])-base] = hashembed.Dot(q, x.overflow[over[0]])
+			a[int(over[0])-base] = hashembed.Dot(dq.q, x.overflow[over[0]])
 			over = over[1:]
 		}
+		// The slots with a positive dot product, listed without a branch
+		// on its sign (about half of them are).
+		pos, np := w.pos[:len(a)], 0
 		for i, dv := range a {
-			if dv <= 0 {
+			pos[np] = int32(i)
+			np += b2i(dv > 0)
+		}
+		for _, i := range pos[:np] {
+			dv := a[i]
+			s := int32(base) + i
+			if checkAlive && !alive[s] {
 				continue
 			}
-			s := int32(base + i)
-			if !x.alive[s] {
+			set := barrier[s]
+			ok := setOK[set]
+			if ok == 0 {
+				ok = f.learn(set)
+			}
+			hid := b2i(class[s] > clearance) | b2i(ok != 1)
+			old := b2i(fresh && now-asOf[s] > maxStale) &^ hid
+			considered++
+			hidden += hid
+			outdated += old
+			if hid|old != 0 {
 				continue
 			}
-			if f.admit(s, rk) {
-				// hashembed.Cosine with both square roots taken once.
-				top.offer(s, float64(dv)/float64(qnorm*x.norm[s]))
+			// hashembed.Cosine with both square roots taken once.
+			if score := float64(dv) / float64(dq.qnorm*norm[s]); score >= floor {
+				pt.top.offer(s, score)
+				floor = pt.top.floor()
 			}
 		}
 	}
-	return top.hits()
+	pt.considered += considered
+	pt.hidden += hidden
+	pt.outdated += outdated
+}
+
+// dotBlock sets a to the dot products of the slots [base, end) with the
+// query on dims; integer sums, so the grouping of the additions does not
+// change them.
+func dotBlock(a []int64, dims []dim, base, end int) {
+	clear(a)
+	for ; len(dims) >= 4; dims = dims[4:] {
+		c0, c1, c2, c3 := dims[0].col[base:end], dims[1].col[base:end], dims[2].col[base:end], dims[3].col[base:end]
+		w0, w1, w2, w3 := dims[0].w, dims[1].w, dims[2].w, dims[3].w
+		a, c1, c2, c3 := a[:len(c0)], c1[:len(c0)], c2[:len(c0)], c3[:len(c0)]
+		for i, v := range c0 {
+			a[i] += w0*int64(v) + w1*int64(c1[i]) + w2*int64(c2[i]) + w3*int64(c3[i])
+		}
+	}
+	switch len(dims) {
+	case 3:
+		c0, c1, c2 := dims[0].col[base:end], dims[1].col[base:end], dims[2].col[base:end]
+		w0, w1, w2 := dims[0].w, dims[1].w, dims[2].w
+		a, c1, c2 := a[:len(c0)], c1[:len(c0)], c2[:len(c0)]
+		for i, v := range c0 {
+			a[i] += w0*int64(v) + w1*int64(c1[i]) + w2*int64(c2[i])
+		}
+	case 2:
+		c0, c1 := dims[0].col[base:end], dims[1].col[base:end]
+		w0, w1 := dims[0].w, dims[1].w
+		a, c1 := a[:len(c0)], c1[:len(c0)]
+		for i, v := range c0 {
+			a[i] += w0*int64(v) + w1*int64(c1[i])
+		}
+	case 1:
+		c0, w0 := dims[0].col[base:end], dims[0].w
+		a := a[:len(c0)]
+		for i, v := range c0 {
+			a[i] += w0 * int64(v)
+		}
+	}
 }
 
 // topN keeps the k best (score desc, chunk id asc) slots in a heap whose root
@@ -724,26 +983,54 @@ func (t *topN) worse(a, b scored) bool {
 	return t.x.chunks[a.slot].ChunkID > t.x.chunks[b.slot].ChunkID
 }
 
-func (t *topN) Len() int           { return len(t.items) }
-func (t *topN) Less(i, j int) bool { return t.worse(t.items[i], t.items[j]) }
-func (t *topN) Swap(i, j int)      { t.items[i], t.items[j] = t.items[j], t.items[i] }
-func (t *topN) Push(v any)         { t.items = append(t.items, v.(scored)) }
-func (t *topN) Pop() any {
-	v := t.items[len(t.items)-1]
-	t.items = t.items[:len(t.items)-1]
-	return v
-}
-
+// offer keeps slot s with score if it ranks among the k best so far.
 func (t *topN) offer(s int32, score float64) {
 	c := scored{slot: s, score: score}
 	if len(t.items) < t.k {
-		heap.Push(t, c)
+		// Sift up.
+		t.items = append(t.items, c)
+		i := len(t.items) - 1
+		for i > 0 {
+			p := (i - 1) / 2
+			if !t.worse(t.items[i], t.items[p]) {
+				break
+			}
+			t.items[i], t.items[p] = t.items[p], t.items[i]
+			i = p
+		}
 		return
 	}
-	if t.worse(t.items[0], c) {
-		t.items[0] = c
-		heap.Fix(t, 0)
+	if t.k == 0 || !t.worse(t.items[0], c) {
+		return
 	}
+	// Replace the root and sift down.
+	t.items[0] = c
+	n := len(t.items)
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && t.worse(t.items[r], t.items[l]) {
+			m = r
+		}
+		if !t.worse(t.items[m], t.items[i]) {
+			break
+		}
+		t.items[i], t.items[m] = t.items[m], t.items[i]
+		i = m
+	}
+}
+
+// floor is the lowest score that may still enter the list: a score below
+// it ranks after everything a full list holds whatever its chunk. The
+// callers keep it in a local and skip offer below it.
+func (t *topN) floor() float64 {
+	if len(t.items) < t.k || t.k == 0 {
+		return math.Inf(-1)
+	}
+	return t.items[0].score
 }
 
 func (t *topN) hits() []retrieval.Hit {

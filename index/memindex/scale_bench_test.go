@@ -1,0 +1,185 @@
+package memindex_test
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
+	"github.com/cordon-rag/cordon/lab/bench"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+var scaleChunks = flag.Int("scale-chunks", 0, "chunks of the one tenant BenchmarkRankScale builds (0 skips it)")
+
+var (
+	scaleOnce    sync.Once
+	scaleIndex   *memindex.Index
+	scaleQueries []retrieval.RankRequest
+)
+
+// scaleTenant builds, once per process, the index of cordon-lab bench's
+// corpus (seed 1, one tenant of n chunks) as the store's cache loads it,
+// and the RankRequests the bench's retriever sends for its first 200
+// queries under the bench policy.
+func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest) {
+	scaleOnce.Do(func() {
+		g, err := bench.NewGenerator(bench.Config{Seed: 1, Chunks: n, Tenants: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := index.DefaultSettings()
+		// Documents are prepared on every core and added in corpus order.
+		type job struct {
+			doc cordontype.Document
+			pcs chan []index.PreparedChunk
+		}
+		jobs := make(chan job, 256)
+		order := make(chan job, 256)
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range jobs {
+					pcs, err := index.Prepare(&j.doc, s)
+					if err != nil {
+						panic(err)
+					}
+					j.pcs <- pcs
+				}
+			}()
+		}
+		go func() {
+			defer close(order)
+			defer close(jobs)
+			_ = g.Each(func(doc cordontype.Document, _ int) error {
+				j := job{doc: doc, pcs: make(chan []index.PreparedChunk, 1)}
+				order <- j
+				jobs <- j
+				return nil
+			})
+		}()
+		builder := memindex.NewBuilder(s, n)
+		for j := range order {
+			builder.Add(j.doc.DocID, <-j.pcs)
+		}
+		wg.Wait()
+		scaleIndex = builder.Index()
+		p := bench.BasePolicy()
+		for _, q := range g.Queries(200) {
+			tokens := analysis.Tokenize(q.Text)
+			kept := retrieval.Stop(tokens, p.StopWords)
+			terms := distinct(kept)
+			scaleQueries = append(scaleQueries, retrieval.RankRequest{
+				Principal: q.Principal, Tokens: tokens, Terms: terms,
+				Weights: retrieval.QueryTermWeights(kept, terms, p.QTFK3), IDF: p.IDF,
+				NowTick: q.NowTick, MaxStaleTicks: q.MaxStaleTicks, TopN: p.TopN, Docs: p.RRFWeights.Doc > 0,
+			})
+		}
+		runtime.GC()
+	})
+	if scaleIndex == nil {
+		b.Fatal("the scale index was not built")
+	}
+	return scaleIndex, scaleQueries
+}
+
+func distinct(tokens []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range tokens {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRankScale ranks cordon-lab bench's queries (clearance
+// confidential, barrier mna, max_stale_ticks on every other query, top_n
+// 50) over one tenant of -scale-chunks chunks of the bench corpus, with 1,
+// 2 and 8 goroutines querying at once, each query on one goroutine
+// (parallel=false) or spread over GOMAXPROCS (parallel=true, what Rank does
+// at this size); cpu-ns/op is the process's CPU time per query, p50-ns the
+// median latency of one client. The index is built once per process (about 5 KB and a few
+// seconds of CPU per thousand chunks):
+//
+//	go test ./index/memindex -run '^$' -bench RankScale -benchtime 200x -scale-chunks 1000000
+func BenchmarkRankScale(b *testing.B) {
+	if *scaleChunks <= 0 {
+		b.Skip("-scale-chunks not set")
+	}
+	x, queries := scaleTenant(b, *scaleChunks)
+	var lexical, dense int
+	for _, q := range queries {
+		rk, err := x.Rank(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lexical += x.Postings(q.Terms)
+		dense += rk.Considered
+	}
+	b.Logf("%d chunks; per query %.0f postings of its terms, %.0f chunks ranked by either side (Considered)",
+		x.Len(), float64(lexical)/float64(len(queries)), float64(dense)/float64(len(queries)))
+	for _, run := range []struct {
+		clients  int
+		parallel bool
+	}{{1, false}, {1, true}, {2, false}, {2, true}, {8, false}, {8, true}} {
+		clients := run.clients
+		b.Run(fmt.Sprintf("chunks=%d/clients=%d/parallel=%t", x.Len(), clients, run.parallel), func(b *testing.B) {
+			if !run.parallel {
+				memindex.SetRankParts(b, math.MaxInt32, 1, 1, false)
+			}
+			b.ReportAllocs()
+			cpu := cpuTime()
+			if clients == 1 {
+				var took []time.Duration
+				for i := 0; b.Loop(); i++ {
+					start := time.Now()
+					if _, err := x.Rank(queries[i%len(queries)]); err != nil {
+						b.Fatal(err)
+					}
+					took = append(took, time.Since(start))
+				}
+				slices.Sort(took)
+				b.ReportMetric(float64(took[len(took)/2]), "p50-ns")
+			} else {
+				b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				var next sync.Mutex
+				i := 0
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						next.Lock()
+						q := queries[i%len(queries)]
+						i++
+						next.Unlock()
+						if _, err := x.Rank(q); err != nil {
+							panic(err)
+						}
+					}
+				})
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
