@@ -235,9 +235,11 @@ func TestAuditStaleHead(t *testing.T) {
 	}
 }
 
-// TestServerAuditConcurrentRetrieve: concurrent retrieves through the HTTP
-// server each get an audit record; the chain is linear and the records were
-// committed in shared transactions.
+// TestServerAuditConcurrentRetrieve: concurrent retrieves over HTTP are
+// each audited once, in one unbroken chain, and records that queue while a
+// batch is written share the next commit. The first record's insert is
+// held (a trigger) until the others have queued behind it, so the sharing
+// does not depend on how fast the machine commits.
 func TestServerAuditConcurrentRetrieve(t *testing.T) {
 	a := startAPIServer(t, serverOpts{})
 	a.seed(t)
@@ -246,6 +248,13 @@ func TestServerAuditConcurrentRetrieve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	open, drop := auditGateOn(t, a.dbURL, "wholesale")
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", reader, map[string]any{"query": "hold"}), http.StatusOK)
+	}()
+	waitFor(t, "the held record's insert", func() bool { return gateWaiting(t, a.dbURL) })
 	const clients, each = 16, 8
 	var wg sync.WaitGroup
 	for range clients {
@@ -257,13 +266,17 @@ func TestServerAuditConcurrentRetrieve(t *testing.T) {
 			}
 		}()
 	}
+	waitFor(t, "records to queue behind the held one", func() bool { return a.store.AuditStats().Queued >= 2 })
+	open()
 	wg.Wait()
+	<-held
+	drop()
 	sum, err := a.store.VerifyAudit(context.Background(), "wholesale")
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if sum.Rows != before.Rows+clients*each {
-		t.Fatalf("%d audit rows, want %d", sum.Rows, before.Rows+clients*each)
+	if sum.Rows != before.Rows+clients*each+1 {
+		t.Fatalf("%d audit rows, want %d", sum.Rows, before.Rows+clients*each+1)
 	}
 	if s := a.store.AuditStats(); s.Commits >= s.Records {
 		t.Fatalf("stats %+v: want fewer commits than records", s)
@@ -273,12 +286,35 @@ func TestServerAuditConcurrentRetrieve(t *testing.T) {
 	}
 }
 
+// gateWaiting reports whether an audit insert is held by auditGateOn's
+// trigger: a backend sleeps in it.
+func gateWaiting(t *testing.T, dbURL string) bool {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	var n int
+	if err := c.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
 // auditGate installs on tenant acme's audit table a trigger that holds an
 // insert of query 'hold' until the gate opens, raises on query 'boom' and
 // refuses nothing else. It returns open, which opens the gate, and drop,
 // which removes the trigger.
 func auditGate(t *testing.T, dbURL string) (open, drop func()) {
 	t.Helper()
+	return auditGateOn(t, dbURL, "acme")
+}
+
+// auditGateOn is auditGate on tenant's audit table.
+func auditGateOn(t *testing.T, dbURL, tenant string) (open, drop func()) {
+	t.Helper()
+	table := pgx.Identifier{"cordon_t_" + tenant, "audit"}.Sanitize()
 	execSQL(t, dbURL, `CREATE TABLE public.audit_gate (open boolean);
 		CREATE FUNCTION public.audit_hold() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
@@ -288,9 +324,9 @@ func auditGate(t *testing.T, dbURL string) (open, drop func()) {
 			END IF;
 			RETURN NEW;
 		END $$;
-		CREATE TRIGGER hold BEFORE INSERT ON cordon_t_acme.audit FOR EACH ROW EXECUTE FUNCTION public.audit_hold()`)
+		CREATE TRIGGER hold BEFORE INSERT ON `+table+` FOR EACH ROW EXECUTE FUNCTION public.audit_hold()`)
 	return func() { execSQL(t, dbURL, `INSERT INTO public.audit_gate VALUES (true)`) },
-		func() { execSQL(t, dbURL, `DROP TRIGGER hold ON cordon_t_acme.audit`) }
+		func() { execSQL(t, dbURL, `DROP TRIGGER hold ON `+table) }
 }
 
 // waitFor polls cond until it holds (the test's deadline ends a hang).
@@ -333,7 +369,7 @@ func TestAuditBatchFailure(t *testing.T) {
 				held <- err
 			}()
 			waitFor(t, "the held commit", func() bool {
-				return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
+				return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database() AND datname = current_database()`) == 1
 			})
 			errs := make([]error, len(tt.queries))
 			var wg sync.WaitGroup
@@ -514,7 +550,7 @@ func slowCommits(t *testing.T, dbURL, cond string) {
 func killMidCommit(t *testing.T, dbURL string, child *auditChildRun) {
 	t.Helper()
 	waitFor(t, "a batch in flight", func() bool {
-		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
+		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database() AND datname = current_database()`) == 1
 	})
 	child.kill(t)
 	// The killed process's connection is gone; ending its backend stands
