@@ -290,16 +290,7 @@ func TestServerAuditConcurrentRetrieve(t *testing.T) {
 // trigger: a backend sleeps in it.
 func gateWaiting(t *testing.T, dbURL string) bool {
 	t.Helper()
-	c, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	var n int
-	if err := c.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n > 0
+	return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) > 0
 }
 
 // auditGate installs on tenant acme's audit table a trigger that holds an
@@ -369,7 +360,7 @@ func TestAuditBatchFailure(t *testing.T) {
 				held <- err
 			}()
 			waitFor(t, "the held commit", func() bool {
-				return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database() AND datname = current_database()`) == 1
+				return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
 			})
 			errs := make([]error, len(tt.queries))
 			var wg sync.WaitGroup
@@ -550,7 +541,7 @@ func slowCommits(t *testing.T, dbURL, cond string) {
 func killMidCommit(t *testing.T, dbURL string, child *auditChildRun) {
 	t.Helper()
 	waitFor(t, "a batch in flight", func() bool {
-		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database() AND datname = current_database()`) == 1
+		return queryInt(t, dbURL, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()`) == 1
 	})
 	child.kill(t)
 	// The killed process's connection is gone; ending its backend stands
