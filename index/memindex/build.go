@@ -1,7 +1,6 @@
 package memindex
 
 import (
-	"hash/maphash"
 	"runtime"
 	"sync"
 
@@ -11,17 +10,51 @@ import (
 
 // Builder builds a new index from whole documents faster than Put: the
 // per-slot arrays are sized once, and the posting lists, most of the work,
-// are built at the end on GOMAXPROCS goroutines, each owning a share of
-// the terms. The index is the one Put would build from the same documents
-// in the same order (a cache loading a tenant uses it).
+// are built at the end by term id, on GOMAXPROCS goroutines, into one
+// array. The index is the one Put would build from the same documents in
+// the same order (a cache loading a tenant uses it).
 type Builder struct {
 	x *Index
-	// tfs are the term frequencies of each slot (x.terms holds the terms).
-	tfs [][]int32
+	// tfs and ids are the term frequencies and term ids of each slot
+	// (x.terms holds the terms), numbered by vocabs[part[s]].
+	tfs  [][]int32
+	ids  [][]int32
+	part []int32
+	// vocabs number the slots' terms: vocabs[0] is the builder's own,
+	// for Add; AddCounted adds the callers'.
+	vocabs []Vocabulary
+	own    *ownVocabulary
 	// built is set once the posting lists are in x: from then on Add puts
 	// documents (a document id that comes again replaces the earlier one,
 	// as Put does).
 	built bool
+}
+
+// A Vocabulary numbers terms: Terms()[id] is the term of id.
+// analysis.Vocabulary is one.
+type Vocabulary interface{ Terms() []string }
+
+// ownVocabulary numbers the terms of the chunks given to Add.
+type ownVocabulary struct {
+	ids   map[string]int32
+	terms []string
+}
+
+func (v *ownVocabulary) Terms() []string { return v.terms }
+
+// number returns the ids of terms, numbering the new ones.
+func (v *ownVocabulary) number(terms []string) []int32 {
+	ids := make([]int32, len(terms))
+	for j, t := range terms {
+		id, ok := v.ids[t]
+		if !ok {
+			id = int32(len(v.terms))
+			v.ids[t] = id
+			v.terms = append(v.terms, t)
+		}
+		ids[j] = id
+	}
+	return ids
 }
 
 // NewBuilder returns a builder of an index with settings s, sized for
@@ -41,26 +74,77 @@ func NewBuilder(s index.Settings, chunks int) *Builder {
 	for d := range x.cols {
 		x.cols[d] = make([]int8, 0, chunks)
 	}
-	return &Builder{x: x, tfs: make([][]int32, 0, chunks)}
+	own := &ownVocabulary{ids: map[string]int32{}}
+	return &Builder{x: x, tfs: make([][]int32, 0, chunks), ids: make([][]int32, 0, chunks),
+		part: make([]int32, 0, chunks), vocabs: []Vocabulary{own}, own: own}
 }
 
 // Add adds a document's chunks (all of one document, as from
 // index.Prepare). Until Index, the builder keeps their terms and
 // frequencies, not their vectors.
 func (b *Builder) Add(docID string, prepared []index.PreparedChunk) {
+	if b.adding(docID, prepared) {
+		for i := range prepared {
+			b.addSlot(&prepared[i], 0, b.own.number(prepared[i].Terms))
+		}
+		b.addDoc(docID, len(prepared))
+	}
+}
+
+// AddCounted adds a document's chunks as Add does, whose terms vocab
+// numbered: ids[i] are the ids of prepared[i].Terms in vocab (the terms
+// and ids analysis.Vocabulary.Count gives). The builder reads vocab's
+// terms in Index, so vocab counts nothing new for documents added after
+// Index is called; until then it may.
+func (b *Builder) AddCounted(docID string, prepared []index.PreparedChunk, vocab Vocabulary, ids [][]int32) {
+	if !b.adding(docID, prepared) {
+		return
+	}
+	part := -1
+	for k, v := range b.vocabs {
+		if v == vocab {
+			part = k
+			break
+		}
+	}
+	if part < 0 {
+		part = len(b.vocabs)
+		b.vocabs = append(b.vocabs, vocab)
+	}
+	for i := range prepared {
+		b.addSlot(&prepared[i], int32(part), ids[i])
+	}
+	b.addDoc(docID, len(prepared))
+}
+
+// adding reports whether a document is added to the builder's slots;
+// otherwise it was put in the index (a document id that comes again, or
+// one after the posting lists were built).
+func (b *Builder) adding(docID string, prepared []index.PreparedChunk) bool {
 	if !b.built {
 		if _, dup := b.x.docs[docID]; !dup {
-			slots := make([]int32, len(prepared))
-			for i := range prepared {
-				slots[i] = b.x.addSlot(&prepared[i], false)
-				b.tfs = append(b.tfs, prepared[i].TF)
-			}
-			b.x.addDoc(docID, slots)
-			return
+			return true
 		}
 		b.buildPostings()
 	}
 	b.x.Put(docID, prepared, false)
+	return false
+}
+
+func (b *Builder) addSlot(pc *index.PreparedChunk, part int32, ids []int32) {
+	b.x.addSlot(pc, false)
+	b.tfs = append(b.tfs, pc.TF)
+	b.ids = append(b.ids, ids)
+	b.part = append(b.part, part)
+}
+
+// addDoc records a document of the last n slots.
+func (b *Builder) addDoc(docID string, n int) {
+	slots := make([]int32, n)
+	for i := range slots {
+		slots[i] = int32(len(b.ids) - n + i)
+	}
+	b.x.addDoc(docID, slots)
 }
 
 // Index returns the index of the documents added; the builder is done.
@@ -77,84 +161,96 @@ func (b *Builder) Index() *Index {
 // buildPostings; tests lower it.
 var buildPartMin = 1024
 
-// buildPostings builds the posting lists of every slot added: each of
-// GOMAXPROCS goroutines those of a range of slots, joined in slot order.
+// buildPostings builds the posting lists of every slot added. The terms of
+// every vocabulary get one numbering; then each of GOMAXPROCS goroutines
+// counts the postings of each term in a range of slots, which places every
+// range's postings of a term after those of the ranges before it, in one
+// array of all the postings, and each goroutine writes its range's there:
+// each list is in slot order, and no list is grown or joined.
 func (b *Builder) buildPostings() {
 	x := b.x
-	parts := max(1, min(runtime.GOMAXPROCS(0), len(x.terms)/buildPartMin))
-	lists := make([]map[string]*postingList, parts)
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lo, hi := k*len(x.terms)/parts, (k+1)*len(x.terms)/parts
-			m := make(map[string]*postingList)
-			for s := lo; s < hi; s++ {
-				tfs := b.tfs[s]
-				for j, t := range x.terms[s] {
-					p := m[t]
-					if p == nil {
-						p = &postingList{}
-						m[t] = p
-					}
-					p.slots = append(p.slots, int32(s))
-					p.tfs = append(p.tfs, tfs[j])
-					p.df++
-				}
+	defer func() { b.tfs, b.ids, b.part, b.vocabs, b.own, b.built = nil, nil, nil, nil, nil, true }()
+	global := make(map[string]int32)
+	var names []string
+	remap := make([][]int32, len(b.vocabs))
+	for k, v := range b.vocabs {
+		ts := v.Terms()
+		r := make([]int32, len(ts))
+		for i, t := range ts {
+			g, ok := global[t]
+			if !ok {
+				g = int32(len(names))
+				global[t] = g
+				names = append(names, t)
 			}
-			lists[k] = m
-		}()
-	}
-	wg.Wait()
-	// Join the parts' lists of each term in part order (slot order), on
-	// as many goroutines, each owning the terms whose hash falls to it; the
-	// label counts of long lists (what add keeps from a list's
-	// labelCountsMin-th posting on, every slot being alive) are taken there
-	// too.
-	joined := make([]map[string]*postingList, parts)
-	seed := maphash.MakeSeed()
-	for k := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m := make(map[string]*postingList, len(lists[0])/parts)
-			for _, part := range lists {
-				for t, p := range part {
-					if parts > 1 && maphash.String(seed, t)%uint64(parts) != uint64(k) {
-						continue
-					}
-					if q := m[t]; q != nil {
-						q.slots = append(q.slots, p.slots...)
-						q.tfs = append(q.tfs, p.tfs...)
-						q.df += p.df
-					} else {
-						m[t] = p
-					}
-				}
-			}
-			for _, p := range m {
-				if len(p.slots) >= labelCountsMin {
-					p.byLabel = x.countLabels(p)
-				}
-			}
-			joined[k] = m
-		}()
-	}
-	wg.Wait()
-	all := joined[0]
-	if parts > 1 {
-		n := 0
-		for _, m := range joined {
-			n += len(m)
+			r[i] = g
 		}
-		all = make(map[string]*postingList, n)
-		for _, m := range joined {
-			for t, p := range m {
-				all[t] = p
+		remap[k] = r
+	}
+	n := len(b.ids)
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/buildPartMin))
+	bound := func(k int) int { return k * n / parts }
+	parallel := func(fn func(k int)) {
+		var wg sync.WaitGroup
+		for k := range parts {
+			wg.Go(func() { fn(k) })
+		}
+		wg.Wait()
+	}
+	// counts[k][g]: range k's postings of term g; then, where range k
+	// writes its first one.
+	counts := make([][]int32, parts)
+	parallel(func(k int) {
+		c := make([]int32, len(names))
+		for s := bound(k); s < bound(k+1); s++ {
+			r := remap[b.part[s]]
+			for _, id := range b.ids[s] {
+				c[r[id]]++
 			}
 		}
+		counts[k] = c
+	})
+	start := make([]int, len(names)+1)
+	for g := range names {
+		at := start[g]
+		for k := range parts {
+			c := int(counts[k][g])
+			counts[k][g] = int32(at)
+			at += c
+		}
+		start[g+1] = at
 	}
-	x.postings = all
-	b.tfs, b.built = nil, true
+	slots, tfs := make([]int32, start[len(names)]), make([]int32, start[len(names)])
+	parallel(func(k int) {
+		at := counts[k]
+		for s := bound(k); s < bound(k+1); s++ {
+			r, tf := remap[b.part[s]], b.tfs[s]
+			for j, id := range b.ids[s] {
+				g := r[id]
+				slots[at[g]], tfs[at[g]] = int32(s), tf[j]
+				at[g]++
+			}
+		}
+	})
+	lists := make([]postingList, len(names))
+	x.postings = make(map[string]*postingList, len(names))
+	for g, t := range names {
+		lo, hi := start[g], start[g+1]
+		if lo == hi {
+			continue // a term only of chunks not added
+		}
+		p := &lists[g]
+		// Capped: a list that grows later leaves its neighbours alone.
+		p.slots, p.tfs, p.df = slots[lo:hi:hi], tfs[lo:hi:hi], int64(hi-lo)
+		x.postings[t] = p
+	}
+	// The label counts of long lists (what add keeps from a list's
+	// labelCountsMin-th posting on, every slot being alive).
+	parallel(func(k int) {
+		for g := k * len(lists) / parts; g < (k+1)*len(lists)/parts; g++ {
+			if p := &lists[g]; len(p.slots) >= labelCountsMin {
+				p.byLabel = x.countLabels(p)
+			}
+		}
+	})
 }

@@ -5,9 +5,11 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 )
@@ -59,10 +61,13 @@ func TestBuilderIsPut(t *testing.T) {
 		name     string
 		docs     int
 		countMin int
+		counted  bool
 	}{
-		{"distinct ids", 50, labelCountsMin},
-		{"distinct ids, label counts", 50, 3},
-		{"an id twice", 60, 3},
+		{"distinct ids", 50, labelCountsMin, false},
+		{"distinct ids, label counts", 50, 3, false},
+		{"an id twice", 60, 3, false},
+		{"counted by two vocabularies", 50, 3, true},
+		{"counted, an id twice", 60, 3, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			old, oldMin, oldProcs := labelCountsMin, buildPartMin, runtime.GOMAXPROCS(4)
@@ -70,9 +75,25 @@ func TestBuilderIsPut(t *testing.T) {
 			t.Cleanup(func() { labelCountsMin, buildPartMin = old, oldMin; runtime.GOMAXPROCS(oldProcs) })
 			want := New(s)
 			b := NewBuilder(s, 10)
-			for _, d := range docs[:tt.docs] {
+			vocabs := []*analysis.Vocabulary{analysis.NewVocabulary(), analysis.NewVocabulary()}
+			for i, d := range docs[:tt.docs] {
 				want.Put(d.id, d.pcs, false)
-				b.Add(d.id, d.pcs)
+				if !tt.counted {
+					b.Add(d.id, d.pcs)
+					continue
+				}
+				// As a cache's loading workers count: each document by
+				// one of two vocabularies, in turn.
+				v := vocabs[i%2]
+				pcs := slices.Clone(d.pcs)
+				ids := make([][]int32, len(pcs))
+				for j := range pcs {
+					pcs[j].Terms, ids[j], pcs[j].TF = v.Count(pcs[j].Chunk.Text)
+					if !reflect.DeepEqual(pcs[j].Terms, d.pcs[j].Terms) || !reflect.DeepEqual(pcs[j].TF, d.pcs[j].TF) {
+						t.Fatalf("doc %s chunk %d: the vocabulary counts %v %v, Prepare %v %v", d.id, j, pcs[j].Terms, pcs[j].TF, d.pcs[j].Terms, d.pcs[j].TF)
+					}
+				}
+				b.AddCounted(d.id, pcs, v, ids)
 			}
 			got := b.Index()
 			if len(got.overflow) == 0 || got.Len() == 0 {

@@ -491,14 +491,14 @@ func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTe
 	}
 	alone := false
 	builder := memindex.NewBuilder(t.settings, int(n))
-	err = forEachStoredDoc(rows, t, func(docID string, pcs []index.PreparedChunk) error {
-		b := docBytes(t.settings.Dims, pcs)
+	err = forEachStoredDoc(rows, t, func(d *storedDoc) error {
+		b := docBytes(t.settings.Dims, d.pcs)
 		if !c.reserve(ct, b, false) {
 			alone = reserved+b > c.budget
 			return errTooBig
 		}
 		reserved += b
-		builder.Add(docID, pcs)
+		builder.AddCounted(d.docID, d.pcs, d.vocab, d.ids)
 		return nil
 	})
 	if err != nil {
@@ -646,12 +646,12 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 		return false, classify(err)
 	}
 	seen := make(map[string]bool, len(ids))
-	err = forEachStoredDoc(rows, t, func(docID string, pcs []index.PreparedChunk) error {
-		seen[docID] = true
-		if !c.reserve(ct, docBytes(t.settings.Dims, pcs), true) {
+	err = forEachStoredDoc(rows, t, func(d *storedDoc) error {
+		seen[d.docID] = true
+		if !c.reserve(ct, docBytes(t.settings.Dims, d.pcs), true) {
 			return errTooBig
 		}
-		ct.x.Put(docID, pcs, false)
+		ct.x.Put(d.docID, d.pcs, false)
 		return nil
 	})
 	if err != nil {

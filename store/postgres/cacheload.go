@@ -20,10 +20,12 @@ import (
 // instead of re-preparing its documents: the chunk fields and the vector
 // are what the write stored, so neither chunking nor feature hashing runs
 // again. Only the terms are recomputed, by tokenizing the stored chunk
-// text (analysis.Counter, as index.Prepare does): the postings are stored
-// by term, so a chunk's terms in first-occurrence order cannot be read
-// back. Rows arrive in PostgreSQL's binary formats (pgvector's for the
-// embedding) and are decoded on GOMAXPROCS workers.
+// text (as index.Prepare does): the postings are stored by term, so a
+// chunk's terms in first-occurrence order cannot be read back. Rows arrive
+// in PostgreSQL's binary formats (pgvector's for the embedding) and are
+// decoded on GOMAXPROCS workers, each counting terms with a vocabulary of
+// its own (analysis.Vocabulary): the tenant's chunks share their terms'
+// strings, and memindex.Builder builds the posting lists by term id.
 //
 // A profile of loading a generated 100k-chunk tenant by re-preparing
 // (2026-12-02, BenchmarkColdLoad in lab/bench) spent 3.0 of its 6.3
@@ -53,6 +55,10 @@ type storedDoc struct {
 	docID string
 	raw   [][chunkRowCols][]byte
 	pcs   []index.PreparedChunk
+	// ids are the ids of each chunk's terms in vocab, the decoding
+	// worker's vocabulary.
+	ids   [][]int32
+	vocab *analysis.Vocabulary
 	err   error
 }
 
@@ -66,10 +72,12 @@ type storedBatch struct {
 const storedBatchRows = 256
 
 // forEachStoredDoc decodes the rows of a chunkRowsSQL query (run with
-// binaryRows) on GOMAXPROCS workers and calls fn for each document's
-// chunks, in row order, on the calling goroutine. The prepared chunks are
-// those index.Prepare (and, for a model, index.Vectorize) gave the write.
-func forEachStoredDoc(rows pgx.Rows, t tenantInfo, fn func(docID string, pcs []index.PreparedChunk) error) error {
+// binaryRows) on GOMAXPROCS workers and calls fn for each document, in row
+// order, on the calling goroutine. Its prepared chunks (d.pcs) are those
+// index.Prepare (and, for a model, index.Vectorize) gave the write; the
+// vocabulary that counted their terms is written no more once fn has been
+// called for the last document.
+func forEachStoredDoc(rows pgx.Rows, t tenantInfo, fn func(d *storedDoc) error) error {
 	defer rows.Close()
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan *storedBatch, 4*workers)
@@ -79,11 +87,12 @@ func forEachStoredDoc(rows pgx.Rows, t tenantInfo, fn func(docID string, pcs []i
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			counter := analysis.NewCounter()
+			vocab := analysis.NewVocabulary()
 			for b := range jobs {
 				for i := range b.docs {
 					d := &b.docs[i]
-					d.pcs, d.err = decodeStoredDoc(d, t, counter)
+					d.vocab = vocab
+					d.err = decodeStoredDoc(d, t)
 				}
 				close(b.done)
 			}
@@ -134,7 +143,7 @@ func forEachStoredDoc(rows pgx.Rows, t tenantInfo, fn func(docID string, pcs []i
 			if d.err != nil {
 				err = fmt.Errorf("read stored document %q: %w", d.docID, d.err)
 			} else {
-				err = fn(d.docID, d.pcs)
+				err = fn(d)
 			}
 		}
 		if err != nil {
@@ -182,20 +191,21 @@ func copyRow(raw [][]byte) [chunkRowCols][]byte {
 	return out
 }
 
-// decodeStoredDoc decodes d's chunk rows into prepared chunks of tenant t,
-// tokenizing each chunk's text with counter.
-func decodeStoredDoc(d *storedDoc, t tenantInfo, counter *analysis.Counter) ([]index.PreparedChunk, error) {
-	pcs := make([]index.PreparedChunk, len(d.raw))
+// decodeStoredDoc decodes d's chunk rows into prepared chunks of tenant t
+// (d.pcs), counting each chunk's terms with d.vocab (d.ids).
+func decodeStoredDoc(d *storedDoc, t tenantInfo) error {
+	d.pcs, d.ids = make([]index.PreparedChunk, len(d.raw)), make([][]int32, len(d.raw))
 	for i := range d.raw {
-		if err := decodeChunkRow(&pcs[i], &d.raw[i], t, counter); err != nil {
-			return nil, fmt.Errorf("chunk %d: %w", i, err)
+		if err := decodeChunkRow(&d.pcs[i], &d.ids[i], &d.raw[i], t, d.vocab); err != nil {
+			return fmt.Errorf("chunk %d: %w", i, err)
 		}
 	}
-	return pcs, nil
+	return nil
 }
 
-// decodeChunkRow decodes one chunkRowsSQL row into pc.
-func decodeChunkRow(pc *index.PreparedChunk, raw *[chunkRowCols][]byte, t tenantInfo, counter *analysis.Counter) error {
+// decodeChunkRow decodes one chunkRowsSQL row into pc and the ids of its
+// terms in vocab.
+func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]byte, t tenantInfo, vocab *analysis.Vocabulary) error {
 	c := &pc.Chunk
 	c.DocID, c.ChunkID, c.Section, c.Text = string(raw[0]), string(raw[1]), string(raw[2]), string(raw[3])
 	c.Tenant = t.name
@@ -228,7 +238,7 @@ func decodeChunkRow(pc *index.PreparedChunk, raw *[chunkRowCols][]byte, t tenant
 		return err
 	}
 	pc.NormSq = hashembed.NormSq(pc.Vector)
-	pc.Terms, pc.TF = counter.Count(c.Text)
+	pc.Terms, *ids, pc.TF = vocab.Count(c.Text)
 	return nil
 }
 

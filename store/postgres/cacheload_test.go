@@ -192,9 +192,9 @@ func readStored(t *testing.T, s *Store, tenant, where string, ids []string) (map
 		if err != nil {
 			return err
 		}
-		return forEachStoredDoc(rows, ti, func(id string, pcs []index.PreparedChunk) error {
-			out[id] = pcs
-			order = append(order, id)
+		return forEachStoredDoc(rows, ti, func(d *storedDoc) error {
+			out[d.docID] = d.pcs
+			order = append(order, d.docID)
 			return nil
 		})
 	})
