@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -24,7 +25,10 @@ var loadChunks = flag.Int("load-chunks", 20_000, "chunks of the tenant Benchmark
 // first query loads the tenant and waits for it (no background load). It
 // reports the load's wall time (load-s/op), the CPU time of this process
 // (cpu-s/op: the load, and one query) and of the database's PostgreSQL
-// backends (pg-cpu-s/op) per load. The
+// backends (pg-cpu-s/op) per load, the cache's estimate of the tenant's
+// memory per chunk (bytes/chunk, what the budget is charged) and the live
+// heap the loaded store holds, after a collection, per chunk
+// (heap-bytes/chunk). The
 // corpus is ingested once into the database cordon_load_<chunks> on the
 // CORDON_TEST_DATABASE_URL server and kept for later runs. Run it with
 // -cpuprofile to see where a load spends its time.
@@ -51,8 +55,10 @@ func BenchmarkColdLoad(b *testing.B) {
 	db := databaseName(dbURL)
 	var load, cpu, dbCPU time.Duration
 	var bytes int64
+	var heap float64
 	b.ResetTimer()
 	for b.Loop() {
+		heapBefore := liveHeap()
 		before := readCPU(db)
 		st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: 4, CacheBytes: 16 << 30})
 		if err != nil {
@@ -63,6 +69,7 @@ func BenchmarkColdLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 		after := readCPU(db) // before Close: the backends' CPU leaves with them
+		heap += float64(liveHeap() - heapBefore)
 		cs := st.CacheStats()
 		st.Close()
 		if cs.Loads != 1 || cs.MemoryAnswers != 1 {
@@ -78,6 +85,15 @@ func BenchmarkColdLoad(b *testing.B) {
 	b.ReportMetric(cpu.Seconds()/n, "cpu-s/op")
 	b.ReportMetric(dbCPU.Seconds()/n, "pg-cpu-s/op")
 	b.ReportMetric(float64(bytes)/float64(*loadChunks), "bytes/chunk")
+	b.ReportMetric(heap/n/float64(*loadChunks), "heap-bytes/chunk")
+}
+
+// liveHeap is the bytes of live heap objects after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // keptDatabase returns the URL of database name on the server of base,
