@@ -70,7 +70,7 @@ func NewBuilder(s index.Settings, chunks int) *Builder {
 	x.length = make([]int32, 0, chunks)
 	x.normSq = make([]int64, 0, chunks)
 	x.norm = make([]float64, 0, chunks)
-	x.terms = make([][]string, 0, chunks)
+	x.terms = make([][]int32, 0, chunks)
 	for d := range x.cols {
 		x.cols[d] = make([]int8, 0, chunks)
 	}
@@ -161,31 +161,49 @@ func (b *Builder) Index() *Index {
 // buildPostings; tests lower it.
 var buildPartMin = 1024
 
-// buildPostings builds the posting lists of every slot added. The terms of
-// every vocabulary get one numbering; then each of GOMAXPROCS goroutines
-// counts the postings of each term in a range of slots, which places every
-// range's postings of a term after those of the ranges before it, in one
-// array of all the postings, and each goroutine writes its range's there:
-// each list is in slot order, and no list is grown or joined.
+// buildPostings builds the posting lists of every slot added. The slots'
+// terms get the index's ids, in order of first occurrence as Put numbers
+// them, in place: the slots' ids become the index's terms. Then each of
+// GOMAXPROCS goroutines counts the postings of each term in a range of
+// slots, which places every range's postings of a term after those of the
+// ranges before it, in one array of all the postings, and each goroutine
+// writes its range's there: each list is in slot order, and no list is
+// grown or joined.
 func (b *Builder) buildPostings() {
 	x := b.x
 	defer func() { b.tfs, b.ids, b.part, b.vocabs, b.own, b.built = nil, nil, nil, nil, nil, true }()
+	// remap[k][id] is the index's id of vocabs[k]'s id, -1 until a slot
+	// holds it; one look at each vocabulary's terms finds a term that two
+	// of them number.
 	global := make(map[string]int32)
 	var names []string
 	remap := make([][]int32, len(b.vocabs))
+	terms := make([][]string, len(b.vocabs))
 	for k, v := range b.vocabs {
-		ts := v.Terms()
-		r := make([]int32, len(ts))
-		for i, t := range ts {
-			g, ok := global[t]
-			if !ok {
-				g = int32(len(names))
-				global[t] = g
-				names = append(names, t)
-			}
-			r[i] = g
+		terms[k] = v.Terms()
+		remap[k] = make([]int32, len(terms[k]))
+		for i := range remap[k] {
+			remap[k][i] = -1
 		}
-		remap[k] = r
+	}
+	for s, ids := range b.ids {
+		k := b.part[s]
+		r := remap[k]
+		for j, id := range ids {
+			g := r[id]
+			if g < 0 {
+				t := terms[k][id]
+				var ok bool
+				if g, ok = global[t]; !ok {
+					g = int32(len(names))
+					global[t] = g
+					names = append(names, t)
+				}
+				r[id] = g
+			}
+			ids[j] = g
+		}
+		x.terms[s] = ids
 	}
 	n := len(b.ids)
 	parts := max(1, min(runtime.GOMAXPROCS(0), n/buildPartMin))
@@ -203,9 +221,8 @@ func (b *Builder) buildPostings() {
 	parallel(func(k int) {
 		c := make([]int32, len(names))
 		for s := bound(k); s < bound(k+1); s++ {
-			r := remap[b.part[s]]
-			for _, id := range b.ids[s] {
-				c[r[id]]++
+			for _, g := range b.ids[s] {
+				c[g]++
 			}
 		}
 		counts[k] = c
@@ -224,25 +241,21 @@ func (b *Builder) buildPostings() {
 	parallel(func(k int) {
 		at := counts[k]
 		for s := bound(k); s < bound(k+1); s++ {
-			r, tf := remap[b.part[s]], b.tfs[s]
-			for j, id := range b.ids[s] {
-				g := r[id]
+			tf := b.tfs[s]
+			for j, g := range b.ids[s] {
 				slots[at[g]], tfs[at[g]] = int32(s), tf[j]
 				at[g]++
 			}
 		}
 	})
 	lists := make([]postingList, len(names))
-	x.postings = make(map[string]*postingList, len(names))
+	x.postings, x.lists = make(map[string]*postingList, len(names)), make([]*postingList, len(names))
 	for g, t := range names {
 		lo, hi := start[g], start[g+1]
-		if lo == hi {
-			continue // a term only of chunks not added
-		}
 		p := &lists[g]
 		// Capped: a list that grows later leaves its neighbours alone.
-		p.slots, p.tfs, p.df = slots[lo:hi:hi], tfs[lo:hi:hi], int64(hi-lo)
-		x.postings[t] = p
+		p.term, p.id, p.slots, p.tfs, p.df = t, int32(g), slots[lo:hi:hi], tfs[lo:hi:hi], int64(hi-lo)
+		x.postings[t], x.lists[g] = p, p
 	}
 	// The label counts of long lists (what add keeps from a list's
 	// labelCountsMin-th posting on, every slot being alive).

@@ -15,6 +15,8 @@ import (
 )
 
 type postingList struct {
+	term  string
+	id    int32 // its index in Index.lists
 	slots []int32
 	tfs   []int32
 	df    int64 // live postings
@@ -33,16 +35,19 @@ var labelCountsMin = 2048
 type Index struct {
 	settings index.Settings
 
-	chunks   []cordontype.Chunk // by slot; Text may be empty (see AddOptions)
-	alive    []bool
-	class    []int8
-	barrier  []int32 // interned barrier-set id
-	asOf     []int64
-	length   []int32
-	normSq   []int64
-	norm     []float64  // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
-	terms    [][]string // distinct terms of each slot, for removal
-	cols     [][]int8   // cols[d][slot]
+	chunks  []cordontype.Chunk // by slot; Text may be empty (see AddOptions)
+	alive   []bool
+	class   []int8
+	barrier []int32 // interned barrier-set id
+	asOf    []int64
+	length  []int32
+	normSq  []int64
+	norm    []float64 // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
+	// terms are the ids of each slot's distinct terms (their posting
+	// lists in lists), in order of first occurrence, for removal: 4 bytes
+	// a term, and nothing for the collector to scan.
+	terms    [][]int32
+	cols     [][]int8 // cols[d][slot]
 	overflow map[int32][]int32
 
 	docs map[string][]int32
@@ -54,8 +59,11 @@ type Index struct {
 	docNames []string
 	docLen   []int64
 	postings map[string]*postingList
-	sets     [][]string // barrier sets by id
-	setIDs   map[string]int32
+	// lists are the posting lists by id; a list whose last posting was
+	// removed is nil, and its term gets a new id if it comes again.
+	lists  []*postingList
+	sets   [][]string // barrier sets by id
+	setIDs map[string]int32
 	// labels counts live chunks and their length sum per label set
 	// (classification, barrier set): the entitled statistics scope sums the
 	// sets a principal may see instead of scanning the chunks.
@@ -182,12 +190,15 @@ func (x *Index) addDoc(docID string, slots []int32) {
 func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 	slot := x.addSlot(pc, dropText)
 	ls := labelSet{class: x.class[slot], set: x.barrier[slot]}
+	ids := make([]int32, len(pc.Terms))
 	for j, t := range pc.Terms {
 		p := x.postings[t]
 		if p == nil {
-			p = &postingList{}
+			p = &postingList{term: t, id: int32(len(x.lists))}
 			x.postings[t] = p
+			x.lists = append(x.lists, p)
 		}
+		ids[j] = p.id
 		p.slots = append(p.slots, slot)
 		p.tfs = append(p.tfs, pc.TF[j])
 		p.df++
@@ -198,10 +209,12 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 			p.byLabel = x.countLabels(p)
 		}
 	}
+	x.terms[slot] = ids
 	return slot
 }
 
-// addSlot adds everything of a chunk but its postings, in a new slot.
+// addSlot adds everything of a chunk but its postings and terms, in a new
+// slot.
 func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	slot := int32(len(x.chunks))
 	c := pc.Chunk
@@ -217,7 +230,7 @@ func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	x.length = append(x.length, int32(c.Length))
 	x.normSq = append(x.normSq, pc.NormSq)
 	x.norm = append(x.norm, math.Sqrt(float64(pc.NormSq)))
-	x.terms = append(x.terms, pc.Terms)
+	x.terms = append(x.terms, nil)
 	fits := true
 	for _, v := range pc.Vector {
 		if v > 127 || v < -128 {
@@ -268,11 +281,12 @@ func (x *Index) Remove(docID string) bool {
 			st.n--
 			st.sumLen -= int64(x.length[s])
 		}
-		for _, t := range x.terms[s] {
-			p := x.postings[t]
+		for _, id := range x.terms[s] {
+			p := x.lists[id]
 			p.df--
 			if p.df == 0 {
-				delete(x.postings, t)
+				delete(x.postings, p.term)
+				x.lists[id] = nil
 				continue
 			}
 			if p.byLabel != nil {
@@ -319,16 +333,18 @@ func (x *Index) maybeCompact() {
 	*x = Index{settings: n.settings, chunks: n.chunks, alive: n.alive, class: n.class, barrier: n.barrier,
 		docOf: n.docOf, docNames: n.docNames, docLen: n.docLen,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
-		docs: n.docs, postings: n.postings, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
+		docs: n.docs, postings: n.postings, lists: n.lists, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
 		compactions: old.compactions + 1}
 }
 
 // prepared reconstructs a slot's PreparedChunk (for compaction).
 func (x *Index) prepared(s int32) index.PreparedChunk {
-	pc := index.PreparedChunk{Chunk: x.chunks[s], Terms: x.terms[s], NormSq: x.normSq[s]}
-	pc.TF = make([]int32, len(pc.Terms))
-	for j, t := range pc.Terms {
-		p := x.postings[t]
+	ids := x.terms[s]
+	pc := index.PreparedChunk{Chunk: x.chunks[s], Terms: make([]string, len(ids)), NormSq: x.normSq[s]}
+	pc.TF = make([]int32, len(ids))
+	for j, id := range ids {
+		p := x.lists[id]
+		pc.Terms[j] = p.term
 		for k, ps := range p.slots {
 			if ps == s {
 				pc.TF[j] = p.tfs[k]
