@@ -22,6 +22,7 @@ import (
 var scaleChunks = flag.Int("scale-chunks", 0, "chunks of the one tenant BenchmarkRankScale builds (0 skips it)")
 
 var (
+	scaleHeap    float64 // live heap bytes per chunk of scaleIndex
 	scaleOnce    sync.Once
 	scaleIndex   *memindex.Index
 	scaleQueries []retrieval.RankRequest
@@ -38,10 +39,17 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 			b.Fatal(err)
 		}
 		s := index.DefaultSettings()
-		// Documents are prepared on every core and added in corpus order.
+		// Documents are prepared on every core, their terms counted by each
+		// core's vocabulary as a cache's load counts them, and added in
+		// corpus order.
+		type counted struct {
+			pcs   []index.PreparedChunk
+			ids   [][]int32
+			vocab *analysis.Vocabulary
+		}
 		type job struct {
 			doc cordontype.Document
-			pcs chan []index.PreparedChunk
+			pcs chan counted
 		}
 		jobs := make(chan job, 256)
 		order := make(chan job, 256)
@@ -50,12 +58,17 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				vocab := analysis.NewVocabulary()
 				for j := range jobs {
 					pcs, err := index.Prepare(&j.doc, s)
 					if err != nil {
 						panic(err)
 					}
-					j.pcs <- pcs
+					ids := make([][]int32, len(pcs))
+					for i := range pcs {
+						pcs[i].Terms, ids[i], pcs[i].TF = vocab.Count(pcs[i].Chunk.Text)
+					}
+					j.pcs <- counted{pcs, ids, vocab}
 				}
 			}()
 		}
@@ -63,18 +76,21 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 			defer close(order)
 			defer close(jobs)
 			_ = g.Each(func(doc cordontype.Document, _ int) error {
-				j := job{doc: doc, pcs: make(chan []index.PreparedChunk, 1)}
+				j := job{doc: doc, pcs: make(chan counted, 1)}
 				order <- j
 				jobs <- j
 				return nil
 			})
 		}()
+		heap := liveHeap()
 		builder := memindex.NewBuilder(s, n)
 		for j := range order {
-			builder.Add(j.doc.DocID, <-j.pcs)
+			c := <-j.pcs
+			builder.AddCounted(j.doc.DocID, c.pcs, c.vocab, c.ids)
 		}
 		wg.Wait()
 		scaleIndex = builder.Index()
+		scaleHeap = float64(liveHeap()-heap) / float64(n)
 		p := bench.BasePolicy()
 		for _, q := range g.Queries(200) {
 			tokens := analysis.Tokenize(q.Text)
@@ -104,6 +120,14 @@ func distinct(tokens []string) []string {
 		}
 	}
 	return out
+}
+
+// liveHeap is the bytes of live heap objects after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // cpuTime is the process's user and system CPU time so far.
@@ -139,8 +163,8 @@ func BenchmarkRankScale(b *testing.B) {
 		lexical += x.Postings(q.Terms)
 		dense += rk.Considered
 	}
-	b.Logf("%d chunks; per query %.0f postings of its terms, %.0f chunks ranked by either side (Considered)",
-		x.Len(), float64(lexical)/float64(len(queries)), float64(dense)/float64(len(queries)))
+	b.Logf("%d chunks, %.0f bytes of live heap a chunk; per query %.0f postings of its terms, %.0f chunks ranked by either side (Considered)",
+		x.Len(), scaleHeap, float64(lexical)/float64(len(queries)), float64(dense)/float64(len(queries)))
 	for _, run := range []struct {
 		clients  int
 		parallel bool
