@@ -94,8 +94,10 @@ func (b *Builder) Add(docID string, prepared []index.PreparedChunk) {
 // AddCounted adds a document's chunks as Add does, whose terms vocab
 // numbered: ids[i] are the ids of prepared[i].Terms in vocab (the terms
 // and ids analysis.Vocabulary.Count gives). The builder reads vocab's
-// terms in Index, so vocab counts nothing new for documents added after
-// Index is called; until then it may.
+// terms when it builds the posting lists (in Index, or when a document id
+// comes again), and vocab must count nothing then; until then it may, for
+// documents not yet added. The builder takes ids[i] as the index's terms
+// of the chunk, renumbered in place.
 func (b *Builder) AddCounted(docID string, prepared []index.PreparedChunk, vocab Vocabulary, ids [][]int32) {
 	if !b.adding(docID, prepared) {
 		return
