@@ -63,6 +63,25 @@ func NewVocabulary() *Vocabulary {
 // are the Vocabulary's (shared with every text that holds them); the
 // slices are s's own.
 func (v *Vocabulary) Count(s string) (terms []string, ids, tf []int32) {
+	ids, tf = v.CountIDs(s)
+	return v.Names(ids), ids, tf
+}
+
+// Names returns the terms of ids.
+func (v *Vocabulary) Names(ids []int32) []string {
+	if ids == nil {
+		return nil
+	}
+	terms := make([]string, len(ids))
+	for j, id := range ids {
+		terms[j] = v.terms[id]
+	}
+	return terms
+}
+
+// CountIDs is Count without the terms: the ids of the distinct tokens of s
+// in order of first occurrence and how often each occurs.
+func (v *Vocabulary) CountIDs(s string) (ids, tf []int32) {
 	v.order = v.order[:0]
 	scanTokens(s, v.buf, func(tok []byte) bool {
 		id := v.id(tok)
@@ -73,15 +92,15 @@ func (v *Vocabulary) Count(s string) (terms []string, ids, tf []int32) {
 		return true
 	})
 	if len(v.order) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	ids = slices.Clone(v.order)
-	terms, tf = make([]string, len(ids)), make([]int32, len(ids))
+	tf = make([]int32, len(ids))
 	for j, id := range ids {
-		terms[j], tf[j] = v.terms[id], v.tf[id]
+		tf[j] = v.tf[id]
 		v.tf[id] = 0
 	}
-	return terms, ids, tf
+	return ids, tf
 }
 
 // id returns the id of tok, numbering it if it is new.

@@ -92,13 +92,27 @@ func (b *Builder) Add(docID string, prepared []index.PreparedChunk) {
 }
 
 // AddCounted adds a document's chunks as Add does, whose terms vocab
-// numbered: ids[i] are the ids of prepared[i].Terms in vocab (the terms
-// and ids analysis.Vocabulary.Count gives). The builder reads vocab's
-// terms when it builds the posting lists (in Index, or when a document id
-// comes again), and vocab must count nothing then; until then it may, for
+// numbered: ids[i] are the ids in vocab of prepared[i]'s terms (the ids
+// analysis.Vocabulary.CountIDs gives; prepared[i].Terms may be nil). The
+// builder reads vocab's terms when it builds the posting lists (in Index,
+// or when a document id comes again) and when it puts a document once they
+// are built, and vocab must count nothing then; until then it may, for
 // documents not yet added. The builder takes ids[i] as the index's terms
 // of the chunk, renumbered in place.
 func (b *Builder) AddCounted(docID string, prepared []index.PreparedChunk, vocab Vocabulary, ids [][]int32) {
+	if _, dup := b.x.docs[docID]; b.built || dup {
+		// Put, in adding, reads the terms by name.
+		terms := vocab.Terms()
+		for i := range prepared {
+			if prepared[i].Terms == nil && ids[i] != nil {
+				names := make([]string, len(ids[i]))
+				for j, id := range ids[i] {
+					names[j] = terms[id]
+				}
+				prepared[i].Terms = names
+			}
+		}
+	}
 	if !b.adding(docID, prepared) {
 		return
 	}

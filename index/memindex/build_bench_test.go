@@ -76,7 +76,7 @@ func BenchmarkBuild(b *testing.B) {
 								ids[i], vocabs[i] = make([][]int32, len(ps)), vocab
 								for j := range ps {
 									if counted {
-										ps[j].Terms, ids[i][j], ps[j].TF = vocab.Count(ps[j].Chunk.Text)
+										ids[i][j], ps[j].TF = vocab.CountIDs(ps[j].Chunk.Text)
 									} else {
 										ps[j].Terms, ps[j].TF = counter.Count(ps[j].Chunk.Text)
 									}

@@ -345,7 +345,7 @@ func bytesPerChunk(dims int, terms int) int64 {
 }
 
 func chunkBytes(dims int, pc *index.PreparedChunk) int64 {
-	return bytesPerChunk(dims, len(pc.Terms)) + int64(len(pc.Chunk.Text))
+	return bytesPerChunk(dims, len(pc.TF)) + int64(len(pc.Chunk.Text))
 }
 
 func docBytes(dims int, pcs []index.PreparedChunk) int64 {
@@ -495,7 +495,7 @@ func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTe
 	}
 	alone := false
 	builder := memindex.NewBuilder(t.settings, int(n))
-	err = forEachStoredDoc(rows, t, func(d *storedDoc) error {
+	err = forEachStoredDoc(rows, t, false, func(d *storedDoc) error {
 		b := docBytes(t.settings.Dims, d.pcs)
 		if !c.reserve(ct, b, false) {
 			alone = reserved+b > c.budget
@@ -650,7 +650,7 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 		return false, classify(err)
 	}
 	seen := make(map[string]bool, len(ids))
-	err = forEachStoredDoc(rows, t, func(d *storedDoc) error {
+	err = forEachStoredDoc(rows, t, true, func(d *storedDoc) error {
 		seen[d.docID] = true
 		if !c.reserve(ct, docBytes(t.settings.Dims, d.pcs), true) {
 			return errTooBig

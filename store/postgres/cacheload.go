@@ -74,10 +74,11 @@ const storedBatchRows = 256
 // forEachStoredDoc decodes the rows of a chunkRowsSQL query (run with
 // binaryRows) on GOMAXPROCS workers and calls fn for each document, in row
 // order, on the calling goroutine. Its prepared chunks (d.pcs) are those
-// index.Prepare (and, for a model, index.Vectorize) gave the write; the
-// vocabulary that counted their terms is written no more once fn has been
-// called for the last document.
-func forEachStoredDoc(rows pgx.Rows, t tenantInfo, fn func(d *storedDoc) error) error {
+// index.Prepare (and, for a model, index.Vectorize) gave the write, but for
+// their Terms unless named: a load numbers terms (d.ids, in d.vocab) and
+// needs no string per term of a chunk. The vocabulary is written no more
+// once forEachStoredDoc returns.
+func forEachStoredDoc(rows pgx.Rows, t tenantInfo, named bool, fn func(d *storedDoc) error) error {
 	defer rows.Close()
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan *storedBatch, 4*workers)
@@ -92,7 +93,7 @@ func forEachStoredDoc(rows pgx.Rows, t tenantInfo, fn func(d *storedDoc) error) 
 				for i := range b.docs {
 					d := &b.docs[i]
 					d.vocab = vocab
-					d.err = decodeStoredDoc(d, t)
+					d.err = decodeStoredDoc(d, t, named)
 				}
 				close(b.done)
 			}
@@ -192,12 +193,16 @@ func copyRow(raw [][]byte) [chunkRowCols][]byte {
 }
 
 // decodeStoredDoc decodes d's chunk rows into prepared chunks of tenant t
-// (d.pcs), counting each chunk's terms with d.vocab (d.ids).
-func decodeStoredDoc(d *storedDoc, t tenantInfo) error {
+// (d.pcs), counting each chunk's terms with d.vocab (d.ids), and names
+// them (Terms) if named.
+func decodeStoredDoc(d *storedDoc, t tenantInfo, named bool) error {
 	d.pcs, d.ids = make([]index.PreparedChunk, len(d.raw)), make([][]int32, len(d.raw))
 	for i := range d.raw {
 		if err := decodeChunkRow(&d.pcs[i], &d.ids[i], &d.raw[i], t, d.vocab); err != nil {
 			return fmt.Errorf("chunk %d: %w", i, err)
+		}
+		if named {
+			d.pcs[i].Terms = d.vocab.Names(d.ids[i])
 		}
 	}
 	return nil
@@ -238,7 +243,7 @@ func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]
 		return err
 	}
 	pc.NormSq = hashembed.NormSq(pc.Vector)
-	pc.Terms, *ids, pc.TF = vocab.Count(c.Text)
+	*ids, pc.TF = vocab.CountIDs(c.Text)
 	return nil
 }
 
