@@ -124,6 +124,12 @@ type Policy struct {
 	// into its rerank score: (1 - p) * score + p * proximity. 0 leaves the
 	// score as it is.
 	RerankProximity float64
+	// RerankDoc in [0, 1] mixes the chunk's document evidence (its
+	// document's score in the document ranking, relative to the best) into
+	// its rerank score, after RerankProximity: (1 - v) * score + v * share.
+	// It reads the document ranking, which the store ranks only when
+	// RRFWeights.Doc > 0; otherwise, and at 0, the score is left as it is.
+	RerankDoc float64
 	// RerankMinScore is the "model" kind's relevance floor on the model's
 	// score (MinScore is the overlap kinds'): any finite number, since
 	// providers' scales differ.
@@ -365,6 +371,8 @@ func (p Policy) validateRanges(model bool) error {
 		return fmt.Errorf("%w: rerank_dense %v must be in [0, 1] with rerank_blend + rerank_dense <= 1", ErrInvalidPolicy, p.RerankDense)
 	case !(p.RerankProximity >= 0 && p.RerankProximity <= 1):
 		return fmt.Errorf("%w: rerank_proximity %v must be in [0, 1]", ErrInvalidPolicy, p.RerankProximity)
+	case !(p.RerankDoc >= 0 && p.RerankDoc <= 1):
+		return fmt.Errorf("%w: rerank_doc %v must be in [0, 1]", ErrInvalidPolicy, p.RerankDoc)
 	case p.MaxChunksPerDoc < 0:
 		return fmt.Errorf("%w: max_chunks_per_doc %d must be >= 0 (0: no cap)", ErrInvalidPolicy, p.MaxChunksPerDoc)
 	case p.PRFDocs < 0:
