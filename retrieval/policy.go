@@ -225,7 +225,11 @@ func DefaultPolicy() Policy {
 //   - mixes phrase proximity into the rerank score (rerank_proximity
 //     0.25): a chunk that holds the query's words next to each other, in
 //     the query's order, is the better answer to a query quoted or
-//     half-remembered from the page.
+//     half-remembered from the page;
+//   - mixes document evidence into the rerank score (rerank_doc 0.1): the
+//     document ranking otherwise only orders the reranker's input, and a
+//     sentence the index lacks is answered best by the page that holds
+//     most of its words, wherever they are.
 func ServicePolicy() Policy {
 	p := DefaultPolicy()
 	p.RRFK = 10
@@ -237,6 +241,7 @@ func ServicePolicy() Policy {
 	p.QTFK3 = 8
 	p.IDF = bm25.IDFRSJ
 	p.RerankProximity = 0.25
+	p.RerankDoc = 0.1
 	return p
 }
 

@@ -115,6 +115,9 @@ func TestRerankDocPolicy(t *testing.T) {
 	if p.RerankDoc != 0 {
 		t.Fatalf("the seed profile's rerank_doc is %v, want 0", p.RerankDoc)
 	}
+	if s := retrieval.ServicePolicy(); s.RerankDoc != 0.1 {
+		t.Fatalf("the service profile's rerank_doc is %v, want 0.1", s.RerankDoc)
+	}
 	p.RerankDoc = 0.4
 	if got := p.Patch().Apply(retrieval.DefaultPolicy()); got.RerankDoc != 0.4 {
 		t.Fatalf("through the patch: %v", got.RerankDoc)
