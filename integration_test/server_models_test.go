@@ -71,7 +71,7 @@ func TestServerModelTenant(t *testing.T) {
 				return queryStrings(t, dbURL, `SELECT policy FROM cordon_t_research.audit WHERE op = 'retrieve' ORDER BY seq DESC LIMIT 1`)[0]
 			}
 			policy := lastPolicy()
-			for _, want := range []string{`"rerank_dense":0.15`, `"rerank_blend":0.75`, `"rrf_weights":{"bm25":1,"cosine":1,"doc":1}`, `"rerank_proximity":0.25`, `"qtf_k3":8`} {
+			for _, want := range []string{`"rerank_dense":0.15`, `"rerank_blend":0.75`, `"rrf_weights":{"bm25":1,"cosine":1,"doc":1}`, `"rerank_proximity":0.25`, `"rerank_doc":0.1`, `"qtf_k3":8`} {
 				if !strings.Contains(policy, want) {
 					t.Fatalf("audited policy %s lacks %s", policy, want)
 				}

@@ -140,7 +140,7 @@ func TestServerAuditRecordsTheEffectivePolicy(t *testing.T) {
 		t.Fatalf("%d retrieve records, want 2: %q", len(rows), rows)
 	}
 	for i, want := range [][]string{
-		{`"rerank":"idf_overlap"`, `"rerank_blend":0.9`, `"rrf_weights":{"bm25":2,"cosine":1,"doc":1}`, `"rerank_proximity":0.25`, `"max_chunks_per_doc":1`, `"rrf_k":10`, `"min_score":0.1`},
+		{`"rerank":"idf_overlap"`, `"rerank_blend":0.9`, `"rrf_weights":{"bm25":2,"cosine":1,"doc":1}`, `"rerank_proximity":0.25`, `"rerank_doc":0.1`, `"max_chunks_per_doc":1`, `"rrf_k":10`, `"min_score":0.1`},
 		{`"rerank":"overlap"`, `"rerank_blend":0`, `"rrf_weights":{"bm25":0,"cosine":1,"doc":1}`, `"max_chunks_per_doc":0`, `"stop_words":"english"`},
 	} {
 		for _, w := range want {

@@ -135,6 +135,10 @@ func TestHiddenDocumentsChangeNothingAPrincipalReceives(t *testing.T) {
 	p = retrieval.DefaultPolicy()
 	p.EnableRerank, p.PRFDocs, p.PRFTerms, p.RRFWeights = false, 2, 4, retrieval.Weights{BM25: 1, Cosine: 0, Doc: 3}
 	policies["doc evidence, prf, no rerank"] = p
+	// rerank_doc reads the document ranking's scores in the rerank.
+	p = retrieval.DefaultPolicy()
+	p.Rerank, p.RerankBlend, p.RRFWeights.Doc, p.RerankDoc = retrieval.RerankIDFOverlap, 0.5, 1, 0.5
+	policies["doc evidence in the rerank"] = p
 	names := make([]string, 0, len(policies))
 	for n := range policies {
 		names = append(names, n)

@@ -47,6 +47,32 @@ func BenchmarkRerank(b *testing.B) {
 	}
 }
 
+// BenchmarkRerankDoc is BenchmarkRerank with document evidence
+// (rerank_doc) off and at the service profile's weight, over a document
+// ranking of top_n documents: what the field adds to the rerank alone.
+func BenchmarkRerankDoc(b *testing.B) {
+	rk := benchRankings()
+	for i := range retrieval.DefaultTopN {
+		rk.Docs = append(rk.Docs, retrieval.DocHit{DocID: fmt.Sprintf("doc-%03d", i), Score: float64(100 - i)})
+	}
+	for i := range rk.Lexical {
+		rk.Lexical[i].Chunk.DocID = strings.SplitN(rk.Lexical[i].Chunk.ChunkID, "::", 2)[0]
+		rk.Dense[i].Chunk.DocID = strings.SplitN(rk.Dense[i].Chunk.ChunkID, "::", 2)[0]
+	}
+	fused := retrieval.Fuse(rk, 60, retrieval.DefaultWeights())
+	terms := []string{"payment", "hold", "tx4096"}
+	for _, v := range []float64{0, retrieval.ServicePolicy().RerankDoc} {
+		b.Run(fmt.Sprintf("rerank_doc=%g", v), func(b *testing.B) {
+			in := retrieval.RerankInput{Terms: terms, Depth: retrieval.DefaultRerankDepth, MinScore: retrieval.DefaultMinScore,
+				Kind: retrieval.RerankOverlap, Doc: v, Docs: rk.Docs}
+			b.ReportAllocs()
+			for b.Loop() {
+				retrieval.Rerank(fused, in)
+			}
+		})
+	}
+}
+
 // BenchmarkPolicyCost retrieves the bench corpus's queries (lab/bench:
 // 2-8 Zipf terms, a confidential reader with one barrier) from one tenant
 // of 10,000 chunks on the in-memory index, under the service profile and
@@ -114,6 +140,17 @@ func BenchmarkPolicyCost(b *testing.B) {
 		run(fmt.Sprintf("rerank_depth=%d,rerank_proximity=0", depth), p)
 		p.RerankProximity = retrieval.ServicePolicy().RerankProximity
 		run(fmt.Sprintf("rerank_depth=%d,rerank_proximity=%g", depth, p.RerankProximity), p)
+	}
+	// rerank_doc reads the document ranking the profile already asks for
+	// (rrf_weights.doc) and looks each kept chunk's document up once: its
+	// cost, off against the profile's, at the default depth and at its
+	// limit.
+	for _, depth := range []int{retrieval.DefaultRerankDepth, retrieval.DefaultLimits().RerankDepth} {
+		p := retrieval.ServicePolicy()
+		p.TopN, p.RerankDepth, p.RerankDoc = max(p.TopN, depth), depth, 0
+		run(fmt.Sprintf("rerank_depth=%d,rerank_doc=0", depth), p)
+		p.RerankDoc = retrieval.ServicePolicy().RerankDoc
+		run(fmt.Sprintf("rerank_depth=%d,rerank_doc=%g", depth, p.RerankDoc), p)
 	}
 	lim := retrieval.DefaultLimits()
 	p := retrieval.ServicePolicy()

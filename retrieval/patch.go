@@ -26,6 +26,8 @@ type PolicyPatch struct {
 	RerankDense *float64      `json:"rerank_dense,omitempty"`
 	// RerankProximity mixes phrase proximity into the rerank score.
 	RerankProximity *float64 `json:"rerank_proximity,omitempty"`
+	// RerankDoc mixes document evidence into the rerank score.
+	RerankDoc *float64 `json:"rerank_doc,omitempty"`
 	// MaxChunksPerDoc caps the chunks of one document in the result (0: no
 	// cap).
 	MaxChunksPerDoc *int `json:"max_chunks_per_doc,omitempty"`
@@ -81,6 +83,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	setv(&pol.RerankBlend, p.RerankBlend)
 	setv(&pol.RerankDense, p.RerankDense)
 	setv(&pol.RerankProximity, p.RerankProximity)
+	setv(&pol.RerankDoc, p.RerankDoc)
 	setv(&pol.MaxChunksPerDoc, p.MaxChunksPerDoc)
 	setv(&pol.PRFDocs, p.PRFDocs)
 	setv(&pol.PRFTerms, p.PRFTerms)
@@ -116,6 +119,7 @@ func (p Policy) Patch() *PolicyPatch {
 		RerankBlend:     &p.RerankBlend,
 		RerankDense:     &p.RerankDense,
 		RerankProximity: &p.RerankProximity,
+		RerankDoc:       &p.RerankDoc,
 		MaxChunksPerDoc: &p.MaxChunksPerDoc,
 		PRFDocs:         &p.PRFDocs,
 		PRFTerms:        &p.PRFTerms,

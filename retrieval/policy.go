@@ -124,6 +124,12 @@ type Policy struct {
 	// into its rerank score: (1 - p) * score + p * proximity. 0 leaves the
 	// score as it is.
 	RerankProximity float64
+	// RerankDoc in [0, 1] mixes the chunk's document evidence (its
+	// document's score in the document ranking, relative to the best) into
+	// its rerank score, after RerankProximity: (1 - v) * score + v * share.
+	// It reads the document ranking, which the store ranks only when
+	// RRFWeights.Doc > 0; otherwise, and at 0, the score is left as it is.
+	RerankDoc float64
 	// RerankMinScore is the "model" kind's relevance floor on the model's
 	// score (MinScore is the overlap kinds'): any finite number, since
 	// providers' scales differ.
@@ -219,7 +225,11 @@ func DefaultPolicy() Policy {
 //   - mixes phrase proximity into the rerank score (rerank_proximity
 //     0.25): a chunk that holds the query's words next to each other, in
 //     the query's order, is the better answer to a query quoted or
-//     half-remembered from the page.
+//     half-remembered from the page;
+//   - mixes document evidence into the rerank score (rerank_doc 0.1): the
+//     document ranking otherwise only orders the reranker's input, and a
+//     sentence the index lacks is answered best by the page that holds
+//     most of its words, wherever they are.
 func ServicePolicy() Policy {
 	p := DefaultPolicy()
 	p.RRFK = 10
@@ -231,6 +241,7 @@ func ServicePolicy() Policy {
 	p.QTFK3 = 8
 	p.IDF = bm25.IDFRSJ
 	p.RerankProximity = 0.25
+	p.RerankDoc = 0.1
 	return p
 }
 
@@ -365,6 +376,8 @@ func (p Policy) validateRanges(model bool) error {
 		return fmt.Errorf("%w: rerank_dense %v must be in [0, 1] with rerank_blend + rerank_dense <= 1", ErrInvalidPolicy, p.RerankDense)
 	case !(p.RerankProximity >= 0 && p.RerankProximity <= 1):
 		return fmt.Errorf("%w: rerank_proximity %v must be in [0, 1]", ErrInvalidPolicy, p.RerankProximity)
+	case !(p.RerankDoc >= 0 && p.RerankDoc <= 1):
+		return fmt.Errorf("%w: rerank_doc %v must be in [0, 1]", ErrInvalidPolicy, p.RerankDoc)
 	case p.MaxChunksPerDoc < 0:
 		return fmt.Errorf("%w: max_chunks_per_doc %d must be >= 0 (0: no cap)", ErrInvalidPolicy, p.MaxChunksPerDoc)
 	case p.PRFDocs < 0:

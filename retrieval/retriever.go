@@ -240,6 +240,10 @@ func tail(rk Rankings, fused []Scored, terms, tokens []string, p Policy, scores 
 		if p.Rerank == RerankModel {
 			in.Scores, in.MinScore = scores, p.RerankMinScore
 		}
+		if p.RerankDoc > 0 && p.RRFWeights.Doc > 0 {
+			// Without rrf_weights.doc the store ranks no document.
+			in.Doc, in.Docs = p.RerankDoc, rk.Docs
+		}
 		res.Chunks = Rerank(res.Chunks, in)
 	} else {
 		res.Degraded = append(res.Degraded, DegradedRerank)
@@ -354,6 +358,11 @@ type RerankInput struct {
 	// is.
 	Proximity float64
 	Tokens    []string
+	// Doc weighs the chunk's document evidence: its document's score in
+	// Docs, the document ranking, relative to the ranking's first (0 when
+	// the document is not in it); 0 leaves the score as it is.
+	Doc  float64
+	Docs []DocHit
 	// Scores, for the "model" kind, are the model's scores of the fused
 	// chunks (same index); a chunk without one is dropped, as beyond the
 	// depth. Other kinds do not read it.
@@ -367,6 +376,8 @@ type RerankInput struct {
 // rerank score descending: (1 - blend) * overlap + blend * bm25 / bm25_max.
 // Chunks beyond the depth are dropped. For the "model" kind the model's
 // score takes the overlap's place, and the floor keeps score >= in.MinScore.
+// Phrase proximity (in.Proximity), then document evidence (in.Doc), mix
+// into the score of each chunk kept.
 func Rerank(fused []Scored, in RerankInput) []Scored {
 	if len(fused) > in.Depth {
 		fused = fused[:in.Depth]
@@ -382,6 +393,10 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 	var pairs *analysis.PairMatcher
 	if in.Proximity > 0 {
 		pairs = analysis.NewPairMatcher(in.Tokens)
+	}
+	var shares map[string]float64
+	if in.Doc > 0 {
+		shares = docShares(in.Docs)
 	}
 	for i, s := range fused {
 		var ov float64
@@ -406,6 +421,9 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 			}
 			if in.Proximity > 0 {
 				score = blendProximity(score, proximity(pairs, s.Chunk.Text), in.Proximity)
+			}
+			if in.Doc > 0 {
+				score = blendDoc(score, shares[s.Chunk.DocID], in.Doc)
 			}
 			s.Rerank = &score
 			out = append(out, s)

@@ -127,7 +127,8 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 	// differently never read the same.
 	// Fields that are off or at their default (expansion, qtf weighting,
 	// the plus-one idf, no stop list, the model reranker's settings, the dense side on,
-	// no dense fallback, no document ranking) are left out.
+	// no dense fallback, no document ranking, no document evidence in the
+	// rerank) are left out.
 	pol = res.Policy // the tenant's: with the model defaults for a model
 	effective := *pol.Patch()
 	if pol.PRFDocs == 0 {
@@ -140,6 +141,10 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		w := *effective.RRFWeights
 		w.Doc = nil
 		effective.RRFWeights = &w
+	}
+	if pol.RerankDoc == 0 || pol.RRFWeights.Doc == 0 {
+		// Without the document ranking rerank_doc changes nothing.
+		effective.RerankDoc = nil
 	}
 	if pol.IDF == bm25.IDFPlusOne {
 		effective.IDF = nil

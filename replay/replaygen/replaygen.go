@@ -225,7 +225,14 @@ func (g gen) retrieve() map[string]any {
 			w = map[string]any{}
 			pol["rrf_weights"] = w
 		}
-		w["doc"] = []float64{0, 0.5, 1, 2}[g.r.IntN(4)]
+		doc := []float64{0, 0.5, 1, 2}[g.r.IntN(4)]
+		w["doc"] = doc
+		// rerank_doc from the draw already made, so the scripts of every
+		// seed stay what they were up to here; with doc 0 it must change
+		// nothing.
+		if v := map[float64]float64{0: 0.5, 1: 0.1, 2: 1}[doc]; v > 0 {
+			pol["rerank_doc"] = v
+		}
 	}
 	// The query stop list, drawn last for the same reason; the vocabulary
 	// holds some of its words.
