@@ -88,8 +88,8 @@ func profileLines(rep Report) []string {
 		if q.RRFWeights.Doc > 0 {
 			weights += fmt.Sprintf(" doc %g", q.RRFWeights.Doc)
 		}
-		out = append(out, fmt.Sprintf("%s: rerank %v (%s, blend %g, %s, depth %d), rrf_k %d, weights %s, top_n %d",
-			p.Name, q.EnableRerank, q.Rerank, q.RerankBlend, floor, q.RerankDepth, q.RRFK, weights, q.TopN))
+		out = append(out, fmt.Sprintf("%s: rerank %v (%s, blend %g, proximity %g, doc %g, %s, depth %d), rrf_k %d, weights %s, top_n %d",
+			p.Name, q.EnableRerank, q.Rerank, q.RerankBlend, q.RerankProximity, q.RerankDoc, floor, q.RerankDepth, q.RRFK, weights, q.TopN))
 	}
 	return out
 }

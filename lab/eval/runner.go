@@ -210,8 +210,10 @@ type PolicyInfo struct {
 		Cosine float64 `json:"cosine"`
 		Doc    float64 `json:"doc,omitempty"`
 	} `json:"rrf_weights"`
-	Rerank      retrieval.RerankKind `json:"rerank"`
-	RerankBlend float64              `json:"rerank_blend"`
+	Rerank          retrieval.RerankKind `json:"rerank"`
+	RerankBlend     float64              `json:"rerank_blend"`
+	RerankProximity float64              `json:"rerank_proximity,omitempty"`
+	RerankDoc       float64              `json:"rerank_doc,omitempty"`
 	// The model reranker's floor and budget, given for rerank "model"
 	// only.
 	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
@@ -220,7 +222,8 @@ type PolicyInfo struct {
 
 func policyInfo(p retrieval.Policy) PolicyInfo {
 	in := PolicyInfo{EnableRerank: p.EnableRerank, MinScore: p.MinScore, TopN: p.TopN, RerankDepth: p.RerankDepth,
-		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend}
+		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend,
+		RerankProximity: p.RerankProximity, RerankDoc: p.RerankDoc}
 	in.RRFWeights.BM25, in.RRFWeights.Cosine, in.RRFWeights.Doc = p.RRFWeights.BM25, p.RRFWeights.Cosine, p.RRFWeights.Doc
 	if p.Rerank == retrieval.RerankModel {
 		floor := p.RerankMinScore
