@@ -93,6 +93,29 @@ type Query struct {
 	Reserve time.Duration
 }
 
+// RankRequest is what q asks the store to rank before any query expansion:
+// the query text's tokens; its terms, the tokens the policy's stop list
+// keeps, distinct in order of first occurrence, with their qtf weights;
+// and the policy's fields that decide the rankings. The stop list reduces
+// the terms every later stage reads; the dense side hashes (or embeds) the
+// full query, which the retriever adds.
+func (q Query) RankRequest() RankRequest {
+	tokens := analysis.Tokenize(q.Text)
+	kept := Stop(tokens, q.Policy.StopWords)
+	terms := distinct(kept)
+	return RankRequest{
+		Principal:     q.Principal,
+		Tokens:        tokens,
+		Terms:         terms,
+		Weights:       QueryTermWeights(kept, terms, q.Policy.QTFK3),
+		IDF:           q.Policy.IDF,
+		NowTick:       q.NowTick,
+		MaxStaleTicks: q.Policy.MaxStaleTicks,
+		TopN:          q.Policy.TopN,
+		Docs:          q.Policy.RRFWeights.Doc > 0,
+	}
+}
+
 // Retrieve runs SPEC section 5 for q. Invalid input returns an error wrapping
 // [cordontype.ErrInvalid] or [ErrInvalidPolicy]; nothing is ranked.
 func (r *Retriever) Retrieve(ctx context.Context, q Query) (Result, error) {
@@ -117,22 +140,8 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 	if q.ModelPolicy != nil && !ranksAs(*q.ModelPolicy, q.Policy) {
 		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3, idf and stop_words equal, rrf_weights.doc both 0 or both > 0)", ErrInvalidPolicy)
 	}
-	tokens := analysis.Tokenize(q.Text)
-	// The stop list reduces the terms every later stage reads; the dense
-	// side hashes (or embeds) the full query.
-	kept := Stop(tokens, q.Policy.StopWords)
-	terms := distinct(kept)
-	req := RankRequest{
-		Principal:     q.Principal,
-		Tokens:        tokens,
-		Terms:         terms,
-		Weights:       QueryTermWeights(kept, terms, q.Policy.QTFK3),
-		IDF:           q.Policy.IDF,
-		NowTick:       q.NowTick,
-		MaxStaleTicks: q.Policy.MaxStaleTicks,
-		TopN:          q.Policy.TopN,
-		Docs:          q.Policy.RRFWeights.Doc > 0,
-	}
+	req := q.RankRequest()
+	terms := req.Terms
 	rk, version, req, denseErr, err := r.rankDense(ctx, req, q.Text, q.Policy)
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("rank: %w", err)

@@ -94,14 +94,9 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 		scaleHeap = float64(liveHeap()-heap) / float64(n)
 		p := bench.BasePolicy()
 		for _, q := range g.Queries(200) {
-			tokens := analysis.Tokenize(q.Text)
-			kept := retrieval.Stop(tokens, p.StopWords)
-			terms := distinct(kept)
-			scaleQueries = append(scaleQueries, retrieval.RankRequest{
-				Principal: q.Principal, Tokens: tokens, Terms: terms,
-				Weights: retrieval.QueryTermWeights(kept, terms, p.QTFK3), IDF: p.IDF,
-				NowTick: q.NowTick, MaxStaleTicks: q.MaxStaleTicks, TopN: p.TopN, Docs: p.RRFWeights.Doc > 0,
-			})
+			p.MaxStaleTicks = q.MaxStaleTicks
+			rq := retrieval.Query{Principal: q.Principal, Text: q.Text, NowTick: q.NowTick, Policy: p}
+			scaleQueries = append(scaleQueries, rq.RankRequest())
 		}
 		runtime.GC()
 	})
@@ -109,18 +104,6 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 		b.Fatal("the scale index was not built")
 	}
 	return scaleIndex, scaleQueries
-}
-
-func distinct(tokens []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, t := range tokens {
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // liveHeap is the bytes of live heap objects after a collection.
