@@ -131,26 +131,27 @@ func BenchmarkPolicyCost(b *testing.B) {
 			run(fmt.Sprintf("%s=%d", k.name, v), p)
 		}
 	}
-	// rerank_proximity tokenizes the rerank_depth chunks once more: its
-	// cost, off against the profile's 0.25, at the default depth and at
-	// its limit.
-	for _, depth := range []int{retrieval.DefaultRerankDepth, retrieval.DefaultLimits().RerankDepth} {
-		p := retrieval.ServicePolicy()
-		p.TopN, p.RerankDepth, p.RerankProximity = max(p.TopN, depth), depth, 0
-		run(fmt.Sprintf("rerank_depth=%d,rerank_proximity=0", depth), p)
-		p.RerankProximity = retrieval.ServicePolicy().RerankProximity
-		run(fmt.Sprintf("rerank_depth=%d,rerank_proximity=%g", depth, p.RerankProximity), p)
+	// The rerank score's mixes, each off against the profile's weight, at
+	// the default depth and at its limit: rerank_proximity tokenizes the
+	// rerank_depth chunks once more; rerank_doc reads the document ranking
+	// the profile already asks for (rrf_weights.doc) and looks each kept
+	// chunk's document up once.
+	mixes := []struct {
+		name  string
+		field func(*retrieval.Policy) *float64
+	}{
+		{"rerank_proximity", func(p *retrieval.Policy) *float64 { return &p.RerankProximity }},
+		{"rerank_doc", func(p *retrieval.Policy) *float64 { return &p.RerankDoc }},
 	}
-	// rerank_doc reads the document ranking the profile already asks for
-	// (rrf_weights.doc) and looks each kept chunk's document up once: its
-	// cost, off against the profile's, at the default depth and at its
-	// limit.
-	for _, depth := range []int{retrieval.DefaultRerankDepth, retrieval.DefaultLimits().RerankDepth} {
-		p := retrieval.ServicePolicy()
-		p.TopN, p.RerankDepth, p.RerankDoc = max(p.TopN, depth), depth, 0
-		run(fmt.Sprintf("rerank_depth=%d,rerank_doc=0", depth), p)
-		p.RerankDoc = retrieval.ServicePolicy().RerankDoc
-		run(fmt.Sprintf("rerank_depth=%d,rerank_doc=%g", depth, p.RerankDoc), p)
+	for _, mix := range mixes {
+		for _, depth := range []int{retrieval.DefaultRerankDepth, retrieval.DefaultLimits().RerankDepth} {
+			p := retrieval.ServicePolicy()
+			p.TopN, p.RerankDepth = max(p.TopN, depth), depth
+			for _, v := range []float64{0, *mix.field(&p)} {
+				*mix.field(&p) = v
+				run(fmt.Sprintf("rerank_depth=%d,%s=%g", depth, mix.name, v), p)
+			}
+		}
 	}
 	lim := retrieval.DefaultLimits()
 	p := retrieval.ServicePolicy()
