@@ -36,7 +36,7 @@ type Vocabulary struct {
 	shorts, long int
 	terms        []string // id -> token
 	// tf is the count of each id in the text being counted (0 outside
-	// Count); order holds that text's ids in order of first occurrence.
+	// CountIDs); order holds that text's ids in order of first occurrence.
 	tf    []int32
 	order []int32
 	buf   []byte
@@ -58,16 +58,8 @@ func NewVocabulary() *Vocabulary {
 		buf: make([]byte, 0, 32)}
 }
 
-// Count returns the distinct tokens of s in order of first occurrence
-// (TokenSet(s)), their ids and how often each occurs. The terms' strings
-// are the Vocabulary's (shared with every text that holds them); the
-// slices are s's own.
-func (v *Vocabulary) Count(s string) (terms []string, ids, tf []int32) {
-	ids, tf = v.CountIDs(s)
-	return v.Names(ids), ids, tf
-}
-
-// Names returns the terms of ids.
+// Names returns the terms of ids: the Vocabulary's strings, shared by every
+// text that holds them.
 func (v *Vocabulary) Names(ids []int32) []string {
 	if ids == nil {
 		return nil
@@ -79,8 +71,9 @@ func (v *Vocabulary) Names(ids []int32) []string {
 	return terms
 }
 
-// CountIDs is Count without the terms: the ids of the distinct tokens of s
-// in order of first occurrence and how often each occurs.
+// CountIDs returns the ids of the distinct tokens of s in order of first
+// occurrence (Names gives TokenSet(s)) and how often each occurs; the
+// slices are s's own.
 func (v *Vocabulary) CountIDs(s string) (ids, tf []int32) {
 	v.order = v.order[:0]
 	scanTokens(s, v.buf, func(tok []byte) bool {
