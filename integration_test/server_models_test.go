@@ -23,22 +23,9 @@ import (
 // without the model's provider answers 503 embedding_unavailable and writes
 // nothing.
 func TestServerModelTenant(t *testing.T) {
-	for _, path := range []struct {
-		name  string
-		cache int64
-	}{{"sql", 0}, {"in-memory", 1 << 28}} {
+	for _, path := range servePaths {
 		t.Run(path.name, func(t *testing.T) {
-			ctx := context.Background()
-			dbURL := migrated(t)
-			s := index.DefaultSettings()
-			s.Model, s.Dims = "toy-32", 32
-			func() {
-				st := openStore(t, dbURL, postgres.Options{})
-				defer st.Close()
-				if _, err := st.CreateTenant(ctx, "research", s); err != nil {
-					t.Fatal(err)
-				}
-			}()
+			dbURL := toyTenant(t, "research")
 			toy := &embedtest.Toy{Dims: 32}
 			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, models: embedtest.Registry("toy-32", toy)})
 			w := tok(t, "w", "tenant=research", "writer")
@@ -151,22 +138,9 @@ func TestServeEmbeddingRedirects(t *testing.T) {
 // "dense" in degraded and in the audit record. A server with no provider
 // for the model stays 503 whatever the policy.
 func TestServerDenseFallback(t *testing.T) {
-	for _, path := range []struct {
-		name  string
-		cache int64
-	}{{"sql", 0}, {"in-memory", 1 << 28}} {
+	for _, path := range servePaths {
 		t.Run(path.name, func(t *testing.T) {
-			ctx := context.Background()
-			dbURL := migrated(t)
-			s := index.DefaultSettings()
-			s.Model, s.Dims = "toy-32", 32
-			func() {
-				st := openStore(t, dbURL, postgres.Options{})
-				defer st.Close()
-				if _, err := st.CreateTenant(ctx, "research", s); err != nil {
-					t.Fatal(err)
-				}
-			}()
+			dbURL := toyTenant(t, "research")
 			toy := &embedtest.Toy{Dims: 32}
 			logs := &syncBuffer{}
 			a := startAPIServer(t, serverOpts{dbURL: dbURL, cache: path.cache, models: embedtest.Registry("toy-32", toy), cfg: server.Config{
@@ -246,4 +220,19 @@ func TestServerDenseFallback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toyTenant returns a migrated database of its own holding one tenant,
+// name, on the model "toy-32" (embedtest.Toy with 32 dimensions).
+func toyTenant(t *testing.T, name string) string {
+	t.Helper()
+	dbURL := migrated(t)
+	s := index.DefaultSettings()
+	s.Model, s.Dims = "toy-32", 32
+	st := openStore(t, dbURL, postgres.Options{})
+	defer st.Close()
+	if _, err := st.CreateTenant(context.Background(), name, s); err != nil {
+		t.Fatal(err)
+	}
+	return dbURL
 }

@@ -18,10 +18,7 @@ import (
 // a tenant switched to the tenant scope through PATCH it moves (so the probe
 // can see a leak), and switching back through PATCH restores it.
 func TestServerScoresIgnoreHiddenDocuments(t *testing.T) {
-	for _, path := range []struct {
-		name  string
-		cache int64
-	}{{"sql", 0}, {"in-memory", 1 << 28}} {
+	for _, path := range servePaths {
 		t.Run(path.name, func(t *testing.T) {
 			a := startAPIServer(t, serverOpts{cache: path.cache})
 			admin := tok(t, "root", "admin")

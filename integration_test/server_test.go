@@ -41,6 +41,14 @@ type apiServer struct {
 	close      func()
 }
 
+// servePaths are the server's two query paths, for tests that run on
+// both: ranking in SQL (no cache) and in memory (a cache that holds the
+// test's tenants).
+var servePaths = []struct {
+	name  string
+	cache int64
+}{{"sql", 0}, {"in-memory", 1 << 28}}
+
 type serverOpts struct {
 	dbURL    string          // reuse this database (else a fresh one)
 	storeURL string          // connect the store here (e.g. through a proxy)
