@@ -27,9 +27,13 @@ func main() {
 	corpus := flag.String("corpus", "", "corpus directory")
 	wide := flag.Bool("wide", false, "go: also qualified identifiers (io.Reader) in code blocks")
 	flag.Parse()
+	if *corpus == "" {
+		fmt.Fprintln(os.Stderr, "links: -corpus DIR is required (a corpus written by 'cordon-lab corpus')")
+		os.Exit(2)
+	}
 	docs, err := readCorpus(*corpus)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "links:", err)
 		os.Exit(1)
 	}
 	var links map[string][]string
@@ -42,14 +46,14 @@ func main() {
 		err = fmt.Errorf("unknown genre %q", *genre)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "links:", err)
 		os.Exit(1)
 	}
 	stats(links, len(docs))
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", " ")
 	if err := enc.Encode(links); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "links:", err)
 		os.Exit(1)
 	}
 }
