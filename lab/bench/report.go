@@ -2,9 +2,12 @@ package bench
 
 import (
 	"os"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 // Report is one run's result, written by 'cordon-lab bench --json'.
@@ -27,6 +30,12 @@ type Report struct {
 	Seed     uint64 `json:"seed"`
 	// Reference is the system whose top-10 lists define recall and identity.
 	Reference string `json:"reference"`
+	// PolicyName says which policy the retriever-backed systems ran: "seed
+	// profile" (BasePolicy), "service profile" (retrieval.ServicePolicy,
+	// limit 10) or "custom"; Policy is that policy as a SPEC section 9
+	// object.
+	PolicyName string                 `json:"policy_name"`
+	Policy     *retrieval.PolicyPatch `json:"policy"`
 	// Mix is the http system's operation mix (empty: none ran).
 	Mix string `json:"mix,omitempty"`
 	// Systems has every system's key; a system not run is null.
@@ -145,12 +154,35 @@ func newReport(o Options) *Report {
 	r := &Report{
 		Chunks: o.Chunks, Tenants: o.Tenants, Queries: o.Queries,
 		Concurrency: o.Concurrency, Writers: o.Writers, Batch: o.Batch, Seed: o.Seed, CacheBytes: o.CacheBytes, CacheRule: o.CacheRule, Headline: Headline,
-		Systems: map[string]*SystemResult{},
-		Mix:     o.Mix.String(),
-		Env:     Env{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
+		Systems:    map[string]*SystemResult{},
+		Mix:        o.Mix.String(),
+		PolicyName: policyName(o.Policy),
+		Policy:     effectivePolicy(o.Policy).Patch(),
+		Env:        Env{GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()},
 	}
 	for _, s := range AllSystems {
 		r.Systems[s] = nil
 	}
 	return r
+}
+
+// effectivePolicy is p, or BasePolicy when p is nil.
+func effectivePolicy(p *retrieval.Policy) retrieval.Policy {
+	if p == nil {
+		return BasePolicy()
+	}
+	return *p
+}
+
+// policyName names the policy p (nil: BasePolicy) for the report.
+func policyName(p *retrieval.Policy) string {
+	service := retrieval.ServicePolicy()
+	service.Limit = Limit
+	switch {
+	case p == nil || reflect.DeepEqual(*p, BasePolicy()):
+		return "seed profile"
+	case reflect.DeepEqual(*p, service):
+		return "service profile"
+	}
+	return "custom"
 }

@@ -23,7 +23,7 @@ func benchCommand() *cmdline.Command {
   cordon-lab bench [--database-url URL] [--chunks N] [--tenants T] [--queries Q]
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
                [--warmup N] [--warm-tenants=false] [--cache-mib auto|M] [--serial N]
-               [--mix OPS] [--policy JSON|@FILE] [--cpuprofile FILE]
+               [--mix OPS] [--policy JSON|@FILE|service] [--cpuprofile FILE]
                [--create-database=false] [--keep] [--json]
 
 Generates a deterministic corpus of N chunks split across T tenants (Zipf
@@ -59,7 +59,8 @@ Before measuring, each system answers one unmeasured query per tenant
 background loads these started, so stores that load a tenant on first use
 are measured warm. Every system returns a top-10 list
 under the same policy (SPEC's seed profile, limit 10; --policy sets another
-for memory, cordon, cordon_sql and http, e.g. '{"rrf_weights":{"doc":1}}';
+for memory, cordon, cordon_sql and http, e.g. '{"rrf_weights":{"doc":1}}',
+or "service" for the service profile a retrieve with no policy gets;
 sql_exact and sql_hybrid keep their fixed pipelines); recall@10 and the number of identical lists are
 measured against the memory store's lists (the reference), or cordon's when
 memory is not run. Latency is per query, with C clients queueing for the
@@ -130,7 +131,7 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	reuse := fs.Bool("reuse", false, "with --create-database=false: skip cordon's ingest when the database's bench tenants already hold this corpus (left by a run with --keep); ingest and storage are then not measured")
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
-	policy := fs.String("policy", "", "the retrieval policy of memory, cordon, cordon_sql and http: a SPEC 9 policy JSON object over the bench's (the seed profile, limit 10), or @FILE")
+	policy := fs.String("policy", "", "the retrieval policy of memory, cordon, cordon_sql and http: a SPEC 9 policy JSON object over the bench's (the seed profile, limit 10), or @FILE; \"service\": the service profile, what 'cordon serve' ranks a retrieve with when its request names no policy (limit 10)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (ingest and queries) to this file, for go tool pprof")
 	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
@@ -158,7 +159,11 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		defer pprof.StopCPUProfile()
 	}
 	var pol *retrieval.Policy
-	if *policy != "" {
+	if *policy == "service" {
+		p := retrieval.ServicePolicy()
+		p.Limit = bench.Limit
+		pol = &p
+	} else if *policy != "" {
 		raw, err := policyArg(*policy)
 		if err != nil {
 			return err
@@ -221,9 +226,10 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 	}
 	fmt.Fprint(w, "\n\n")
 	if rep.Systems[rep.Headline] != nil {
-		fmt.Fprintf(w, "%s is the headline: 'cordon serve' with no tuning flags (in-memory budget %.0f MiB, %s; tenants loaded in the background)\n\n",
+		fmt.Fprintf(w, "%s is the headline: 'cordon serve' with no tuning flags (in-memory budget %.0f MiB, %s; tenants loaded in the background)\n",
 			rep.Headline, float64(rep.CacheBytes)/(1<<20), rep.CacheRule)
 	}
+	fmt.Fprintf(w, "policy of memory, cordon, cordon_sql and http: %s\n\n", rep.PolicyName)
 	fmt.Fprintf(w, "%-11s %9s %9s %9s %8s %10s %10s %10s %10s %9s\n", "SYSTEM", "P50_MS", "P95_MS", "P99_MS", "QPS", "INGEST/S", "BYTES/CHK", "RECALL@10", "IDENTICAL", "HEAP_MIB")
 	opt := func(p *float64, format string) string {
 		if p == nil {
