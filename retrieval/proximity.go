@@ -14,11 +14,12 @@ func proximity(m *analysis.PairMatcher, text string) float64 {
 	return float64(m.Count(text)) / float64(m.Pairs())
 }
 
-// blendProximity is the rerank score with phrase proximity (policy
-// rerank_proximity w > 0): (1 - w) * score + w * proximity, each step
-// rounded (no fused multiply-add).
-func blendProximity(score, proximity, w float64) float64 {
+// mixIn is the rerank score with one more signal x in [0, 1] weighed w > 0
+// (phrase proximity under rerank_proximity, document evidence under
+// rerank_doc): (1 - w) * score + w * x, each step rounded (no fused
+// multiply-add), so every store and platform gives the same bits.
+func mixIn(score, x, w float64) float64 {
 	t1 := float64(float64(1.0-w) * score)
-	t2 := float64(w * proximity)
+	t2 := float64(w * x)
 	return float64(t1 + t2)
 }

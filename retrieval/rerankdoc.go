@@ -16,13 +16,3 @@ func docShares(docs []DocHit) map[string]float64 {
 	}
 	return out
 }
-
-// blendDoc is the rerank score with document evidence (policy rerank_doc
-// v > 0): (1 - v) * score + v * share, share the chunk's document's
-// [docShares] (0 when the document is not in the ranking), each step
-// rounded (no fused multiply-add).
-func blendDoc(score, share, v float64) float64 {
-	t1 := float64(float64(1.0-v) * score)
-	t2 := float64(v * share)
-	return float64(t1 + t2)
-}

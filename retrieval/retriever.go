@@ -429,10 +429,10 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 				score = blendDense(ov, s, in)
 			}
 			if in.Proximity > 0 {
-				score = blendProximity(score, proximity(pairs, s.Chunk.Text), in.Proximity)
+				score = mixIn(score, proximity(pairs, s.Chunk.Text), in.Proximity)
 			}
 			if in.Doc > 0 {
-				score = blendDoc(score, shares[s.Chunk.DocID], in.Doc)
+				score = mixIn(score, shares[s.Chunk.DocID], in.Doc) // 0 for a document not in the ranking
 			}
 			s.Rerank = &score
 			out = append(out, s)
