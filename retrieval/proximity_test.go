@@ -90,25 +90,40 @@ func TestRerankProximity(t *testing.T) {
 	}
 }
 
-// rerank_proximity is validated and travels in the policy's wire form.
-func TestRerankProximityPolicy(t *testing.T) {
-	r := retrieval.New(nil)
-	for _, bad := range []float64{-0.1, 1.5} {
-		p := retrieval.DefaultPolicy()
-		p.RerankProximity = bad
-		if err := r.Validate(p); !errors.Is(err, retrieval.ErrInvalidPolicy) {
-			t.Errorf("rerank_proximity %v: %v, want ErrInvalidPolicy", bad, err)
-		}
-	}
-	p := retrieval.DefaultPolicy()
-	if p.RerankProximity != 0 {
-		t.Fatalf("the seed profile's rerank_proximity is %v, want 0", p.RerankProximity)
-	}
-	if s := retrieval.ServicePolicy(); s.RerankProximity != 0.25 {
-		t.Fatalf("the service profile's rerank_proximity is %v, want 0.25", s.RerankProximity)
-	}
-	p.RerankProximity = 0.4
-	if got := p.Patch().Apply(retrieval.DefaultPolicy()); got.RerankProximity != 0.4 {
-		t.Fatalf("through the patch: %v", got.RerankProximity)
+// rerank_proximity and rerank_doc are validated to [0, 1], off in the
+// seed profile, set in the service profile, and travel in the policy's
+// wire form.
+func TestRerankMixPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		field   func(*retrieval.Policy) *float64
+		service float64
+	}{
+		{"rerank_proximity", func(p *retrieval.Policy) *float64 { return &p.RerankProximity }, 0.25},
+		{"rerank_doc", func(p *retrieval.Policy) *float64 { return &p.RerankDoc }, 0.1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := retrieval.New(nil)
+			for _, bad := range []float64{-0.1, 1.5} {
+				p := retrieval.DefaultPolicy()
+				*tt.field(&p) = bad
+				if err := r.Validate(p); !errors.Is(err, retrieval.ErrInvalidPolicy) {
+					t.Errorf("%s %v: %v, want ErrInvalidPolicy", tt.name, bad, err)
+				}
+			}
+			p := retrieval.DefaultPolicy()
+			if got := *tt.field(&p); got != 0 {
+				t.Fatalf("the seed profile's %s is %v, want 0", tt.name, got)
+			}
+			s := retrieval.ServicePolicy()
+			if got := *tt.field(&s); got != tt.service {
+				t.Fatalf("the service profile's %s is %v, want %v", tt.name, got, tt.service)
+			}
+			*tt.field(&p) = 0.4
+			got := p.Patch().Apply(retrieval.DefaultPolicy())
+			if v := *tt.field(&got); v != 0.4 {
+				t.Fatalf("%s through the patch: %v, want 0.4", tt.name, v)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package retrieval_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/cordon-rag/cordon/cordontype"
@@ -98,28 +97,5 @@ func TestRerankDocTail(t *testing.T) {
 				t.Fatalf("rerank_doc 0.5 with rrf_weights.doc %v: changed %v, want %v", tt.doc, !same, tt.changes)
 			}
 		})
-	}
-}
-
-// rerank_doc is validated and travels in the policy's wire form.
-func TestRerankDocPolicy(t *testing.T) {
-	r := retrieval.New(nil)
-	for _, bad := range []float64{-0.1, 1.5} {
-		p := retrieval.DefaultPolicy()
-		p.RerankDoc = bad
-		if err := r.Validate(p); !errors.Is(err, retrieval.ErrInvalidPolicy) {
-			t.Errorf("rerank_doc %v: %v, want ErrInvalidPolicy", bad, err)
-		}
-	}
-	p := retrieval.DefaultPolicy()
-	if p.RerankDoc != 0 {
-		t.Fatalf("the seed profile's rerank_doc is %v, want 0", p.RerankDoc)
-	}
-	if s := retrieval.ServicePolicy(); s.RerankDoc != 0.1 {
-		t.Fatalf("the service profile's rerank_doc is %v, want 0.1", s.RerankDoc)
-	}
-	p.RerankDoc = 0.4
-	if got := p.Patch().Apply(retrieval.DefaultPolicy()); got.RerankDoc != 0.4 {
-		t.Fatalf("through the patch: %v", got.RerankDoc)
 	}
 }
