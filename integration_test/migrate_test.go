@@ -20,7 +20,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
-const latestVersion = 13
+const latestVersion = 14
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()

@@ -205,6 +205,11 @@ func TestReembedUnderLoad(t *testing.T) {
 	if err := st.Cutover(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
+	// The cut-over replaced every vector: the column blocks hold the new
+	// ones.
+	if err := st.VerifyColumns(ctx, "acme"); err != nil {
+		t.Fatalf("column blocks after the cut-over: %v", err)
+	}
 	compareWithReference(t, st, reg, toySettings, docs)
 	if err := st.FinishReembed(ctx, "acme"); err != nil {
 		t.Fatal(err)

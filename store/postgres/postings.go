@@ -42,7 +42,10 @@ const fullClass = 7
 // mergePick chooses segments (by posting count) to merge: for the smallest
 // size class c below fullClass that has mergeFanout segments, those and
 // every smaller one. It returns their indexes in ascending order, or none.
-func mergePick(sizes []int64) []int {
+func mergePick(sizes []int64) []int { return mergePickBelow(sizes, fullClass) }
+
+// mergePickBelow is mergePick with full as the full size class.
+func mergePickBelow(sizes []int64, full int) []int {
 	classes := make([]int, len(sizes))
 	count := map[int]int{}
 	top := 0
@@ -51,7 +54,7 @@ func mergePick(sizes []int64) []int {
 		count[classes[i]]++
 		top = max(top, classes[i])
 	}
-	for c := 0; c <= min(top, fullClass-1); c++ {
+	for c := 0; c <= min(top, full-1); c++ {
 		if count[c] < mergeFanout {
 			continue
 		}
@@ -236,7 +239,7 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 		if !got {
 			return nil
 		}
-		rows, err := tx.Query(ctx, `SELECT block, postings FROM `+tb.segments+` ORDER BY block`)
+		rows, err := tx.Query(ctx, `SELECT block, postings FROM `+tb.segments+` WHERE cols IS NULL ORDER BY block`)
 		if err != nil {
 			return classify(err)
 		}
@@ -495,7 +498,7 @@ func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 		return classify(err)
 	}
 	if _, err := tx.Exec(ctx, `
-		DELETE FROM `+tb.segments+` s WHERE NOT EXISTS (SELECT 1 FROM `+tb.postings+` p WHERE p.block = s.block)`); err != nil {
+		DELETE FROM `+tb.segments+` s WHERE s.cols IS NULL AND NOT EXISTS (SELECT 1 FROM `+tb.postings+` p WHERE p.block = s.block)`); err != nil {
 		return classify(err)
 	}
 	if _, err := tx.Exec(ctx, `

@@ -18,9 +18,10 @@ import (
 // Element type OIDs of the postings arrays (pg_type.oid of int8, int4 and
 // text).
 const (
-	oidInt8 = 20
-	oidInt4 = 23
-	oidText = 25
+	oidInt8  = 20
+	oidInt4  = 23
+	oidText  = 25
+	oidBytea = 17
 )
 
 // copyHeader starts a binary COPY stream: the signature, no flags, no
@@ -184,7 +185,13 @@ func appendInt4Array(dst []int32, src []byte) ([]int32, error) {
 // appendTextArray appends the elements of a binary text[] to dst, each a
 // slice of src (no copy: valid as long as src is).
 func appendTextArray(dst [][]byte, src []byte) ([][]byte, error) {
-	n, data, err := arrayElems(src, oidText, 0)
+	return appendVarlenaArray(dst, src, oidText)
+}
+
+// appendVarlenaArray is appendTextArray for a one-dimensional array of
+// elements of type elem (text or bytea), no NULLs.
+func appendVarlenaArray(dst [][]byte, src []byte, elem uint32) ([][]byte, error) {
+	n, data, err := arrayElems(src, elem, 0)
 	if err != nil {
 		return dst, err
 	}

@@ -89,6 +89,7 @@ func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (ret
 	version, err := s.read(ctx, req.Principal.Tenant,
 		func(x *memindex.Index) { out, memErr = x.Rank(req) },
 		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
+			st.colsOK = st.colsOK && !s.opts.ChunkScan
 			rk, err := rankTx(ctx, tx, t, st, req)
 			if err == nil {
 				out = rk
@@ -242,7 +243,12 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 	}
 	filterArgs := []any{int16(req.Principal.Clearance), req.Principal.Barriers, req.NowTick, req.MaxStaleTicks}
 	docs := req.Docs && n > 0 && len(req.Terms) > 0
-	sc, err := scanChunks(ctx, tx, t, req, q, st.maxAbs, filterArgs, qp.chunks(), docs)
+	var sc chunkScan
+	if st.colsOK {
+		sc, err = scanColumns(ctx, tx, t, req, q, qp.chunks(), docs)
+	} else {
+		sc, err = scanChunks(ctx, tx, t, req, q, st.maxAbs, filterArgs, qp.chunks(), docs)
+	}
 	if err != nil {
 		return rk, err
 	}
@@ -440,6 +446,15 @@ type chunkScan struct {
 	// length of every document one of them belongs to (nil otherwise).
 	docIDs     []string
 	docLengths map[string]int64
+	// From the column blocks (scanColumns), the documents by number
+	// instead: the number of each chunk asked for (parallel to ids, -1
+	// for a chunk that is gone), each document's id and length by number,
+	// and the number of documents in the scope (docN). docNames is nil
+	// otherwise.
+	docNum   []int32
+	docNames []string
+	docLens  []int64
+	docN     int64
 }
 
 // float32Exact is 2^24: float32 holds every integer up to it exactly, so a
@@ -641,16 +656,23 @@ func docLengthsOf(rawIDs, rawLengths []byte) (map[string]int64, error) {
 func (qp queryPostings) positions(sc chunkScan, entitled bool) (at [][][]int32, df []int64) {
 	at = make([][][]int32, len(qp.runs))
 	df = make([]int64, len(qp.runs))
+	rank := newIDRank(sc.ids)
 	for i, runs := range qp.runs {
 		at[i] = make([][]int32, len(runs))
 		for j, r := range runs {
 			pos := make([]int32, len(r.chunks))
 			lo := 0
 			for k, id := range r.chunks {
-				// A run is ascending: search on from the last one. sc.ids
-				// holds every posting's chunk (qp.chunks()).
-				p, found := slices.BinarySearch(sc.ids[lo:], id)
-				lo += p
+				// sc.ids holds every posting's chunk (qp.chunks()).
+				var p int
+				var found bool
+				if rank.words != nil {
+					lo, found = rank.of(id)
+				} else {
+					// A run is ascending: search on from the last one.
+					p, found = slices.BinarySearch(sc.ids[lo:], id)
+					lo += p
+				}
 				if !found || sc.verdicts[lo] == verdictGone {
 					pos[k] = -1
 					continue
@@ -809,6 +831,9 @@ func fetchChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 // the document scope's.
 func docRankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][]int32, sumLen int64, filterArgs []any) ([]retrieval.DocHit, error) {
 	entitled := t.settings.Statistics.Entitled()
+	if sc.docNames != nil {
+		return docRankColumns(&req, qp, sc, at, sumLen, entitled, t.settings.BM25), nil
+	}
 	counter := retrieval.NewDocCounter(len(req.Terms))
 	for i, runs := range qp.runs {
 		for j, r := range runs {
@@ -870,6 +895,7 @@ func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string)
 	_, err := s.read(ctx, p.Tenant,
 		func(x *memindex.Index) { out = x.IDF(p, terms) },
 		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
+			st.colsOK = st.colsOK && !s.opts.ChunkScan
 			idf, err := idfTx(ctx, tx, t, st, p, terms)
 			if err == nil {
 				out = idf
@@ -898,7 +924,12 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 	}
 	// No freshness contract: the verdicts only tell hidden from visible.
 	filterArgs := []any{int16(p.Clearance), p.Barriers, int64(0), (*int64)(nil)}
-	sc, err := scanChunks(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, 0, filterArgs, qp.chunks(), false)
+	var sc chunkScan
+	if st.colsOK {
+		sc, err = scanColumns(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, qp.chunks(), false)
+	} else {
+		sc, err = scanChunks(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, 0, filterArgs, qp.chunks(), false)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -907,4 +938,92 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 		idf[i] = bm25.IDF(n, df[i])
 	}
 	return idf, nil
+}
+
+// docRankColumns is docRankTx from a chunk scan of the column blocks,
+// which numbers the documents and counts the scope's: the same evidence,
+// summed by number instead of by id, and no statement.
+func docRankColumns(req *retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][]int32, sumLen int64, entitled bool, p bm25.Params) []retrieval.DocHit {
+	terms := len(req.Terms)
+	slot := make([]int32, len(sc.docNames)) // 1 + the document's index in docs, 0 for none yet
+	var docs []retrieval.DocEvidence
+	var tfs []int64
+	for i, runs := range qp.runs {
+		for j, r := range runs {
+			for k, pos := range at[i][j] {
+				if pos < 0 {
+					continue // the chunk is gone
+				}
+				v := sc.verdicts[pos]
+				if entitled && v == verdictHidden {
+					continue // outside the scope's statistics
+				}
+				num := sc.docNum[pos]
+				if slot[num] == 0 {
+					if len(tfs) < terms {
+						tfs = make([]int64, terms*1024)
+					}
+					docs = append(docs, retrieval.DocEvidence{DocID: sc.docNames[num], Length: sc.docLens[num], TF: tfs[:terms:terms], Ranked: v == verdictKeep})
+					tfs = tfs[terms:]
+					slot[num] = int32(len(docs))
+				}
+				docs[slot[num]-1].TF[i] += int64(r.tfs[k])
+			}
+		}
+	}
+	df := make([]int64, terms)
+	for _, d := range docs {
+		for i, tf := range d.TF {
+			if tf > 0 {
+				df[i]++
+			}
+		}
+	}
+	return retrieval.RankDocs(req, docs, retrieval.DocScope{N: sc.docN, SumLen: sumLen, DF: df}, p)
+}
+
+// idRank finds ids in a sorted set of ids in constant time, when they span
+// a range not much wider than their count: a bitmap over the range and the
+// count of ids before each word of it.
+type idRank struct {
+	lo     int64
+	words  []uint64
+	before []int32
+}
+
+// newIDRank indexes ids (ascending, distinct); its words are nil when ids
+// span too wide a range.
+func newIDRank(ids []int64) idRank {
+	if len(ids) == 0 {
+		return idRank{}
+	}
+	lo, span := ids[0], uint64(ids[len(ids)-1]-ids[0])
+	if span/64 > uint64(len(ids)) {
+		return idRank{}
+	}
+	r := idRank{lo: lo, words: make([]uint64, span/64+1), before: make([]int32, span/64+1)}
+	for _, id := range ids {
+		d := uint64(id - lo)
+		r.words[d/64] |= 1 << (d % 64)
+	}
+	n := int32(0)
+	for w, word := range r.words {
+		r.before[w] = n
+		n += int32(bits.OnesCount64(word))
+	}
+	return r
+}
+
+// of is id's position in the indexed ids, and whether it is one of them.
+func (r idRank) of(id int64) (int, bool) {
+	if id < r.lo {
+		return 0, false
+	}
+	d := uint64(id - r.lo)
+	w := d / 64
+	if w >= uint64(len(r.words)) {
+		return 0, false
+	}
+	bit := uint64(1) << (d % 64)
+	return int(r.before[w]) + bits.OnesCount64(r.words[w]&(bit-1)), r.words[w]&bit != 0
 }

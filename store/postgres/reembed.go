@@ -285,6 +285,11 @@ func swapSlots(ctx context.Context, tx pgx.Tx, t tenantInfo, state string) error
 	if _, err := tx.Exec(ctx, `UPDATE `+t.tables.stats+` SET max_abs = max_abs_next, max_abs_next = max_abs, version = version + 1`); err != nil {
 		return classify(err)
 	}
+	// Every vector changed: the column blocks are built again (the caller
+	// holds the write lock exclusively).
+	if err := rebuildColumns(ctx, tx, t.tables); err != nil {
+		return err
+	}
 	cur := t.settings.Spec()
 	_, err := tx.Exec(ctx, `UPDATE cordon.tenants SET embed_model = next_model, dims = next_dims,
 		next_model = $2, next_dims = $3, reembed_state = $4 WHERE name = $1`, t.name, cur.Model, cur.Dims, state)

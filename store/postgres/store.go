@@ -86,6 +86,11 @@ type Options struct {
 	// ReplicaBackoff is how long a replica that failed a read is skipped
 	// (0: DefaultReplicaBackoff).
 	ReplicaBackoff time.Duration
+	// ChunkScan makes the SQL path read the chunks table where column
+	// blocks (migration 00014) hold what it needs, as it does for a tenant
+	// whose blocks are not built yet: slower, with the same results. The
+	// differential tests run both.
+	ChunkScan bool
 
 	// tracer, when set, traces every statement of the pool's connections;
 	// the package's tests count round trips with it.

@@ -70,6 +70,9 @@ type statsRow struct {
 	// node is the address of the server that read the stats row (on
 	// Citus, the tenant's worker): "host:port", host empty over a socket.
 	node string
+	// colsOK says the column blocks hold every chunk (migration 00014):
+	// the SQL path reads them instead of the chunks table.
+	colsOK bool
 }
 
 // lookupTenant reads a tenant's registry row and checks that this binary's
@@ -94,9 +97,9 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t 
 		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok, &t.settings.Statistics,
 		&t.settings.Model, &t.reembed, &nextModel, &nextDims}
 	if st != nil {
-		sql += `, s.version, s.n_chunks, s.sum_len, s.max_abs, s.tableoid::bigint, ` + nodeSQL
+		sql += `, s.version, s.n_chunks, s.sum_len, s.max_abs, s.tableoid::bigint, ` + nodeSQL + `, s.cols_ok`
 		from += `, ` + tablesFor(schema).stats + ` s`
-		dest = append(dest, &st.version, &st.nChunks, &st.sumLen, &st.maxAbs, &st.incarnation, &st.node)
+		dest = append(dest, &st.version, &st.nChunks, &st.sumLen, &st.maxAbs, &st.incarnation, &st.node, &st.colsOK)
 	}
 	err = db.QueryRow(ctx, sql+from+` WHERE t.name = $1`, tenant).Scan(dest...)
 	var pe *pgconn.PgError

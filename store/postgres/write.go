@@ -243,29 +243,31 @@ func (m labelDeltas) add(k labelKey, n, length int64) {
 
 // removeChunksSQL deletes the chunks of the documents $1, whose rows the
 // caller has locked, and counts them by label set (scanGone reads the
-// result). Their postings stay until their blocks are merged, and readers
-// never see them.
+// result, and their ids, for the write's column block's tombstones). Their
+// postings stay until their blocks are merged, and readers never see them.
 func removeChunksSQL(tb tables) string {
-	return `WITH gone AS (DELETE FROM ` + tb.chunks + ` WHERE doc_id = ANY($1) RETURNING classification, barriers, length)
-		SELECT classification, array_to_string(barriers, ','), count(*), sum(length)::bigint
+	return `WITH gone AS (DELETE FROM ` + tb.chunks + ` WHERE doc_id = ANY($1) RETURNING id, classification, barriers, length)
+		SELECT classification, array_to_string(barriers, ','), count(*), sum(length)::bigint, array_agg(id)
 		FROM gone GROUP BY classification, barriers`
 }
 
 // scanGone reads removeChunksSQL's result into gone and returns how many
-// chunks were removed and their length sum.
-func scanGone(rows pgx.Rows, gone labelDeltas) (n, sumLen int64, err error) {
+// chunks were removed, their length sum and their ids.
+func scanGone(rows pgx.Rows, gone labelDeltas) (n, sumLen int64, ids []int64, err error) {
 	defer rows.Close()
 	for rows.Next() {
 		var k labelKey
 		var cn, cl int64
-		if err := rows.Scan(&k.class, &k.barriers, &cn, &cl); err != nil {
-			return 0, 0, classify(err)
+		var some []int64
+		if err := rows.Scan(&k.class, &k.barriers, &cn, &cl, &some); err != nil {
+			return 0, 0, nil, classify(err)
 		}
 		gone.add(k, -cn, -cl)
 		n += cn
 		sumLen += cl
+		ids = append(ids, some...)
 	}
-	return n, sumLen, classify(rows.Err())
+	return n, sumLen, ids, classify(rows.Err())
 }
 
 // statsUpdate is what a write changes in the tenant's statistics.
@@ -370,6 +372,10 @@ type write struct {
 	chunkRows [][]any
 	postings  postingLists
 	block     int64
+	// cols holds the new chunks as the write's column block (its
+	// tombstones are added under the locks), vectors their vectors.
+	cols    colBlock
+	vectors [][]int32
 	// labels counts the new chunks by label set.
 	labels       labelDeltas
 	newN, newLen int64
@@ -457,6 +463,8 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 			for x, term := range pc.Terms {
 				w.postings.of(term).add(id, pc.TF[x])
 			}
+			w.cols.add(id, int32(c.Length), pc.NormSq, c.AsOfTick, int16(c.Classification), c.Barriers, c.DocID)
+			w.vectors = append(w.vectors, pc.Vector)
 		}
 	}
 	return w, nil
@@ -488,6 +496,7 @@ func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 	labels := maps.Clone(w.labels)
 	br := tx.SendBatch(ctx, b)
 	var oldN, oldLen int64
+	var goneIDs []int64
 	_, err := br.Exec()
 	if err == nil {
 		err = scanModels(br.QueryRow(), t)
@@ -498,7 +507,7 @@ func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 	if err == nil {
 		var rows pgx.Rows
 		if rows, err = br.Query(); err == nil {
-			oldN, oldLen, err = scanGone(rows, labels)
+			oldN, oldLen, goneIDs, err = scanGone(rows, labels)
 		}
 	}
 	if cerr := br.Close(); err == nil {
@@ -515,6 +524,10 @@ func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 		return classify(err)
 	}
 	if err := copySegment(ctx, tx, tb, w.block, w.postings); err != nil {
+		return err
+	}
+	w.cols.setGone(goneIDs)
+	if err := insertColBlock(ctx, tx, tb, w.block, &w.cols, w.vectors, t.settings.Dims); err != nil {
 		return err
 	}
 	return applyStats(ctx, tx, tb, statsUpdate{labels: labels, oldN: oldN, oldLen: oldLen, newN: w.newN, newLen: w.newLen,
@@ -608,9 +621,10 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 		br = tx.SendBatch(ctx, b)
 		gone := labelDeltas{}
 		var n, sumLen int64
+		var goneIDs []int64
 		rows, err := br.Query()
 		if err == nil {
-			n, sumLen, err = scanGone(rows, gone)
+			n, sumLen, goneIDs, err = scanGone(rows, gone)
 		}
 		if err == nil {
 			_, err = br.Exec()
@@ -621,10 +635,24 @@ func (s *Store) Delete(ctx context.Context, tenant, docID string) (bool, error) 
 		if err != nil {
 			return classify(err)
 		}
+		if len(goneIDs) > 0 {
+			block, err := nextBlock(ctx, tx, tb)
+			if err != nil {
+				return err
+			}
+			cols := &colBlock{}
+			cols.setGone(goneIDs)
+			if err := insertColBlock(ctx, tx, tb, block, cols, nil, t.settings.Dims); err != nil {
+				return err
+			}
+		}
 		return applyStats(ctx, tx, tb, statsUpdate{labels: gone, oldN: n, oldLen: sumLen, docIDs: []string{docID}})
 	})
 	if err != nil {
 		return false, fmt.Errorf("delete document %q: %w", docID, err)
+	}
+	if existed {
+		s.merge(ctx, t)
 	}
 	return existed, nil
 }
@@ -641,15 +669,22 @@ func maxAbsOf(v []int32) int32 {
 // cascade left over continues at the next write.
 const maxMergesPerWrite = 3
 
-// merge runs the merges a committed write made due. The write is durable
-// whatever happens here: a failed merge is logged and retried by the next
-// write.
+// merge runs the merges a committed write made due, of postings
+// segments and of column blocks. The write is durable whatever happens
+// here: a failed merge is logged and retried by the next write.
 func (s *Store) merge(ctx context.Context, t tenantInfo) {
+	s.mergeDue(ctx, t, "postings", func() (bool, error) { return s.mergeSegments(ctx, t.tables) })
+	s.mergeDue(ctx, t, "column blocks", func() (bool, error) { return s.mergeColumns(ctx, t) })
+}
+
+// mergeDue runs merges of one kind until none is due, at most
+// maxMergesPerWrite.
+func (s *Store) mergeDue(ctx context.Context, t tenantInfo, kind string, merge func() (bool, error)) {
 	for range maxMergesPerWrite {
-		merged, err := s.mergeSegments(ctx, t.tables)
+		merged, err := merge()
 		if err != nil {
 			if ctx.Err() == nil {
-				slog.Warn("postings merge failed; the next write retries it", "tenant", t.name, "err", err)
+				slog.Warn(kind+" merge failed; the next write retries it", "tenant", t.name, "err", err)
 			}
 			return
 		}

@@ -65,11 +65,15 @@ func TestWriteGroup(t *testing.T) {
 	if len(q.pending) != 0 {
 		t.Fatalf("%d batches left in the queue, want one group of all", len(q.pending))
 	}
-	var version, segments int64
+	var version, segments, blocks int64
 	var textA string
-	if err := s.pool.QueryRow(ctx, `SELECT (SELECT version FROM cordon_t_grp.stats), (SELECT count(*) FROM cordon_t_grp.segments),
-		(SELECT text FROM cordon_t_grp.documents WHERE doc_id = 'a')`).Scan(&version, &segments, &textA); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT version FROM cordon_t_grp.stats), (SELECT count(*) FROM cordon_t_grp.segments WHERE cols IS NULL),
+		(SELECT count(*) FROM cordon_t_grp.segments WHERE cols IS NOT NULL),
+		(SELECT text FROM cordon_t_grp.documents WHERE doc_id = 'a')`).Scan(&version, &segments, &blocks, &textA); err != nil {
 		t.Fatal(err)
+	}
+	if blocks != 2 {
+		t.Errorf("%d column blocks, want 2 (the seed's and the group's)", blocks)
 	}
 	if version != before+3 {
 		t.Errorf("version %d, want %d (one per batch)", version, before+3)

@@ -1,0 +1,322 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+// testBlock builds a block of chunks with ids, each with the vector
+// vectors[i], documents and barrier sets cycling through a few.
+func testBlock(ids []int64, gone []int64, vectors [][]int32) (*colBlock, []byte, int) {
+	b := &colBlock{}
+	sets := [][]string{nil, {"mna"}, {"deal-x", "mna"}, {"ünïcode"}}
+	for i, id := range ids {
+		b.add(id, int32(10+i), int64(100*i), int64(1000+i), int16(i%4), sets[i%len(sets)], fmt.Sprintf("doc-%d", i%3))
+	}
+	b.setGone(gone)
+	dims := 0
+	if len(vectors) > 0 {
+		dims = len(vectors[0])
+	}
+	raw, width := dimsOf(vectors, dims)
+	return b, raw, width
+}
+
+func TestColBlockRoundTrip(t *testing.T) {
+	b, _, _ := testBlock([]int64{3, 7, 8, 20, 1 << 40}, []int64{9, 2, 9}, nil)
+	if !slices.Equal(b.gone, []int64{2, 9}) {
+		t.Fatalf("setGone: %v, want sorted, each once", b.gone)
+	}
+	enc := b.encode()
+	var got colBlock
+	if err := decodeCols(enc, &got); err != nil {
+		t.Fatal(err)
+	}
+	for name, pair := range map[string][2]any{
+		"ids": {b.ids, got.ids}, "gone": {b.gone, got.gone}, "lengths": {b.lengths, got.lengths}, "norms": {b.norms, got.norms},
+		"ticks": {b.ticks, got.ticks}, "classes": {b.classes, got.classes}, "set": {b.set, got.set}, "doc": {b.doc, got.doc},
+		"docs": {b.docs, got.docs},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("%s: %v, decoded %v", name, pair[0], pair[1])
+		}
+	}
+	for i := range b.sets {
+		if !slices.Equal(b.sets[i], got.sets[i]) {
+			t.Errorf("set %d: %q, decoded %q", i, b.sets[i], got.sets[i])
+		}
+	}
+	if !bytes.Equal(got.encode(), enc) {
+		t.Error("encoding the decoded block gives other bytes")
+	}
+	// Every truncation, a trailing byte, another format and ids out of
+	// order are refused.
+	for n := range len(enc) {
+		if err := decodeCols(enc[:n], &colBlock{}); !errors.Is(err, errColBlock) {
+			t.Fatalf("truncated to %d of %d bytes: %v, want a refusal", n, len(enc), err)
+		}
+	}
+	if err := decodeCols(append(slices.Clone(enc), 0), &colBlock{}); !errors.Is(err, errColBlock) {
+		t.Errorf("a trailing byte: %v", err)
+	}
+	other := slices.Clone(enc)
+	other[0] = 2
+	if err := decodeCols(other, &colBlock{}); !errors.Is(err, errColBlock) {
+		t.Errorf("format 2: %v", err)
+	}
+	swapped := &colBlock{}
+	swapped.add(5, 1, 1, 1, 0, nil, "d")
+	swapped.add(4, 1, 1, 1, 0, nil, "d")
+	if err := decodeCols(swapped.encode(), &colBlock{}); !errors.Is(err, errColBlock) {
+		t.Errorf("ids out of order: %v", err)
+	}
+}
+
+func TestDimsWidth(t *testing.T) {
+	for _, c := range []struct {
+		top   int32
+		width int
+	}{{0, 1}, {127, 1}, {-128, 2}, {128, 2}, {32767, 2}, {-32768, 4}, {40000, 4}, {-(1 << 30), 4}} {
+		vecs := [][]int32{{1, c.top, -1}, {0, 3, c.top}}
+		raw, width := dimsOf(vecs, 3)
+		if width != c.width {
+			t.Errorf("component %d: width %d, want %d", c.top, width, c.width)
+		}
+		for d := range 3 {
+			for i, v := range vecs {
+				if got := component(raw[(d*2+i)*width:], width); got != v[d] {
+					t.Errorf("component %d: dimension %d of chunk %d reads %d, want %d", c.top, d, i, got, v[d])
+				}
+			}
+		}
+	}
+}
+
+// TestMergeColBlocks: a merge keeps the chunks no merged block deletes, in
+// id order, with their columns and vectors (widened to the widest block's
+// width), applies the tombstones naming merged chunks and carries the
+// others.
+func TestMergeColBlocks(t *testing.T) {
+	a, ra, wa := testBlock([]int64{1, 2, 6}, nil, [][]int32{{1, -2}, {3, 4}, {5, 127}})
+	b, rb, wb := testBlock([]int64{4, 5}, []int64{2, 9}, [][]int32{{-300, 7}, {8, 9}})
+	c, rc, wc := testBlock(nil, []int64{4}, nil)
+	if wa != 1 || wb != 2 {
+		t.Fatalf("widths %d and %d, want 1 and 2", wa, wb)
+	}
+	blocks := []storedBlock{{block: -1, b: *a}, {block: -2, b: *b}, {block: -3, b: *c}}
+	out, dims, width, err := mergeColBlocks(blocks, []rawDims{{ra, wa}, {rb, wb}, {rc, wc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.ids, []int64{1, 5, 6}) || !slices.Equal(out.gone, []int64{9}) {
+		t.Fatalf("merged ids %v gone %v, want [1 5 6] and [9]", out.ids, out.gone)
+	}
+	if width != 2 {
+		t.Errorf("width %d, want 2", width)
+	}
+	want := [][]int32{{1, -2}, {8, 9}, {5, 127}}
+	for d := range 2 {
+		for i := range want {
+			if got := component(dims[(d*3+i)*width:], width); got != want[i][d] {
+				t.Errorf("dimension %d of chunk %d: %d, want %d", d, out.ids[i], got, want[i][d])
+			}
+		}
+	}
+	// Chunk 5 was chunk 1 of b: its columns follow it.
+	if out.lengths[1] != b.lengths[1] || out.norms[1] != b.norms[1] || out.ticks[1] != b.ticks[1] || out.classes[1] != b.classes[1] ||
+		out.docs[out.doc[1]] != b.docs[b.doc[1]] || !slices.Equal(out.sets[out.set[1]], b.sets[b.set[1]]) {
+		t.Error("chunk 5's columns did not follow it")
+	}
+	// A chunk in two blocks is a broken store, not a merge.
+	dup, rd, wd := testBlock([]int64{6}, nil, [][]int32{{0, 0}})
+	if _, _, _, err := mergeColBlocks(append(blocks, storedBlock{block: -4, b: *dup}), []rawDims{{ra, wa}, {rb, wb}, {rc, wc}, {rd, wd}}); !errors.Is(err, errColBlock) {
+		t.Errorf("a chunk in two blocks: %v", err)
+	}
+}
+
+func FuzzDecodeCols(f *testing.F) {
+	b, _, _ := testBlock([]int64{1, 2, 3}, []int64{7}, nil)
+	f.Add(b.encode())
+	f.Add([]byte{colFormat, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got colBlock
+		if err := decodeCols(data, &got); err != nil {
+			if !errors.Is(err, errColBlock) {
+				t.Fatalf("refusal %v does not wrap errColBlock", err)
+			}
+			return
+		}
+		if !bytes.Equal(got.encode(), data) {
+			t.Fatal("a block that decodes does not encode to the same bytes")
+		}
+	})
+}
+
+// TestColumnsBuiltForOlderTenant: a tenant that held chunks before its
+// column blocks existed (stats.cols_ok false, no blocks) is ranked from
+// the chunks table, and its next write builds the blocks, which then hold
+// exactly its chunks and rank as the chunks table does.
+func TestColumnsBuiltForOlderTenant(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	settings := index.DefaultSettings()
+	s, err := Open(ctx, dbURL, Options{AutoCreate: &settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	var docs []cordontype.Document
+	for i := range 40 {
+		docs = append(docs, cordontype.Document{Tenant: "old", DocID: fmt.Sprintf("d%02d", i), Classification: cordontype.Classification(i % 3),
+			Text: fmt.Sprintf("wire transfer %d hold release ledger %d margin swap desk %d", i, i%7, i%5)})
+	}
+	if _, err := s.PutBatch(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, "old", "d03"); err != nil {
+		t.Fatal(err)
+	}
+	req := retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "old", Clearance: cordontype.Internal, Barriers: []string{}},
+		Tokens: analysis.Tokenize("wire ledger 3"), Terms: analysis.TokenSet("wire ledger 3"), NowTick: 10, TopN: 10, Docs: true}
+	scan, err := Open(ctx, dbURL, Options{ChunkScan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(scan.Close)
+	rankOn := func(s *Store) retrieval.Rankings {
+		t.Helper()
+		r := req
+		q, err := s.EmbedQuery(ctx, settings.Spec(), "wire ledger 3", r.Terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Dense = q
+		rk, err := s.Rank(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rk
+	}
+	rank := func() retrieval.Rankings { return rankOn(s) }
+	want := rank()
+	if len(want.Dense) == 0 || len(want.Lexical) == 0 || len(want.Docs) == 0 {
+		t.Fatalf("the query found too little to compare: %+v", want)
+	}
+	blocks := func() (n int64) {
+		t.Helper()
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM cordon_t_old.segments WHERE cols IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if blocks() == 0 {
+		t.Fatal("no column blocks after the writes")
+	}
+	// As migration 00014 leaves a tenant that held chunks.
+	if _, err := s.pool.Exec(ctx, `DELETE FROM cordon_t_old.segments WHERE cols IS NOT NULL; UPDATE cordon_t_old.stats SET cols_ok = false`); err != nil {
+		t.Fatal(err)
+	}
+	if got := rank(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ranked from the chunks table:\n%+v\nwant\n%+v", got, want)
+	}
+	if err := s.VerifyColumns(ctx, "old"); err != nil {
+		t.Fatalf("verify with cols_ok false: %v", err)
+	}
+	if _, err := s.Put(ctx, cordontype.Document{Tenant: "old", DocID: "zz", Text: "unrelated words entirely", Classification: cordontype.Public}); err != nil {
+		t.Fatal(err)
+	}
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT cols_ok FROM cordon_t_old.stats`).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	if !ok || blocks() == 0 {
+		t.Fatalf("after a write: cols_ok %v with %d blocks, want the blocks built", ok, blocks())
+	}
+	if err := s.VerifyColumns(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rank(), rankOn(scan); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ranked from the built blocks:\n%+v\nfrom the chunks table:\n%+v", got, want)
+	}
+}
+
+// TestColumnTombstonesCollected: when tombstones outnumber a quarter of
+// the blocks' chunks, a merge takes every block and drops them, and the
+// blocks still hold exactly the tenant's chunks.
+func TestColumnTombstonesCollected(t *testing.T) {
+	defer func(n int64) { colGoneMin = n }(colGoneMin)
+	colGoneMin = 8
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	settings := index.DefaultSettings()
+	s, err := Open(ctx, dbURL, Options{AutoCreate: &settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	var docs []cordontype.Document
+	for i := range 30 {
+		docs = append(docs, cordontype.Document{Tenant: "tomb", DocID: fmt.Sprintf("d%02d", i), Text: fmt.Sprintf("alpha beta %d", i), Classification: cordontype.Public})
+	}
+	if _, err := s.PutBatch(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if _, err := s.Delete(ctx, "tomb", fmt.Sprintf("d%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gone, chunks int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(postings - cols_n), 0)::bigint, coalesce(sum(cols_n), 0)::bigint FROM cordon_t_tomb.segments WHERE cols IS NOT NULL`).Scan(&gone, &chunks); err != nil {
+		t.Fatal(err)
+	}
+	if chunks-gone != 18 || chunks == 30 {
+		t.Errorf("after deleting 12 of 30: %d chunks and %d tombstones in the blocks, want 18 live and the deleted ones collected", chunks, gone)
+	}
+	if err := s.VerifyColumns(ctx, "tomb"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIDRank: the constant-time lookup agrees with a binary search for
+// ids in the set, between them and outside it, and declines a set too
+// spread out.
+func TestIDRank(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		n := 1 + r.IntN(300)
+		var ids []int64
+		id := int64(r.IntN(1000))
+		for range n {
+			id += 1 + int64(r.IntN(1+trial%70))
+			ids = append(ids, id)
+		}
+		rank := newIDRank(ids)
+		spread := uint64(ids[len(ids)-1]-ids[0])/64 > uint64(len(ids))
+		if (rank.words == nil) != spread {
+			t.Fatalf("trial %d: indexed %v, want %v for %d ids over %d", trial, rank.words != nil, !spread, len(ids), ids[len(ids)-1]-ids[0])
+		}
+		if rank.words == nil {
+			continue
+		}
+		for probe := ids[0] - 70; probe <= ids[len(ids)-1]+70; probe++ {
+			wantAt, wantFound := slices.BinarySearch(ids, probe)
+			at, found := rank.of(probe)
+			if found != wantFound || found && at != wantAt {
+				t.Fatalf("trial %d, id %d: (%d, %v), want (%d, %v)", trial, probe, at, found, wantAt, wantFound)
+			}
+		}
+	}
+}
