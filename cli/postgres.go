@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/chunk"
@@ -37,7 +38,11 @@ superuser; a DBA can run it beforehand, and then Cordon's role needs none.
 The role needs CREATE on the database and on schema public (a database owner
 has both).
 
-  up               apply every pending migration (the default); with
+  up               apply every pending migration (the default), then build
+                   the column blocks of tenants that have none yet (tenants
+                   that held chunks before migration 00014; each tenant's
+                   writes wait while its blocks are built; without this step
+                   a tenant's first write starts its build); with
                    --service-role ROLE ($CORDON_SERVICE_ROLE), then make ROLE a
                    service role as 'cordon tenant grant ROLE' does, so that a
                    deploy's one migration step leaves the database ready for
@@ -56,8 +61,10 @@ Examples:
 		Subs: []*cmdline.Command{
 			{Name: "up", Summary: "apply every pending migration", Run: runMigrate, Usage: `Usage: cordon migrate up [--database-url URL] [--service-role ROLE]
 
-Applies every pending migration under an advisory lock and prints the
-database's version. 'cordon migrate' alone does the same. --service-role
+Applies every pending migration under an advisory lock, builds the column
+blocks of tenants that have none yet (tenants that held chunks before
+migration 00014; the SQL query path reads them) and prints the database's
+version. 'cordon migrate' alone does the same. --service-role
 ROLE ($CORDON_SERVICE_ROLE; comma-separated for several) then makes ROLE a
 service role, as 'cordon tenant grant ROLE' does: run as the owner role, one
 step migrates and grants. The role must exist.
@@ -259,6 +266,9 @@ func runMigrate(ctx context.Context, env Env, c *cmdline.Command, args []string)
 		for _, r := range res {
 			fmt.Fprintf(env.Stdout, "applied %05d %s\n", r.Version, r.Source)
 		}
+		if err := buildColumns(ctx, env, url); err != nil {
+			return err
+		}
 		if err := grantServiceRoles(ctx, env, url, cmdline.SplitList(*serviceRoles)); err != nil {
 			return err
 		}
@@ -282,6 +292,20 @@ func runMigrate(ctx context.Context, env Env, c *cmdline.Command, args []string)
 		return nil
 	}
 	return nil
+}
+
+// buildColumns builds the column blocks of the tenants that held chunks
+// before migration 00014 (the SQL query path reads them), printing each.
+func buildColumns(ctx context.Context, env Env, url string) error {
+	st, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, err = st.BuildColumns(ctx, func(tenant string, chunks int64, took time.Duration) {
+		fmt.Fprintf(env.Stdout, "built the column blocks of tenant %s (%d chunks) in %.1fs\n", tenant, chunks, took.Seconds())
+	})
+	return err
 }
 
 // settingsFlags registers the index-settings flags on fs. Without --dims

@@ -166,8 +166,9 @@ func FuzzDecodeCols(f *testing.F) {
 
 // TestColumnsBuiltForOlderTenant: a tenant that held chunks before its
 // column blocks existed (stats.cols_ok false, no blocks) is ranked from
-// the chunks table, and its next write builds the blocks, which then hold
-// exactly its chunks and rank as the chunks table does.
+// the chunks table, and its next write starts a build of the blocks in the
+// background, which then hold exactly its chunks and rank as the chunks
+// table does.
 func TestColumnsBuiltForOlderTenant(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testDatabase(t)
@@ -237,6 +238,7 @@ func TestColumnsBuiltForOlderTenant(t *testing.T) {
 	if _, err := s.Put(ctx, cordontype.Document{Tenant: "old", DocID: "zz", Text: "unrelated words entirely", Classification: cordontype.Public}); err != nil {
 		t.Fatal(err)
 	}
+	s.builds.wait() // the write started the build in the background
 	var ok bool
 	if err := s.pool.QueryRow(ctx, `SELECT cols_ok FROM cordon_t_old.stats`).Scan(&ok); err != nil {
 		t.Fatal(err)

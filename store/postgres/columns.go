@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/pgvector/pgvector-go"
@@ -74,6 +76,121 @@ func insertColRaw(ctx context.Context, tx pgx.Tx, tb tables, block int64, b *col
 	return classify(err)
 }
 
+// colBuilds runs the column block builds of tenants whose blocks are not
+// built (stats.cols_ok false): one at a time per tenant, each in the
+// background, so that the write that found a tenant without blocks does
+// not wait for its build. Close cancels them (a cancelled build commits
+// nothing; a later write starts it again).
+type colBuilds struct {
+	mu      sync.Mutex
+	running map[string]bool
+	wg      sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closed  bool
+}
+
+// start runs build(t) in the background unless one of t's runs already.
+func (b *colBuilds) start(t tenantInfo, build func(context.Context, tenantInfo) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.running[t.tables.schema] {
+		return
+	}
+	if b.running == nil {
+		b.running = map[string]bool{}
+	}
+	b.running[t.tables.schema] = true
+	b.wg.Go(func() {
+		defer func() {
+			b.mu.Lock()
+			delete(b.running, t.tables.schema)
+			b.mu.Unlock()
+		}()
+		if err := build(b.ctx, t); err != nil && b.ctx.Err() == nil {
+			slog.Warn("building column blocks failed; the next write retries", "tenant", t.name, "err", err)
+		}
+	})
+}
+
+// wait waits for the builds under way.
+func (b *colBuilds) wait() { b.wg.Wait() }
+
+// close cancels the builds under way and waits for them.
+func (b *colBuilds) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	if b.cancel != nil {
+		b.cancel()
+	}
+	b.wg.Wait()
+}
+
+// buildColumns builds t's column blocks from its chunks table, under its
+// write lock (exclusively: writes wait meanwhile), unless they were built
+// since, and logs what it did.
+func (s *Store) buildColumns(ctx context.Context, t tenantInfo) error {
+	start := time.Now()
+	var chunks int64
+	built := false
+	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if err := lockWriteExclusive(ctx, tx, t.tables); err != nil {
+			return err
+		}
+		var ok bool
+		if err := tx.QueryRow(ctx, `SELECT cols_ok, n_chunks FROM `+t.tables.stats).Scan(&ok, &chunks); err != nil {
+			return classify(err)
+		}
+		if ok {
+			return nil
+		}
+		built = true
+		return rebuildColumns(ctx, tx, t.tables)
+	})
+	if err == nil && built {
+		slog.Info("built column blocks", "tenant", t.name, "chunks", chunks, "seconds", time.Since(start).Seconds())
+	}
+	return err
+}
+
+// BuildColumns builds the column blocks of every tenant that has none
+// yet (a tenant that held chunks before migration 00014), one tenant at a
+// time, each in a transaction holding the tenant's write lock: writes to
+// that tenant wait meanwhile. done is called after each tenant built. It
+// returns how many tenants it built. Without it, a tenant's first write
+// after the migration starts its build in the background.
+func (s *Store) BuildColumns(ctx context.Context, done func(tenant string, chunks int64, took time.Duration)) (int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name FROM cordon.tenants ORDER BY name`)
+	if err != nil {
+		return 0, classify(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, classify(err)
+	}
+	built := 0
+	for _, name := range names {
+		var st statsRow
+		t, found, err := lookupTenant(ctx, s.pool, name, &st)
+		if err != nil {
+			return built, err
+		}
+		if !found || st.colsOK {
+			continue
+		}
+		start := time.Now()
+		if err := s.buildColumns(ctx, t); err != nil {
+			return built, fmt.Errorf("build column blocks of tenant %q: %w", name, err)
+		}
+		built++
+		if done != nil {
+			done(name, st.nChunks, time.Since(start))
+		}
+	}
+	return built, nil
+}
+
 // storedBlock is a column block as read whole.
 type storedBlock struct {
 	block int64
@@ -90,13 +207,8 @@ func (s *Store) mergeColumns(ctx context.Context, t tenantInfo) (bool, error) {
 		return false, classify(err)
 	}
 	if !ok {
-		err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-			if err := lockWriteExclusive(ctx, tx, tb); err != nil {
-				return err
-			}
-			return rebuildColumns(ctx, tx, tb)
-		})
-		return err == nil, err
+		s.builds.start(t, s.buildColumns)
+		return false, nil
 	}
 	merged := false
 	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {

@@ -130,6 +130,9 @@ type Store struct {
 	// models is each tenant's embedding model (tenant name -> embed.Spec)
 	// as the read path's last lookup of it read it (TenantModel).
 	models sync.Map
+	// builds runs the column block builds of tenants written before
+	// migration 00014 (columns.go), in the background.
+	builds colBuilds
 }
 
 // Open connects to url. The migrations must have been applied (migrate.Up);
@@ -182,6 +185,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	st := &Store{pool: pool, opts: opts, replicas: replicas, citus: citus,
 		audit: audit.New(pool, opts.AuditKeys, SchemaName, auditLookup)}
+	st.builds.ctx, st.builds.cancel = context.WithCancel(context.Background())
 	if opts.CacheBytes > 0 {
 		st.cache = newCache(opts.CacheBytes, opts.CacheLoadInBackground, opts.evictMinIdle)
 		st.cache.hook = opts.loadHook
@@ -234,6 +238,7 @@ func vectorTypeError(ctx context.Context, c *pgx.Conn, err error) error {
 
 // Close stops background loads and closes the pools.
 func (s *Store) Close() {
+	s.builds.close()
 	if s.cache != nil {
 		s.cache.close()
 	}
