@@ -172,12 +172,7 @@ func FuzzDecodeCols(f *testing.F) {
 func TestColumnsBuiltForOlderTenant(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testDatabase(t)
-	settings := index.DefaultSettings()
-	s, err := Open(ctx, dbURL, Options{AutoCreate: &settings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, settings := openAutoCreate(t, dbURL)
 	var docs []cordontype.Document
 	for i := range 40 {
 		docs = append(docs, cordontype.Document{Tenant: "old", DocID: fmt.Sprintf("d%02d", i), Classification: cordontype.Classification(i % 3),
@@ -262,12 +257,7 @@ func TestColumnTombstonesCollected(t *testing.T) {
 	colGoneMin = 8
 	ctx := context.Background()
 	dbURL := testDatabase(t)
-	settings := index.DefaultSettings()
-	s, err := Open(ctx, dbURL, Options{AutoCreate: &settings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, _ := openAutoCreate(t, dbURL)
 	var docs []cordontype.Document
 	for i := range 30 {
 		docs = append(docs, cordontype.Document{Tenant: "tomb", DocID: fmt.Sprintf("d%02d", i), Text: fmt.Sprintf("alpha beta %d", i), Classification: cordontype.Public})
@@ -321,4 +311,17 @@ func TestIDRank(t *testing.T) {
 			}
 		}
 	}
+}
+
+// openAutoCreate opens a store on dbURL that creates tenants with the
+// default settings, closed when the test ends.
+func openAutoCreate(t *testing.T, dbURL string) (*Store, index.Settings) {
+	t.Helper()
+	settings := index.DefaultSettings()
+	s, err := Open(context.Background(), dbURL, Options{AutoCreate: &settings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, settings
 }

@@ -212,12 +212,8 @@ func (s *Store) mergeColumns(ctx context.Context, t tenantInfo) (bool, error) {
 	}
 	merged := false
 	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		var got bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema).Scan(&got); err != nil {
-			return classify(err)
-		}
-		if !got {
-			return nil
+		if got, err := tryMergeLock(ctx, tx, tb); err != nil || !got {
+			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT block, postings, cols_n FROM `+tb.segments+` WHERE cols IS NOT NULL ORDER BY block DESC`)
 		if err != nil {
@@ -385,8 +381,8 @@ func mergeColBlocks(blocks []storedBlock, raws []rawDims) (*colBlock, []byte, in
 // tenant's write lock exclusively; the merge lock is taken here, so no
 // merge runs beside it.
 func rebuildColumns(ctx context.Context, tx pgx.Tx, tb tables) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema); err != nil {
-		return classify(err)
+	if err := waitMergeLock(ctx, tx, tb); err != nil {
+		return err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM `+tb.segments+` WHERE cols IS NOT NULL`); err != nil {
 		return classify(err)

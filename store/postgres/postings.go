@@ -223,6 +223,21 @@ func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists p
 // tenant's merges and collections (the second is hashtext(schema)).
 const mergeLockClass = 0x436f7264 // "Cord"
 
+// tryMergeLock takes the tenant's merge lock for tx's duration, if no
+// other transaction holds it, and reports whether it did.
+func tryMergeLock(ctx context.Context, tx pgx.Tx, tb tables) (bool, error) {
+	var got bool
+	err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema).Scan(&got)
+	return got, classify(err)
+}
+
+// waitMergeLock takes the tenant's merge lock for tx's duration, waiting
+// for a merge that holds it.
+func waitMergeLock(ctx context.Context, tx pgx.Tx, tb tables) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema)
+	return classify(err)
+}
+
 // mergeSegments merges one set of segments chosen by mergePick, if any, in
 // its own transaction: the merged segments' rows are read, the postings of
 // removed chunks dropped, one row per term written as a new segment and the
@@ -232,12 +247,8 @@ const mergeLockClass = 0x436f7264 // "Cord"
 func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 	merged := false
 	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		var got bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema).Scan(&got); err != nil {
-			return classify(err)
-		}
-		if !got {
-			return nil
+		if got, err := tryMergeLock(ctx, tx, tb); err != nil || !got {
+			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT block, postings FROM `+tb.segments+` WHERE cols IS NULL ORDER BY block`)
 		if err != nil {
@@ -477,8 +488,8 @@ func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables, dead, live int64) e
 // blocks left empty, and resets stats.dead_postings.
 func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 	// Wait for a running merge, and keep merges out until this commits.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema); err != nil {
-		return classify(err)
+	if err := waitMergeLock(ctx, tx, tb); err != nil {
+		return err
 	}
 	if _, err := tx.Exec(ctx, `
 		UPDATE `+tb.postings+` p SET n = f.n, chunks = f.chunks, tfs = f.tfs, terms = f.terms

@@ -835,20 +835,9 @@ func docRankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankR
 		return docRankColumns(&req, qp, sc, at, sumLen, entitled, t.settings.BM25), nil
 	}
 	counter := retrieval.NewDocCounter(len(req.Terms))
-	for i, runs := range qp.runs {
-		for j, r := range runs {
-			for k, p := range at[i][j] {
-				if p < 0 {
-					continue // the chunk is gone
-				}
-				v := sc.verdicts[p]
-				if entitled && v == verdictHidden {
-					continue // outside the scope's statistics
-				}
-				counter.Add(i, sc.docIDs[p], int64(r.tfs[k]), v == verdictKeep)
-			}
-		}
-	}
+	eachDocPosting(qp, sc, at, entitled, func(i int, p int32, tf int64, v int32) {
+		counter.Add(i, sc.docIDs[p], tf, v == verdictKeep)
+	})
 	ids := counter.IDs()
 	sc2 := retrieval.DocScope{SumLen: sumLen}
 	countSQL := `SELECT count(*)::bigint FROM ` + t.tables.documents + ` c`
@@ -940,14 +929,11 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 	return idf, nil
 }
 
-// docRankColumns is docRankTx from a chunk scan of the column blocks,
-// which numbers the documents and counts the scope's: the same evidence,
-// summed by number instead of by id, and no statement.
-func docRankColumns(req *retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][]int32, sumLen int64, entitled bool, p bm25.Params) []retrieval.DocHit {
-	terms := len(req.Terms)
-	slot := make([]int32, len(sc.docNames)) // 1 + the document's index in docs, 0 for none yet
-	var docs []retrieval.DocEvidence
-	var tfs []int64
+// eachDocPosting calls fn with every posting of qp (placed in sc by at)
+// that counts for the document ranking: term i, the chunk's position in
+// sc, the tf and the chunk's verdict; not those of chunks that are gone,
+// nor, under the entitled scope, of hidden ones.
+func eachDocPosting(qp queryPostings, sc chunkScan, at [][][]int32, entitled bool, fn func(i int, pos int32, tf int64, verdict int32)) {
 	for i, runs := range qp.runs {
 		for j, r := range runs {
 			for k, pos := range at[i][j] {
@@ -958,19 +944,32 @@ func docRankColumns(req *retrieval.RankRequest, qp queryPostings, sc chunkScan, 
 				if entitled && v == verdictHidden {
 					continue // outside the scope's statistics
 				}
-				num := sc.docNum[pos]
-				if slot[num] == 0 {
-					if len(tfs) < terms {
-						tfs = make([]int64, terms*1024)
-					}
-					docs = append(docs, retrieval.DocEvidence{DocID: sc.docNames[num], Length: sc.docLens[num], TF: tfs[:terms:terms], Ranked: v == verdictKeep})
-					tfs = tfs[terms:]
-					slot[num] = int32(len(docs))
-				}
-				docs[slot[num]-1].TF[i] += int64(r.tfs[k])
+				fn(i, pos, int64(r.tfs[k]), v)
 			}
 		}
 	}
+}
+
+// docRankColumns is docRankTx from a chunk scan of the column blocks,
+// which numbers the documents and counts the scope's: the same evidence,
+// summed by number instead of by id, and no statement.
+func docRankColumns(req *retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][]int32, sumLen int64, entitled bool, p bm25.Params) []retrieval.DocHit {
+	terms := len(req.Terms)
+	slot := make([]int32, len(sc.docNames)) // 1 + the document's index in docs, 0 for none yet
+	var docs []retrieval.DocEvidence
+	var tfs []int64
+	eachDocPosting(qp, sc, at, entitled, func(i int, pos int32, tf int64, v int32) {
+		num := sc.docNum[pos]
+		if slot[num] == 0 {
+			if len(tfs) < terms {
+				tfs = make([]int64, terms*1024)
+			}
+			docs = append(docs, retrieval.DocEvidence{DocID: sc.docNames[num], Length: sc.docLens[num], TF: tfs[:terms:terms], Ranked: v == verdictKeep})
+			tfs = tfs[terms:]
+			slot[num] = int32(len(docs))
+		}
+		docs[slot[num]-1].TF[i] += tf
+	})
 	df := make([]int64, terms)
 	for _, d := range docs {
 		for i, tf := range d.TF {

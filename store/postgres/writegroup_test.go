@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/cordontype"
-	"github.com/cordon-rag/cordon/index"
 )
 
 // TestWriteGroup queues three batches, two of them writing one document,
@@ -16,12 +15,7 @@ import (
 func TestWriteGroup(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testDatabase(t)
-	settings := index.DefaultSettings()
-	s, err := Open(ctx, dbURL, Options{AutoCreate: &settings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, _ := openAutoCreate(t, dbURL)
 	if _, err := s.Put(ctx, cordontype.Document{Tenant: "grp", DocID: "seed", Text: "seed words", Classification: cordontype.Public}); err != nil {
 		t.Fatal(err)
 	}
