@@ -129,6 +129,7 @@ fuzz: ## fuzz the tokenizer, term vocabulary, chunker, replay decoder, postings 
 	$(GO) test ./replay/ -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./store/postgres/ -run '^$$' -fuzz '^FuzzPostingsArrays$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./store/postgres/ -run '^$$' -fuzz '^FuzzDecodeCols$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./store/postgres/ -run '^$$' -fuzz '^FuzzDecodePacked$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzDecodeStrict$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzReadLine$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzWalkJSON$$' -fuzztime $(FUZZTIME)

@@ -40,9 +40,11 @@ has both).
 
   up               apply every pending migration (the default), then build
                    the column blocks of tenants that have none yet (tenants
-                   that held chunks before migration 00014; each tenant's
-                   writes wait while its blocks are built; without this step
-                   a tenant's first write starts its build); with
+                   that held chunks before migration 00014; without this step
+                   a tenant's first write starts its build) and pack the
+                   postings rows written before migration 00015 (without this
+                   step they are read as they are until a merge rewrites
+                   them); each tenant's writes wait while it is upgraded; with
                    --service-role ROLE ($CORDON_SERVICE_ROLE), then make ROLE a
                    service role as 'cordon tenant grant ROLE' does, so that a
                    deploy's one migration step leaves the database ready for
@@ -266,7 +268,7 @@ func runMigrate(ctx context.Context, env Env, c *cmdline.Command, args []string)
 		for _, r := range res {
 			fmt.Fprintf(env.Stdout, "applied %05d %s\n", r.Version, r.Source)
 		}
-		if err := buildColumns(ctx, env, url); err != nil {
+		if err := upgradeTenants(ctx, env, url); err != nil {
 			return err
 		}
 		if err := grantServiceRoles(ctx, env, url, cmdline.SplitList(*serviceRoles)); err != nil {
@@ -294,16 +296,22 @@ func runMigrate(ctx context.Context, env Env, c *cmdline.Command, args []string)
 	return nil
 }
 
-// buildColumns builds the column blocks of the tenants that held chunks
-// before migration 00014 (the SQL query path reads them), printing each.
-func buildColumns(ctx context.Context, env Env, url string) error {
+// upgradeTenants builds the column blocks of the tenants that held chunks
+// before migration 00014 and packs the postings rows written before
+// migration 00015 (the SQL query path reads both), printing each tenant.
+func upgradeTenants(ctx context.Context, env Env, url string) error {
 	st, err := postgres.Open(ctx, url, postgres.Options{})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	_, err = st.BuildColumns(ctx, func(tenant string, chunks int64, took time.Duration) {
+	if _, err := st.BuildColumns(ctx, func(tenant string, chunks int64, took time.Duration) {
 		fmt.Fprintf(env.Stdout, "built the column blocks of tenant %s (%d chunks) in %.1fs\n", tenant, chunks, took.Seconds())
+	}); err != nil {
+		return err
+	}
+	_, err = st.PackPostings(ctx, func(tenant string, rows int64, took time.Duration) {
+		fmt.Fprintf(env.Stdout, "packed the postings of tenant %s (%d rows) in %.1fs\n", tenant, rows, took.Seconds())
 	})
 	return err
 }

@@ -10,10 +10,12 @@ import (
 )
 
 // TestMigrateBuildsColumnBlocks: a tenant left without column blocks by
-// migration 00014 (it held chunks: stats.cols_ok false) is ranked from the
-// chunks table as the reference ranks; 'cordon migrate' builds its blocks,
-// says so, and the blocks then hold exactly its chunks and rank the same.
-// Under churn (replacements and deletions) the blocks stay exact.
+// migration 00014 (it held chunks: stats.cols_ok false) and with postings
+// rows as arrays (written before migration 00015) is ranked from the
+// chunks table and the arrays as the reference ranks; 'cordon migrate'
+// builds its blocks and packs its postings, says so, and the blocks then
+// hold exactly its chunks, and both rank the same. Under churn
+// (replacements and deletions) the blocks stay exact.
 func TestMigrateBuildsColumnBlocks(t *testing.T) {
 	dbURL := migrated(t)
 	ctx := context.Background()
@@ -41,13 +43,26 @@ func TestMigrateBuildsColumnBlocks(t *testing.T) {
 	if err := m.st.VerifyColumns(ctx, "legacy"); err != nil {
 		t.Fatal(err)
 	}
-	// As migration 00014 leaves a tenant that held chunks.
+	// As migration 00014 leaves a tenant that held chunks, with its
+	// postings as rows written before 00015 hold them.
 	execSQL(t, dbURL, `DELETE FROM cordon_t_legacy.segments WHERE cols IS NOT NULL`)
 	execSQL(t, dbURL, `UPDATE cordon_t_legacy.stats SET cols_ok = false`)
+	execSQL(t, dbURL, `UPDATE cordon_t_legacy.postings p SET (chunks, tfs, terms, data) =
+		(SELECT u.chunks, u.tfs, u.terms, NULL::bytea FROM cordon.unpack_postings(p.data) u)`)
+	arrayRows := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_legacy.postings WHERE data IS NULL`)
+	if arrayRows == 0 {
+		t.Fatal("no postings rows as arrays")
+	}
 	m.check("read from the chunks table", queries...)
 	out := string(cordonCLI(t, "migrate", "--database-url", dbURL))
 	if !strings.Contains(out, "built the column blocks of tenant legacy (") {
 		t.Fatalf("cordon migrate did not build the blocks:\n%s", out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("packed the postings of tenant legacy (%d rows)", arrayRows)) {
+		t.Fatalf("cordon migrate did not pack the %d array rows:\n%s", arrayRows, out)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_legacy.postings WHERE data IS NULL`); n != 0 {
+		t.Fatalf("%d postings rows still arrays after cordon migrate", n)
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_legacy.stats WHERE cols_ok`); n != 1 {
 		t.Fatal("cols_ok still false after cordon migrate")
@@ -57,8 +72,8 @@ func TestMigrateBuildsColumnBlocks(t *testing.T) {
 	}
 	m.check("read from the built blocks", queries...)
 	// Again: nothing to build.
-	if out := string(cordonCLI(t, "migrate", "--database-url", dbURL)); strings.Contains(out, "built the column blocks") {
-		t.Fatalf("a second cordon migrate built blocks again:\n%s", out)
+	if out := string(cordonCLI(t, "migrate", "--database-url", dbURL)); strings.Contains(out, "built the column blocks") || strings.Contains(out, "packed") {
+		t.Fatalf("a second cordon migrate built blocks or packed postings again:\n%s", out)
 	}
 	// Churn: replace a third, delete a third, one at a time.
 	for i := range 60 {

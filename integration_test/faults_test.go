@@ -52,10 +52,10 @@ func TestFailedPutKeepsPreviousVersion(t *testing.T) {
 	put(t, st, cordontype.Document{Tenant: "ft", DocID: "d1", Text: "original version of the hold policy", Classification: cordontype.Public})
 	before := snapshot(t, st, "ft")
 	statsBefore := queryInt(t, dbURL, `SELECT n_chunks * 1000000 + sum_len FROM cordon_t_ft.stats`)
-	// A rare term's postings go to its bucket row, whose terms array names
-	// it (store/postgres/postings.go); a common one's to a row of its own.
+	// A rare term's postings go to its bucket row, whose packed postings
+	// name it (store/postgres/packed.go); a common one's to a row of its own.
 	execSQL(t, dbURL, `CREATE FUNCTION cordon_t_ft.explode() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF NEW.term = 'explode' OR 'explode' = ANY(NEW.terms) THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$;
+		BEGIN IF NEW.term = 'explode' OR 'explode' = ANY((cordon.unpack_postings(NEW.data)).terms) THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$;
 		CREATE TRIGGER explode BEFORE INSERT ON cordon_t_ft.postings FOR EACH ROW EXECUTE FUNCTION cordon_t_ft.explode()`)
 	_, err := st.Put(ctx, cordontype.Document{Tenant: "ft", DocID: "d1", Text: "replacement that will explode midway", Classification: cordontype.Public})
 	if err == nil || !strings.Contains(err.Error(), "injected failure") {
@@ -81,7 +81,7 @@ func TestKilledConnectionKeepsPreviousVersion(t *testing.T) {
 	before := snapshot(t, st, "kt")
 	// Writing the term "sleepy" parks the writer inside its transaction.
 	execSQL(t, dbURL, `CREATE FUNCTION cordon_t_kt.park() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF NEW.term = 'sleepy' OR 'sleepy' = ANY(NEW.terms) THEN PERFORM pg_sleep(30); END IF; RETURN NEW; END $$;
+		BEGIN IF NEW.term = 'sleepy' OR 'sleepy' = ANY((cordon.unpack_postings(NEW.data)).terms) THEN PERFORM pg_sleep(30); END IF; RETURN NEW; END $$;
 		CREATE TRIGGER park BEFORE INSERT ON cordon_t_kt.postings FOR EACH ROW EXECUTE FUNCTION cordon_t_kt.park()`)
 	done := make(chan error, 1)
 	go func() {

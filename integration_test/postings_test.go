@@ -74,8 +74,11 @@ func TestPostingsGarbageCollected(t *testing.T) {
 	if d, s, l := dead(), stored(), live(); d >= 75*90 || s-l > d {
 		t.Fatalf("after deleting most documents: dead_postings %d, %d postings stored, %d live: want a collection, and garbage <= the counter", d, s, l)
 	}
-	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.postings WHERE n = 0 OR cardinality(chunks) <> n`); n != 0 {
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM `+unpacked("cordon_t_gc")+` p WHERE n = 0 OR cardinality(chunks) <> n OR cardinality(tfs) <> n`); n != 0 {
 		t.Fatalf("%d blocks empty or miscounted after collection", n)
+	}
+	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_gc.postings WHERE data IS NULL`); n != 0 {
+		t.Fatalf("%d rows still in arrays after collection", n)
 	}
 	check("collected")
 	if n := queryInt(t, dbURL, `SELECT coalesce(max(c), 0)::bigint FROM (SELECT count(*) AS c FROM cordon_t_gc.postings GROUP BY term) x`); n > 7*4 {
@@ -146,8 +149,19 @@ func (m *mirror) check(step string, texts ...string) {
 func livePostings(t *testing.T, dbURL, schema string) int64 {
 	t.Helper()
 	q := func(table string) string { return pgx.Identifier{schema, table}.Sanitize() }
-	return queryInt(t, dbURL, `SELECT count(*) FROM `+q("postings")+` p
+	return queryInt(t, dbURL, `SELECT count(*) FROM `+unpacked(schema)+` p
 		CROSS JOIN LATERAL unnest(p.chunks) AS u(chunk) JOIN `+q("chunks")+` c ON c.id = u.chunk`)
+}
+
+// unpacked is SQL for schema's postings table with each row's postings as
+// arrays: unpacked from data (cordon.unpack_postings), or as stored by a
+// row written before packed postings.
+func unpacked(schema string) string {
+	return `(SELECT p.term, p.block, p.n, p.data,
+		        CASE WHEN p.data IS NULL THEN p.chunks ELSE u.chunks END AS chunks,
+		        CASE WHEN p.data IS NULL THEN p.tfs ELSE u.tfs END AS tfs,
+		        CASE WHEN p.data IS NULL THEN p.terms ELSE u.terms END AS terms
+		FROM ` + pgx.Identifier{schema, "postings"}.Sanitize() + ` p LEFT JOIN LATERAL cordon.unpack_postings(p.data) u ON true)`
 }
 
 // TestPostingsBucketRows: a segment keeps the postings of its rare terms in
@@ -184,7 +198,7 @@ func TestPostingsBucketRows(t *testing.T) {
 	batch(0, 40)
 	m.check("one segment", queries...)
 	rows := func(where string) int64 {
-		return queryInt(t, dbURL, `SELECT count(*) FROM cordon_t_bkt.postings WHERE `+where)
+		return queryInt(t, dbURL, `SELECT count(*) FROM `+unpacked("cordon_t_bkt")+` p WHERE `+where)
 	}
 	// 40 chunks: the common words and tx0..2 have more than 8 postings
 	// each, rareN one and pmtN five or six.
@@ -214,7 +228,7 @@ func TestPostingsBucketRows(t *testing.T) {
 		t.Fatal("no bucket rows after the merges")
 	}
 	before := queryInt(t, dbURL, `SELECT count(*) FROM (SELECT DISTINCT coalesce(u.term, p.term), p.block
-		FROM cordon_t_bkt.postings p CROSS JOIN LATERAL unnest(p.chunks, p.terms) AS u(chunk, term)) x`)
+		FROM `+unpacked("cordon_t_bkt")+` p CROSS JOIN LATERAL unnest(p.chunks, p.terms) AS u(chunk, term)) x`)
 	postings := queryInt(t, dbURL, `SELECT sum(n)::bigint FROM cordon_t_bkt.postings`)
 
 	// Down to schema version 9: one term row per term and block.

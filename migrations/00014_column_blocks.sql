@@ -7,7 +7,7 @@
 -- heap row of about 1.8 KB per chunk through the executor. From version 11
 -- the segments table also holds column blocks: rows whose cols is not
 -- NULL, holding a set of chunks as columns (store/postgres/colblock.go
--- and docs/spec.md, "Column blocks", give the layout byte for byte):
+-- and docs/architecture.md, "Column blocks", give the layout byte for byte):
 --
 --   segments (block, postings, cols, dims, cols_n, cols_width)
 --

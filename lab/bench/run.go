@@ -276,9 +276,12 @@ func cleanup(ctx context.Context, dbURL string, g *Generator, opts Options, pr *
 			}
 		}
 	}
-	if slices.Contains(opts.Systems, SystemSQLHybrid) {
-		if _, err := st.Pool().Exec(ctx, `DROP SCHEMA IF EXISTS `+quoteIdent(HybridSchema)+` CASCADE`); err != nil {
-			pr.logf("drop schema %s: %v\n", HybridSchema, err)
+	for sys, schema := range map[string]string{SystemSQLHybrid: HybridSchema, SystemSQLExact: ExactSchema} {
+		if !slices.Contains(opts.Systems, sys) {
+			continue
+		}
+		if _, err := st.Pool().Exec(ctx, `DROP SCHEMA IF EXISTS `+quoteIdent(schema)+` CASCADE`); err != nil {
+			pr.logf("drop schema %s: %v\n", schema, err)
 		}
 	}
 }

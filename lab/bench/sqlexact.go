@@ -43,44 +43,129 @@ func openPool(ctx context.Context, url string, conns int32, settings ...string) 
 }
 
 // sqlExactSystem answers the whole retrieve pipeline with one SQL statement
-// over Cordon's own tables: BM25 from the postings blocks with SQL's ln() and
-// an unordered sum(), the dense side as a full scan of pgvector's inner
-// product, the entitlement and freshness filter in WHERE, RRF and the rerank
-// floor in SQL. It is what "just write it in SQL" gives: exact in intent,
-// but not bit-identical (glibc's ln, summation order), and its cost grows
-// with the postings of common terms and with the tenant's size.
+// over Cordon's chunks table and a plain postings table, one row per
+// posting, copied from Cordon's index: BM25 with SQL's ln() and an
+// unordered sum(), the dense side as a full scan of pgvector's inner
+// product, the entitlement and freshness filter in WHERE, RRF and the
+// rerank floor in SQL. It is what "just write it in SQL" gives: exact in
+// intent, but not bit-identical (glibc's ln, summation order), and its
+// cost grows with the postings of common terms and with the tenant's size.
 type sqlExactSystem struct {
+	url  string
 	pool *pgxpool.Pool
 }
+
+// ExactSchema is the schema of the sql_exact system's postings tables,
+// one per tenant, named as the tenant's schema.
+const ExactSchema = "bench_exact"
 
 func newSQLExact(ctx context.Context, url string, conns int32) (*sqlExactSystem, error) {
 	pool, err := openPool(ctx, url, conns)
 	if err != nil {
 		return nil, err
 	}
-	return &sqlExactSystem{pool: pool}, nil
+	return &sqlExactSystem{url: url, pool: pool}, nil
 }
 
-// Ingest does nothing: sql_exact reads the tables the cordon system wrote.
-func (s *sqlExactSystem) Ingest(context.Context, *Generator, int, int, func(int64)) (bool, error) {
+// Ingest copies each tenant's postings from the index the cordon system
+// wrote into a table (term, chunk, tf) of ExactSchema, indexed by term. It
+// reports false: sql_exact has no ingest of its own.
+func (s *sqlExactSystem) Ingest(ctx context.Context, g *Generator, _, _ int, progress func(int64)) (bool, error) {
+	st, err := postgres.Open(ctx, s.url, postgres.Options{})
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	if _, err := s.pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+quoteIdent(ExactSchema)); err != nil {
+		return false, err
+	}
+	for t := range g.Config().Tenants {
+		tenant := g.TenantName(t)
+		schema, err := postgres.SchemaName(tenant)
+		if err != nil {
+			return false, err
+		}
+		table := pgx.Identifier{ExactSchema, schema}
+		if _, err := s.pool.Exec(ctx, `DROP TABLE IF EXISTS `+table.Sanitize()); err != nil {
+			return false, err
+		}
+		if _, err := s.pool.Exec(ctx, `CREATE TABLE `+table.Sanitize()+` (term text COLLATE "C" NOT NULL, chunk bigint NOT NULL, tf integer NOT NULL)`); err != nil {
+			return false, err
+		}
+		if err := copyPostings(ctx, st, s.pool, tenant, table); err != nil {
+			return false, err
+		}
+		if _, err := s.pool.Exec(ctx, `CREATE INDEX ON `+table.Sanitize()+` (term); ANALYZE `+table.Sanitize()); err != nil {
+			return false, err
+		}
+		progress(int64((t + 1) * g.Config().Chunks / g.Config().Tenants))
+	}
 	return false, nil
 }
 
-// sqlExactQuery is the pipeline. %[1]s is the tenant's quoted schema.
-// $1 distinct terms, $2 query vector, $3 clearance, $4 barriers, $5 now,
-// $6 max_stale (NULL: none), $7 k1, $8 b, $9 top_n, $10 rrf_k, $11 rerank
-// depth, $12 min_score, $13 limit, $14 the terms' bucket keys.
+// copyPostings streams tenant's postings from st into table.
+func copyPostings(ctx context.Context, st *postgres.Store, pool *pgxpool.Pool, tenant string, table pgx.Identifier) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type posting struct {
+		term  string
+		chunk int64
+		tf    int32
+	}
+	ch := make(chan []posting, 4)
+	read := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		var batch []posting
+		err := st.EachPosting(ctx, tenant, func(term string, chunk int64, tf int32) error {
+			if batch = append(batch, posting{term, chunk, tf}); len(batch) == 4096 {
+				select {
+				case ch <- batch:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				batch = nil
+			}
+			return nil
+		})
+		if err == nil && len(batch) > 0 {
+			ch <- batch
+		}
+		read <- err
+	}()
+	var cur []posting
+	row := make([]any, 3)
+	_, err := pool.CopyFrom(ctx, table, []string{"term", "chunk", "tf"}, pgx.CopyFromFunc(func() ([]any, error) {
+		if len(cur) == 0 {
+			var ok bool
+			if cur, ok = <-ch; !ok {
+				return nil, nil
+			}
+		}
+		row[0], row[1], row[2] = cur[0].term, cur[0].chunk, cur[0].tf
+		cur = cur[1:]
+		return row, nil
+	}))
+	if err != nil {
+		cancel()
+		for range ch {
+		}
+		return err
+	}
+	return <-read
+}
+
+// sqlExactQuery is the pipeline. %[1]s is the tenant's quoted schema, %[2]s
+// its postings table. $1 distinct terms, $2 query vector, $3 clearance, $4
+// barriers, $5 now, $6 max_stale (NULL: none), $7 k1, $8 b, $9 top_n, $10
+// rrf_k, $11 rerank depth, $12 min_score, $13 limit.
 const sqlExactQuery = `
-WITH q AS (
-	SELECT term, bucket FROM unnest($1::text[], $14::text[]) AS q(term, bucket)
-), st AS (
+WITH st AS (
 	SELECT n_chunks::float8 AS n, sum_len::float8 / greatest(n_chunks, 1) AS avgdl FROM %[1]s.stats
 ), hits AS (
-	SELECT q.term, u.chunk, u.tf
-	FROM q JOIN %[1]s.postings p ON p.term IN (q.term, q.bucket)
-	CROSS JOIN LATERAL unnest(p.chunks, p.tfs, p.terms) AS u(chunk, tf, term)
-	JOIN %[1]s.chunks c ON c.id = u.chunk
-	WHERE coalesce(u.term, p.term) = q.term
+	SELECT p.term, p.chunk, p.tf
+	FROM %[2]s p JOIN %[1]s.chunks c ON c.id = p.chunk
+	WHERE p.term = ANY($1::text[])
 ), df AS (
 	SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
 ), lex AS (
@@ -128,17 +213,17 @@ func (s *sqlExactSystem) Query(ctx context.Context, q Query) ([]string, error) {
 	}
 	vec := pgvector.NewVector(index.Float32s(hashembed.Vector(tokens, hashembed.DefaultDims)))
 	p := bm25.DefaultParams()
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(sqlExactQuery, quoteIdent(schema)),
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(sqlExactQuery, quoteIdent(schema), pgx.Identifier{ExactSchema, schema}.Sanitize()),
 		terms, vec, int16(q.Principal.Clearance), q.Principal.Barriers, q.NowTick, q.MaxStaleTicks,
-		p.K1, p.B, TopN, int64(RRFK), RerankDepth, MinScore, Limit, postgres.TermBuckets(terms))
+		p.K1, p.B, TopN, int64(RRFK), RerankDepth, MinScore, Limit)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// BytesPerChunk does not apply: sql_exact stores nothing of its own (it
-// needs exactly Cordon's tables).
+// BytesPerChunk is not reported: sql_exact's postings table is a copy of
+// Cordon's index, not an ingest of its own.
 func (s *sqlExactSystem) BytesPerChunk(context.Context) (float64, bool, error) { return 0, false, nil }
 
 func (s *sqlExactSystem) Close() { s.pool.Close() }

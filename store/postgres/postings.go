@@ -1,12 +1,13 @@
 package postgres
 
 import (
-	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -138,23 +139,15 @@ func bucketOf(term string) int {
 	return int(h % postingBuckets)
 }
 
-// TermBuckets is the bucket key of each term, parallel to terms: the other
-// key under which a term's postings are stored (see the postings table in
-// migrations/00012_postings_buckets.sql), for SQL that reads the table.
-func TermBuckets(terms []string) []string {
-	keys := make([]string, len(terms))
-	for i, t := range terms {
-		keys[i] = bucketKey(t)
-	}
-	return keys
-}
-
-// segmentRow is one postings row: a term row (terms nil) or a bucket row
-// (key a bucket key, terms[i] the term of posting i).
+// segmentRow is one postings row: a term row (runs nil) or a bucket row
+// (key a bucket key, its postings ordered by term, each term's one run).
+// block is the row's block when it is not the segment's being written
+// (a collection rewrites rows of every block).
 type segmentRow struct {
 	key   string
+	block int64
 	list  *postingList
-	terms []string
+	runs  []termRun
 }
 
 // segmentRows lays lists out as a segment's rows, in key order: a term row
@@ -190,14 +183,12 @@ func segmentRows(lists postingLists) (rows []segmentRow, total int64) {
 		for _, t := range terms {
 			n += len(lists[t].chunks)
 		}
-		row := segmentRow{key: bucketKeys[b], list: &postingList{chunks: make([]int64, 0, n), tfs: make([]int32, 0, n)}, terms: make([]string, 0, n)}
+		row := segmentRow{key: bucketKeys[b], list: &postingList{chunks: make([]int64, 0, n), tfs: make([]int32, 0, n)}, runs: make([]termRun, 0, len(terms))}
 		for _, t := range terms {
 			p := lists[t]
 			row.list.chunks = append(row.list.chunks, p.chunks...)
 			row.list.tfs = append(row.list.tfs, p.tfs...)
-			for range p.chunks {
-				row.terms = append(row.terms, t)
-			}
+			row.runs = append(row.runs, termRun{term: []byte(t), n: len(p.chunks)})
 		}
 		out = append(out, row)
 	}
@@ -212,7 +203,7 @@ func copySegment(ctx context.Context, tx pgx.Tx, tb tables, block int64, lists p
 		return nil
 	}
 	if _, err := tx.Conn().PgConn().CopyFrom(ctx, newPostingsRows(rows, block),
-		`COPY `+tb.postings+` (term, block, n, chunks, tfs, terms) FROM STDIN BINARY`); err != nil {
+		`COPY `+tb.postings+` (term, block, n, data) FROM STDIN BINARY`); err != nil {
 		return classify(err)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO `+tb.segments+` (block, postings) VALUES ($1, $2)`, block, total)
@@ -300,53 +291,27 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 // stats.dead_postings: no chunk was removed since the last collection) every
 // posting is kept without asking.
 func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64, dead int64) (postingLists, error) {
-	rows, err := tx.Query(ctx, `SELECT term, chunks, tfs, terms FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
+	rows, err := tx.Query(ctx, `SELECT term, `+postingsCols+` FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
 	if err != nil {
 		return nil, classify(err)
 	}
 	lists := postingLists{}
-	var chunks []int64
-	var tfs []int32
-	var terms [][]byte
+	var d rowReader
 	for rows.Next() {
-		if fd := rows.FieldDescriptions(); fd[1].Format != pgx.BinaryFormatCode || fd[2].Format != pgx.BinaryFormatCode || fd[3].Format != pgx.BinaryFormatCode {
-			rows.Close()
-			return nil, fmt.Errorf("%w: postings arrays not in binary format", errArrayFormat)
-		}
-		raw := rows.RawValues()
-		if raw[3] == nil {
-			// A term row.
-			p := lists[string(raw[0])] // no allocation for a term seen before
-			if p == nil {
-				p = &postingList{}
-				lists[string(raw[0])] = p
-			}
-			err = decodePostings(&p.chunks, &p.tfs, raw[1], raw[2])
-		} else {
-			// A bucket row: each posting to its term's list.
-			chunks, tfs, terms = chunks[:0], tfs[:0], terms[:0]
-			if err = decodePostings(&chunks, &tfs, raw[1], raw[2]); err == nil {
-				terms, err = appendTextArray(terms, raw[3])
-			}
-			if err == nil && len(terms) != len(chunks) {
-				err = fmt.Errorf("%w: %d chunks and %d terms", errArrayFormat, len(chunks), len(terms))
-			}
-			// A bucket's postings are ordered by term: look each term up
-			// once, and allocate its string only for a term not seen yet.
-			var p *postingList
-			for i := 0; err == nil && i < len(terms); i++ {
-				if p == nil || !bytes.Equal(terms[i], terms[i-1]) {
-					if p = lists[string(terms[i])]; p == nil {
-						p = &postingList{}
-						lists[string(terms[i])] = p
-					}
-				}
-				p.add(chunks[i], tfs[i])
-			}
-		}
-		if err != nil {
+		if _, err := d.read(rows, 1); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		lo := 0
+		for _, r := range d.runs {
+			p := lists[string(r.term)] // no allocation for a term seen before
+			if p == nil {
+				p = &postingList{}
+				lists[string(r.term)] = p
+			}
+			p.chunks = append(p.chunks, d.chunks[lo:lo+r.n]...)
+			p.tfs = append(p.tfs, d.tfs[lo:lo+r.n]...)
+			lo += r.n
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -485,28 +450,79 @@ func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables, dead, live int64) e
 }
 
 // collectPostings drops every posting whose chunk no longer exists, and
-// blocks left empty, and resets stats.dead_postings.
+// rows and blocks left empty, and resets stats.dead_postings. It rewrites,
+// packed, each row it changes and each row still held as arrays (written
+// before packed postings), in its own block.
 func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 	// Wait for a running merge, and keep merges out until this commits.
 	if err := waitMergeLock(ctx, tx, tb); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `
-		UPDATE `+tb.postings+` p SET n = f.n, chunks = f.chunks, tfs = f.tfs, terms = f.terms
-		FROM (
-			SELECT q.term, q.block, count(*)::int AS n,
-			       array_agg(u.chunk ORDER BY u.ord) AS chunks, array_agg(u.tf ORDER BY u.ord) AS tfs,
-			       CASE WHEN bool_or(u.t IS NOT NULL) THEN array_agg(u.t ORDER BY u.ord) END AS terms
-			FROM `+tb.postings+` q CROSS JOIN LATERAL unnest(q.chunks, q.tfs, q.terms) WITH ORDINALITY AS u(chunk, tf, t, ord)
-			WHERE EXISTS (SELECT 1 FROM `+tb.chunks+` c WHERE c.id = u.chunk)
-			GROUP BY q.term, q.block) f
-		WHERE p.term = f.term AND p.block = f.block AND p.n <> f.n`); err != nil {
+	rows, err := tx.Query(ctx, `SELECT id FROM `+tb.chunks)
+	if err != nil {
 		return classify(err)
 	}
-	if _, err := tx.Exec(ctx, `
-		DELETE FROM `+tb.postings+` p
-		WHERE NOT EXISTS (SELECT 1 FROM unnest(p.chunks) AS u(chunk) JOIN `+tb.chunks+` c ON c.id = u.chunk)`); err != nil {
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
 		return classify(err)
+	}
+	live := newIDSet(ids)
+	var delTerms []string
+	var delBlocks []int64
+	var rewrite []segmentRow
+	if rows, err = tx.Query(ctx, `SELECT term, block, `+postingsCols+` FROM `+tb.postings); err != nil {
+		return classify(err)
+	}
+	var d rowReader
+	for rows.Next() {
+		raw, err := d.read(rows, 2)
+		if err == nil && len(raw[1]) != 8 {
+			err = fmt.Errorf("%w: a block of %d bytes", errArrayFormat, len(raw[1]))
+		}
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		kept := &postingList{chunks: make([]int64, 0, len(d.chunks)), tfs: make([]int32, 0, len(d.chunks))}
+		var keptRuns []termRun
+		lo := 0
+		for _, r := range d.runs {
+			n := 0
+			for i := lo; i < lo+r.n; i++ {
+				if live.has(d.chunks[i]) {
+					kept.add(d.chunks[i], d.tfs[i])
+					n++
+				}
+			}
+			if n > 0 && d.bucket {
+				keptRuns = append(keptRuns, termRun{term: slices.Clone(r.term), n: n})
+			}
+			lo += r.n
+		}
+		if len(kept.chunks) == len(d.chunks) && raw[5] != nil {
+			continue // unchanged, and packed already
+		}
+		block := int64(binary.BigEndian.Uint64(raw[1]))
+		delTerms, delBlocks = append(delTerms, string(raw[0])), append(delBlocks, block)
+		if len(kept.chunks) > 0 {
+			rewrite = append(rewrite, segmentRow{key: string(raw[0]), block: block, list: kept, runs: keptRuns})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(err)
+	}
+	if len(delTerms) > 0 {
+		if _, err := tx.Exec(ctx, `
+			DELETE FROM `+tb.postings+` p USING unnest($1::text[], $2::bigint[]) AS d(term, block)
+			WHERE p.term = d.term AND p.block = d.block`, delTerms, delBlocks); err != nil {
+			return classify(err)
+		}
+	}
+	if len(rewrite) > 0 {
+		if _, err := tx.Conn().PgConn().CopyFrom(ctx, newPostingsRows(rewrite, 0),
+			`COPY `+tb.postings+` (term, block, n, data) FROM STDIN BINARY`); err != nil {
+			return classify(err)
+		}
 	}
 	if _, err := tx.Exec(ctx, `
 		DELETE FROM `+tb.segments+` s WHERE s.cols IS NULL AND NOT EXISTS (SELECT 1 FROM `+tb.postings+` p WHERE p.block = s.block)`); err != nil {
@@ -518,6 +534,107 @@ func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 		WHERE t.block = s.block AND s.postings <> t.total`); err != nil {
 		return classify(err)
 	}
-	_, err := tx.Exec(ctx, `UPDATE `+tb.stats+` SET dead_postings = 0`)
+	_, err = tx.Exec(ctx, `UPDATE `+tb.stats+` SET dead_postings = 0`)
 	return classify(err)
+}
+
+// idSet is a set of chunk ids, a bitmap over the range they span (chunk
+// ids are drawn from one sequence per tenant, so the range is at most the
+// number of chunks the tenant ever had).
+type idSet struct {
+	lo   int64
+	bits []uint64
+}
+
+func newIDSet(ids []int64) idSet {
+	if len(ids) == 0 {
+		return idSet{}
+	}
+	lo, hi := slices.Min(ids), slices.Max(ids)
+	s := idSet{lo: lo, bits: make([]uint64, uint64(hi-lo)/64+1)}
+	for _, id := range ids {
+		d := uint64(id - lo)
+		s.bits[d/64] |= 1 << (d % 64)
+	}
+	return s
+}
+
+func (s idSet) has(id int64) bool {
+	d := uint64(id - s.lo)
+	return id >= s.lo && d/64 < uint64(len(s.bits)) && s.bits[d/64]&(1<<(d%64)) != 0
+}
+
+// EachPosting calls fn with every stored posting of tenant (its term,
+// chunk id and term frequency), in one snapshot, row by row: postings of
+// chunks deleted since their segment was written included (a reader
+// joins the chunks table to drop them). It is for tools that copy the
+// index elsewhere; an error from fn stops it and is returned.
+func (s *Store) EachPosting(ctx context.Context, tenant string, fn func(term string, chunk int64, tf int32) error) error {
+	found, err := s.inSnapshot(ctx, tenant, func(tx pgx.Tx, t tenantInfo, _ statsRow) error {
+		rows, err := tx.Query(ctx, `SELECT term, `+postingsCols+` FROM `+t.tables.postings)
+		if err != nil {
+			return classify(err)
+		}
+		defer rows.Close()
+		var d rowReader
+		for rows.Next() {
+			if _, err := d.read(rows, 1); err != nil {
+				return err
+			}
+			lo := 0
+			for _, r := range d.runs {
+				term := string(r.term)
+				for i := lo; i < lo+r.n; i++ {
+					if err := fn(term, d.chunks[i], d.tfs[i]); err != nil {
+						return err
+					}
+				}
+				lo += r.n
+			}
+		}
+		return classify(rows.Err())
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("postings of tenant %q: %w", tenant, err)
+	case !found:
+		return fmt.Errorf("postings of tenant %q: %w", tenant, ErrTenantNotFound)
+	}
+	return nil
+}
+
+// PackPostings rewrites packed the postings rows every tenant still holds
+// as arrays (written before migration 00015), dropping those of deleted
+// chunks on the way (a collection), one tenant at a time, each in a
+// transaction holding the tenant's write lock: writes to that tenant wait
+// meanwhile. done is called after each tenant packed, with the number of
+// array rows it held. It returns how many tenants it packed. Without it,
+// array rows are read as they are until a merge or a collection rewrites
+// them.
+func (s *Store) PackPostings(ctx context.Context, done func(tenant string, rows int64, took time.Duration)) (int, error) {
+	packed := 0
+	err := s.eachTenant(ctx, func(t tenantInfo, _ statsRow) error {
+		start := time.Now()
+		var n int64
+		err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			if err := lockWriteExclusive(ctx, tx, t.tables); err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+t.tables.postings+` WHERE data IS NULL`).Scan(&n); err != nil || n == 0 {
+				return classify(err)
+			}
+			return collectPostings(ctx, tx, t.tables)
+		})
+		if err != nil {
+			return fmt.Errorf("pack the postings of tenant %q: %w", t.name, err)
+		}
+		if n > 0 {
+			packed++
+			if done != nil {
+				done(t.name, n, time.Since(start))
+			}
+		}
+		return nil
+	})
+	return packed, err
 }

@@ -104,31 +104,25 @@ func TestMergePickBoundsSegments(t *testing.T) {
 	t.Logf("%d postings, at most %d segments, write amplification %.2f", total, maxSegs, amp)
 }
 
-// TestPostingsArrayCodec checks the binary array coding against a
-// hand-written int8[] and int4[] and the errors on malformed input; the
-// integration tests run it through PostgreSQL.
+// TestPostingsArrayCodec checks the binary array decoders, which read the
+// rows written before packed postings, against a hand-written int8[] and
+// int4[] and the errors on malformed input; the integration tests run
+// them through PostgreSQL.
 func TestPostingsArrayCodec(t *testing.T) {
 	p := &postingList{chunks: []int64{1, 1 << 40, -3}, tfs: []int32{7, 1, 1 << 30}}
-	row := appendPostingsRow(nil, segmentRow{key: "wire", list: p}, 9)
-	want := []byte{0, 6, // fields
-		0, 0, 0, 4, 'w', 'i', 'r', 'e',
-		0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9,
-		0, 0, 0, 4, 0, 0, 0, 3,
-		0, 0, 0, 56, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 1,
+	chunksField := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 1,
 		0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1,
 		0, 0, 0, 8, 0, 0, 1, 0, 0, 0, 0, 0,
 		0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfd,
-		0, 0, 0, 44, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 3, 0, 0, 0, 1,
+	}
+	tfsField := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 3, 0, 0, 0, 1,
 		0, 0, 0, 4, 0, 0, 0, 7,
 		0, 0, 0, 4, 0, 0, 0, 1,
 		0, 0, 0, 4, 0x40, 0, 0, 0,
-		0xff, 0xff, 0xff, 0xff, // terms: NULL
 	}
-	if !slices.Equal(row, want) {
-		t.Fatalf("row\n got %v\nwant %v", row, want)
+	if c, f, _ := arrayFields(p, nil); !bytes.Equal(c, chunksField) || !bytes.Equal(f, tfsField) {
+		t.Fatalf("test encoder wrote\n%v\n%v", c, f)
 	}
-	chunksField := row[34 : 34+56] // after the field count, term, block, n and the length
-	tfsField := row[34+56+4 : len(row)-4]
 	chunks, err := appendInt8Array([]int64{42}, chunksField)
 	if err != nil || !slices.Equal(chunks, []int64{42, 1, 1 << 40, -3}) {
 		t.Fatalf("int8[] decoded to %v (err %v)", chunks, err)
@@ -166,17 +160,14 @@ func TestPostingsArrayCodec(t *testing.T) {
 // hand-written text[] and the errors on malformed input.
 func TestPostingsTextArrayCodec(t *testing.T) {
 	p := &postingList{chunks: []int64{4, 2}, tfs: []int32{1, 3}}
-	row := appendPostingsRow(nil, segmentRow{key: "#0a", list: p, terms: []string{"ab", ""}}, 1)
-	termsField := []byte{
-		0, 0, 0, 30, // length: the header and 4+2 and 4+0 bytes
+	field := []byte{
 		0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 25, 0, 0, 0, 2, 0, 0, 0, 1,
 		0, 0, 0, 2, 'a', 'b',
 		0, 0, 0, 0,
 	}
-	if !bytes.HasSuffix(row, termsField) {
-		t.Fatalf("row ends %v, want %v", row[len(row)-len(termsField):], termsField)
+	if _, _, terms := arrayFields(p, []string{"ab", ""}); !bytes.Equal(terms, field) {
+		t.Fatalf("test encoder wrote %v, want %v", terms, field)
 	}
-	field := termsField[4:]
 	got, err := appendTextArray([][]byte{[]byte("x")}, field)
 	if err != nil || !slices.EqualFunc(got, []string{"x", "ab", ""}, func(a []byte, b string) bool { return string(a) == b }) {
 		t.Fatalf("text[] decoded to %q (err %v)", got, err)
@@ -243,24 +234,31 @@ func TestSegmentRows(t *testing.T) {
 		if len(r.list.tfs) != n {
 			t.Fatalf("row %q: %d chunks, %d tfs", r.key, n, len(r.list.tfs))
 		}
-		if r.terms == nil {
+		if r.runs == nil {
 			if n <= bucketMaxPostings || !slices.IsSorted(r.list.chunks) {
 				t.Fatalf("term row %q: %d postings, sorted %v", r.key, n, slices.IsSorted(r.list.chunks))
 			}
 			got[r.key] = r.list.chunks
 			continue
 		}
-		if !strings.HasPrefix(r.key, "#") || slices.Contains(analysis.Tokenize(r.key), r.key) || len(r.terms) != n {
-			t.Fatalf("bucket row %q with %d terms for %d postings", r.key, len(r.terms), n)
+		if !strings.HasPrefix(r.key, "#") || slices.Contains(analysis.Tokenize(r.key), r.key) {
+			t.Fatalf("bucket row key %q", r.key)
 		}
-		for k, term := range r.terms {
+		lo := 0
+		for k, run := range r.runs {
+			term := string(run.term)
 			if bucketKey(term) != r.key {
 				t.Fatalf("term %q in bucket %q, want %q", term, r.key, bucketKey(term))
 			}
-			if k > 0 && (r.terms[k-1] > term || r.terms[k-1] == term && r.list.chunks[k-1] >= r.list.chunks[k]) {
-				t.Fatalf("bucket %q out of order at %d", r.key, k)
+			chunks := r.list.chunks[lo : lo+run.n]
+			if k > 0 && string(r.runs[k-1].term) >= term || !slices.IsSorted(chunks) {
+				t.Fatalf("bucket %q out of order at run %d", r.key, k)
 			}
-			got[term] = append(got[term], r.list.chunks[k])
+			got[term] = append(got[term], chunks...)
+			lo += run.n
+		}
+		if lo != n {
+			t.Fatalf("bucket row %q: runs of %d postings, %d in the row", r.key, lo, n)
 		}
 	}
 	if sum != total || len(got) != len(want) {
@@ -327,23 +325,15 @@ func FuzzPostingsArrays(f *testing.F) {
 		for i := range terms {
 			p.add(int64(i)*-7919, int32(i))
 		}
-		row := appendPostingsRow(nil, segmentRow{key: "#00", list: p, terms: terms}, 1)
-		// Skip the field count, the key, block and n to the arrays.
-		b := row[2+4+3+4+8+4+4:]
-		field := func() []byte {
-			size := int(binary.BigEndian.Uint32(b))
-			f := b[4 : 4+size]
-			b = b[4+size:]
-			return f
-		}
+		rawChunks, rawTfs, rawTerms := arrayFields(p, terms)
 		var chunks []int64
 		var tfs []int32
-		if err := decodePostings(&chunks, &tfs, field(), field()); err != nil || !slices.Equal(chunks, p.chunks) || !slices.Equal(tfs, p.tfs) {
+		if err := decodePostings(&chunks, &tfs, rawChunks, rawTfs); err != nil || !slices.Equal(chunks, p.chunks) || !slices.Equal(tfs, p.tfs) {
 			t.Fatalf("postings decoded to %v %v (err %v)", chunks, tfs, err)
 		}
-		got, err := appendTextArray(nil, field())
-		if err != nil || !slices.EqualFunc(got, terms, func(a []byte, b string) bool { return string(a) == b }) || len(b) != 0 {
-			t.Fatalf("terms decoded to %q, want %q (err %v, %d bytes left)", got, terms, err, len(b))
+		got, err := appendTextArray(nil, rawTerms)
+		if err != nil || !slices.EqualFunc(got, terms, func(a []byte, b string) bool { return string(a) == b }) {
+			t.Fatalf("terms decoded to %q, want %q (err %v)", got, terms, err)
 		}
 	})
 }
@@ -415,4 +405,40 @@ func BenchmarkSortPostings(b *testing.B) {
 			}
 		})
 	}
+}
+
+// arrayFields encodes a postings row as the rows written before packed
+// postings hold it: chunks and tfs as binary int8[] and int4[], and terms
+// (nil for a term row) as a binary text[].
+func arrayFields(p *postingList, terms []string) (chunks, tfs, termsField []byte) {
+	n := len(p.chunks)
+	chunks = appendArrayHeader(nil, oidInt8, n)
+	for _, c := range p.chunks {
+		chunks = binary.BigEndian.AppendUint32(chunks, 8)
+		chunks = binary.BigEndian.AppendUint64(chunks, uint64(c))
+	}
+	tfs = appendArrayHeader(nil, oidInt4, n)
+	for _, tf := range p.tfs {
+		tfs = binary.BigEndian.AppendUint32(tfs, 4)
+		tfs = binary.BigEndian.AppendUint32(tfs, uint32(tf))
+	}
+	if terms == nil {
+		return chunks, tfs, nil
+	}
+	termsField = appendArrayHeader(nil, oidText, len(terms))
+	for _, t := range terms {
+		termsField = binary.BigEndian.AppendUint32(termsField, uint32(len(t)))
+		termsField = append(termsField, t...)
+	}
+	return chunks, tfs, termsField
+}
+
+// appendArrayHeader appends the binary header of a one-dimensional array
+// without nulls of n elements of type elem, starting at index 1.
+func appendArrayHeader(b []byte, elem uint32, n int) []byte {
+	b = binary.BigEndian.AppendUint32(b, 1) // dimensions
+	b = binary.BigEndian.AppendUint32(b, 0) // no nulls
+	b = binary.BigEndian.AppendUint32(b, elem)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	return binary.BigEndian.AppendUint32(b, 1) // lower bound
 }

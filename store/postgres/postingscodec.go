@@ -29,7 +29,7 @@ const (
 var copyHeader = []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
 
 // postingsRows is an io.Reader of a binary COPY stream of postings rows
-// (term, block, n, chunks, tfs, terms), in rows' order, encoded a few rows
+// (term, block, n, data), in rows' order, encoded a few rows
 // at a time as COPY reads.
 type postingsRows struct {
 	rows  []segmentRow
@@ -68,53 +68,26 @@ func (r *postingsRows) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// appendPostingsRow appends one COPY tuple of the postings table; a term
-// row's terms field is NULL.
+// appendPostingsRow appends one COPY tuple (term, block, n, data) of the
+// postings table, its postings packed (appendPacked), in row.block if
+// set, else in block.
 func appendPostingsRow(b []byte, row segmentRow, block int64) []byte {
 	p := row.list
-	n := len(p.chunks)
-	b = binary.BigEndian.AppendUint16(b, 6)
+	b = binary.BigEndian.AppendUint16(b, 4)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(row.key)))
 	b = append(b, row.key...)
+	if row.block != 0 {
+		block = row.block
+	}
 	b = binary.BigEndian.AppendUint32(b, 8)
 	b = binary.BigEndian.AppendUint64(b, uint64(block))
 	b = binary.BigEndian.AppendUint32(b, 4)
-	b = binary.BigEndian.AppendUint32(b, uint32(n))
-	b = appendArrayHeader(b, 20+n*12, oidInt8, n)
-	for _, c := range p.chunks {
-		b = binary.BigEndian.AppendUint32(b, 8)
-		b = binary.BigEndian.AppendUint64(b, uint64(c))
-	}
-	b = appendArrayHeader(b, 20+n*8, oidInt4, n)
-	for _, tf := range p.tfs {
-		b = binary.BigEndian.AppendUint32(b, 4)
-		b = binary.BigEndian.AppendUint32(b, uint32(tf))
-	}
-	if row.terms == nil {
-		return binary.BigEndian.AppendUint32(b, 0xffffffff) // NULL
-	}
-	size := 20
-	for _, t := range row.terms {
-		size += 4 + len(t)
-	}
-	b = appendArrayHeader(b, size, oidText, len(row.terms))
-	for _, t := range row.terms {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(t)))
-		b = append(b, t...)
-	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(p.chunks)))
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
+	b = appendPacked(b, p.chunks, p.tfs, row.runs)
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 	return b
-}
-
-// appendArrayHeader appends a COPY field length (size bytes follow) and the
-// header of a one-dimensional array without nulls of n elements of type
-// elem, starting at index 1.
-func appendArrayHeader(b []byte, size int, elem uint32, n int) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(size))
-	b = binary.BigEndian.AppendUint32(b, 1) // dimensions
-	b = binary.BigEndian.AppendUint32(b, 0) // no nulls
-	b = binary.BigEndian.AppendUint32(b, elem)
-	b = binary.BigEndian.AppendUint32(b, uint32(n))
-	return binary.BigEndian.AppendUint32(b, 1) // lower bound
 }
 
 // arrayElems checks the binary header of a one-dimensional array without

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -303,7 +302,8 @@ type queryPostings struct {
 // readQueryPostings reads the postings rows of terms (their term rows and
 // bucket rows, each row once) in one statement and keeps, of a bucket row,
 // the postings that name a query term. Nothing is joined in SQL: the rows
-// come back as the stored arrays, decoded here.
+// come back as stored, packed (or, written before packing, as arrays), and
+// are decoded here.
 func readQueryPostings(ctx context.Context, tx pgx.Tx, tb tables, terms []string) (queryPostings, error) {
 	qp := queryPostings{runs: make([][]postingList, len(terms))}
 	ords := make(map[string][]int, len(terms))
@@ -312,43 +312,32 @@ func readQueryPostings(ctx context.Context, tx pgx.Tx, tb tables, terms []string
 		ords[t] = append(ords[t], i)
 		keys = append(keys, t, bucketKey(t))
 	}
-	rows, err := tx.Query(ctx, `SELECT term, chunks, tfs, terms FROM `+tb.postings+` WHERE term = ANY($1::text[])`, keys)
+	rows, err := tx.Query(ctx, `SELECT term, `+postingsCols+` FROM `+tb.postings+` WHERE term = ANY($1::text[])`, keys)
 	if err != nil {
 		return qp, classify(err)
 	}
 	defer rows.Close()
-	var names [][]byte
+	var d rowReader
 	for rows.Next() {
-		if fd := rows.FieldDescriptions(); fd[1].Format != pgx.BinaryFormatCode || fd[2].Format != pgx.BinaryFormatCode || fd[3].Format != pgx.BinaryFormatCode {
-			return qp, fmt.Errorf("%w: postings arrays not in binary format", errArrayFormat)
-		}
-		raw := rows.RawValues()
-		var run postingList
-		if err := decodePostings(&run.chunks, &run.tfs, raw[1], raw[2]); err != nil {
+		d.chunks, d.tfs = nil, nil // kept in qp
+		raw, err := d.read(rows, 1)
+		if err != nil {
 			return qp, err
 		}
-		if raw[3] == nil {
+		if !d.bucket {
 			// A term row: all of its postings are the term's.
 			for _, i := range ords[string(raw[0])] {
-				qp.runs[i] = append(qp.runs[i], run)
+				qp.runs[i] = append(qp.runs[i], postingList{chunks: d.chunks, tfs: d.tfs})
 			}
 			continue
 		}
 		// A bucket row, ordered by term, then chunk: each query term's
-		// postings are one stretch of it.
-		if names, err = appendTextArray(names[:0], raw[3]); err != nil {
-			return qp, err
-		}
-		if len(names) != len(run.chunks) {
-			return qp, fmt.Errorf("%w: %d chunks and %d terms", errArrayFormat, len(run.chunks), len(names))
-		}
-		for lo := 0; lo < len(names); {
-			hi := lo + 1
-			for hi < len(names) && bytes.Equal(names[hi], names[lo]) {
-				hi++
-			}
-			for _, i := range ords[string(names[lo])] {
-				qp.runs[i] = append(qp.runs[i], postingList{chunks: run.chunks[lo:hi:hi], tfs: run.tfs[lo:hi:hi]})
+		// postings are one run of it.
+		lo := 0
+		for _, r := range d.runs {
+			hi := lo + r.n
+			for _, i := range ords[string(r.term)] {
+				qp.runs[i] = append(qp.runs[i], postingList{chunks: d.chunks[lo:hi:hi], tfs: d.tfs[lo:hi:hi]})
 			}
 			lo = hi
 		}
@@ -727,10 +716,23 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 		case verdictStale:
 			rk.ExcludedByFreshness++
 		default:
-			kept = append(kept, candidate{id: sc.ids[p], score: s})
+			kept = keepTop(kept, candidate{id: sc.ids[p], score: s}, req.TopN)
 		}
 	}
 	return topWithTies(kept, req.TopN)
+}
+
+// keepTop appends x to kept, a list bound for topWithTies(kept, k): when
+// kept is full (and holds at least 2k), it first drops in place what
+// topWithTies would drop, so that kept stays a few k long however many
+// candidates pass through it. What it drops scores below the k best of
+// kept, hence below the k best of any superset: topWithTies of the whole
+// is unchanged.
+func keepTop(kept []candidate, x candidate, k int) []candidate {
+	if len(kept) == cap(kept) && len(kept) >= 2*k {
+		kept = topWithTies(kept, k)
+	}
+	return append(kept, x)
 }
 
 // topWithTies returns the k best of c by score, and every other one whose

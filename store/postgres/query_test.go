@@ -65,3 +65,40 @@ func TestQueryPostingsChunks(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepTop: candidates passed one by one through keepTop leave exactly
+// the list topWithTies makes of all of them, on random inputs with many
+// ties and with none, and keepTop's list stays a few k long.
+func TestKeepTop(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	for trial := range 400 {
+		n, k := r.IntN(3000), r.IntN(60)-1
+		levels := 1 + r.IntN(50)
+		if trial%4 == 0 {
+			levels = 1 << 30 // ties are rare
+		}
+		all := make([]candidate, n)
+		var kept []candidate
+		longest := 0
+		for i := range all {
+			all[i] = candidate{id: int64(i), score: float64(r.IntN(levels))}
+			kept = keepTop(kept, all[i], k)
+			longest = max(longest, len(kept))
+		}
+		ids := func(c []candidate) []int64 {
+			out := make([]int64, len(c))
+			for i, x := range c {
+				out[i] = x.id
+			}
+			slices.Sort(out)
+			return out
+		}
+		want := ids(topWithTies(slices.Clone(all), k))
+		if got := ids(topWithTies(kept, k)); !slices.Equal(got, want) {
+			t.Fatalf("trial %d (n %d, k %d, %d levels): kept %v, want %v", trial, n, k, levels, got, want)
+		}
+		if levels == 1<<30 && longest > 4*max(k, 1)+8 {
+			t.Fatalf("trial %d: keepTop's list grew to %d for k %d", trial, longest, k)
+		}
+	}
+}

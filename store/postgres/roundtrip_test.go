@@ -18,7 +18,8 @@ import (
 )
 
 // statementLog records every statement the pool's connections send (BEGIN,
-// COMMIT and ROLLBACK included).
+// COMMIT and ROLLBACK included), and a batch of statements, sent in one
+// round trip, as one entry.
 type statementLog struct {
 	mu  sync.Mutex
 	sql []string
@@ -32,6 +33,21 @@ func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.T
 }
 
 func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var sql []string
+	for _, q := range d.Batch.QueuedQueries {
+		sql = append(sql, strings.Join(strings.Fields(q.SQL), " "))
+	}
+	l.sql = append(l.sql, "batch: "+strings.Join(sql, "; "))
+	return ctx
+}
+
+func (l *statementLog) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // during returns the statements fn sent.
 func (l *statementLog) during(t *testing.T, fn func() error) []string {
@@ -121,13 +137,15 @@ func TestStatementsPerQuery(t *testing.T) {
 		query  func(s *Store) func() error
 		want   int
 	}{
-		// BEGIN, tenant and stats, label_stats, postings, chunk scan, texts, COMMIT.
+		// BEGIN, tenant and stats, label_stats, postings, column blocks (a
+		// batch of two statements: the blocks, their dimension slices),
+		// texts, COMMIT.
 		{name: "sql/entitled", query: func(s *Store) func() error { return rank(s, "entitled") }, want: 7},
-		// BEGIN, tenant and stats, postings, chunk scan, texts, COMMIT.
+		// BEGIN, tenant and stats, postings, column blocks, texts, COMMIT.
 		{name: "sql/tenant", query: func(s *Store) func() error { return rank(s, "tenant") }, want: 6},
 		// BEGIN, tenant and stats, ROLLBACK.
 		{name: "sql/unknown tenant", query: func(s *Store) func() error { return rank(s, "nobody") }, want: 3},
-		// BEGIN, tenant and stats, label_stats, postings, chunk verdicts, COMMIT.
+		// BEGIN, tenant and stats, label_stats, postings, column blocks, COMMIT.
 		{name: "sql/idf", query: func(s *Store) func() error { return idf(s, "entitled") }, want: 6},
 		// BEGIN, tenant and stats, chunks, COMMIT.
 		{name: "load chunks", query: func(s *Store) func() error { return load(s, "entitled") }, want: 4},
@@ -141,7 +159,7 @@ func TestStatementsPerQuery(t *testing.T) {
 		{name: "cache/after a write", cache: 1 << 30, before: func(*Store) func() error { return write("entitled") },
 			query: func(s *Store) func() error { return rank(s, "entitled") }, want: 7},
 		// Tenant and stats; then the SQL path: BEGIN, tenant and stats,
-		// label_stats, postings, chunk scan, texts, COMMIT.
+		// label_stats, postings, column blocks, texts, COMMIT.
 		{name: "cache/over budget", cache: 1, query: func(s *Store) func() error { return rank(s, "entitled") }, want: 8},
 	}
 	for _, tt := range tests {
