@@ -191,6 +191,8 @@ func TestCitusSuite(t *testing.T) {
 		{"ServerAuditConcurrentRetrieve", TestServerAuditConcurrentRetrieve},
 		{"CacheCoherentAcrossReplicas", TestCacheCoherentAcrossReplicas},
 		{"CacheTenantRecreated", TestCacheTenantRecreated},
+		{"PostingsGarbageCollected", TestPostingsGarbageCollected},
+		{"MigrateBuildsColumnBlocks", TestMigrateBuildsColumnBlocks},
 	} {
 		t.Run(tt.name, tt.test)
 	}
