@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -508,10 +507,9 @@ func scanColumns(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 		return sc, err
 	}
 	var gone []int64
-	total, totalDocs := 0, 0
+	totalDocs := 0
 	for i := range blocks {
 		gone = append(gone, blocks[i].gone...)
-		total += len(blocks[i].ids)
 		totalDocs += len(blocks[i].docs)
 	}
 	slices.Sort(gone)
@@ -556,7 +554,11 @@ func scanColumns(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 	})
 	var kept []candidate
 	if len(qw) > 0 {
-		kept = make([]candidate, 0, total)
+		n := 0
+		for i := range parts {
+			n += len(parts[i].out.kept)
+		}
+		kept = make([]candidate, 0, n)
 	}
 	entitled := t.settings.Statistics.Entitled()
 	for i := 0; i < len(parts); {
@@ -594,21 +596,14 @@ func scanColumns(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 }
 
 // readColumns reads every column block of the tenant, with the slices of
-// its dims on the dimensions qdims, and decodes them on every core.
+// its dims on the dimensions qdims.
 //
 // The blocks' cols and their dims slices are read by two statements sent
 // together, in block order: read by one statement, the two cost
 // PostgreSQL about twice their sum (15.7 against 4.7 + 1.4 ms at 100k
-// chunks, docs/benchmarks.md).
+// chunks, docs/benchmarks.md). Each block's cols is decoded as it
+// arrives, while PostgreSQL computes the second statement.
 func readColumns(ctx context.Context, tx pgx.Tx, tb tables, qdims []int32) ([]colBlock, error) {
-	type raw struct {
-		block int64
-		cols  []byte
-		n     int32
-		width int16
-		parts [][]byte
-	}
-	var raws []raw
 	batch := &pgx.Batch{}
 	batch.Queue(`SELECT s.block, s.cols, s.cols_n, s.cols_width FROM ` + tb.segments + ` s WHERE s.cols IS NOT NULL ORDER BY s.block`)
 	batch.Queue(`
@@ -617,6 +612,8 @@ func readColumns(ctx context.Context, tx pgx.Tx, tb tables, qdims []int32) ([]co
 		FROM `+tb.segments+` s WHERE s.cols IS NOT NULL ORDER BY s.block`, qdims)
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
+	var blocks []colBlock
+	var numbers []int64
 	rows, err := br.Query()
 	if err != nil {
 		return nil, classify(err)
@@ -626,14 +623,24 @@ func readColumns(ctx context.Context, tx pgx.Tx, tb tables, qdims []int32) ([]co
 			rows.Close()
 			return nil, fmt.Errorf("%w: column blocks not in binary format", errArrayFormat)
 		}
-		var r raw
-		if err := rows.Scan(&r.block, nil, &r.n, &r.width); err != nil {
+		var block int64
+		var n int32
+		var width int16
+		if err := rows.Scan(&block, nil, &n, &width); err != nil {
 			rows.Close()
 			return nil, classify(err)
 		}
-		// Raw values last until the next row.
-		r.cols = bytes.Clone(rows.RawValues()[1])
-		raws = append(raws, r)
+		var b colBlock
+		if err := decodeCols(rows.RawValues()[1], &b); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if int(n) != len(b.ids) || width != 1 && width != 2 && width != 4 {
+			rows.Close()
+			return nil, fmt.Errorf("%w: cols_n %d for %d ids, width %d", errColBlock, n, len(b.ids), width)
+		}
+		b.width = int(width)
+		blocks, numbers = append(blocks, b), append(numbers, block)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -653,55 +660,39 @@ func readColumns(ctx context.Context, tx pgx.Tx, tb tables, qdims []int32) ([]co
 			rows.Close()
 			return nil, classify(err)
 		}
-		if i >= len(raws) || raws[i].block != block {
+		if i >= len(blocks) || numbers[i] != block {
 			rows.Close()
 			return nil, fmt.Errorf("%w: dimension slices of block %d out of step with the blocks", errColBlock, block)
 		}
+		b := &blocks[i]
 		parts, err := appendVarlenaArray(nil, rows.RawValues()[1], oidBytea)
+		if err == nil && len(parts) != len(qdims) {
+			err = fmt.Errorf("%w: %d dimension slices for %d dimensions", errColBlock, len(parts), len(qdims))
+		}
 		if err != nil {
 			rows.Close()
 			return nil, err
 		}
-		if len(parts) != len(qdims) {
-			rows.Close()
-			return nil, fmt.Errorf("%w: %d dimension slices for %d dimensions", errColBlock, len(parts), len(qdims))
-		}
 		for k, p := range parts {
-			parts[k] = bytes.Clone(p)
+			if len(p) != len(b.ids)*b.width {
+				rows.Close()
+				return nil, fmt.Errorf("%w: a dimension slice of %d bytes for %d chunks", errColBlock, len(p), len(b.ids))
+			}
+			parts[k] = bytes.Clone(p) // raw values last until the next row
 		}
-		raws[i].parts = parts
+		b.qdims = parts
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, classify(err)
 	}
-	if i != len(raws) {
-		return nil, fmt.Errorf("%w: dimension slices of %d blocks for %d", errColBlock, i, len(raws))
+	if i != len(blocks) {
+		return nil, fmt.Errorf("%w: dimension slices of %d blocks for %d", errColBlock, i, len(blocks))
 	}
 	if err := br.Close(); err != nil {
 		return nil, classify(err)
 	}
-	blocks := make([]colBlock, len(raws))
-	errs := make([]error, len(raws))
-	parallel(len(raws), func(i int) {
-		r, b := &raws[i], &blocks[i]
-		if errs[i] = decodeCols(r.cols, b); errs[i] != nil {
-			return
-		}
-		if int(r.n) != len(b.ids) || r.width != 1 && r.width != 2 && r.width != 4 {
-			errs[i] = fmt.Errorf("%w: cols_n %d for %d ids, width %d", errColBlock, r.n, len(b.ids), r.width)
-			return
-		}
-		b.width = int(r.width)
-		for _, p := range r.parts {
-			if len(p) != len(b.ids)*b.width {
-				errs[i] = fmt.Errorf("%w: a dimension slice of %d bytes for %d chunks", errColBlock, len(p), len(b.ids))
-				return
-			}
-		}
-		b.qdims = r.parts
-	})
-	return blocks, errors.Join(errs...)
+	return blocks, nil
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.

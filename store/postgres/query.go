@@ -958,7 +958,7 @@ func eachDocPosting(qp queryPostings, sc chunkScan, at [][][]int32, entitled boo
 func docRankColumns(req *retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][]int32, sumLen int64, entitled bool, p bm25.Params) []retrieval.DocHit {
 	terms := len(req.Terms)
 	slot := make([]int32, len(sc.docNames)) // 1 + the document's index in docs, 0 for none yet
-	var docs []retrieval.DocEvidence
+	docs := make([]retrieval.DocEvidence, 0, len(sc.docNames))
 	var tfs []int64
 	eachDocPosting(qp, sc, at, entitled, func(i int, pos int32, tf int64, v int32) {
 		num := sc.docNum[pos]
