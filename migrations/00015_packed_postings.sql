@@ -11,7 +11,7 @@
 --
 --   - data is the row's postings as varints (store/postgres/packed.go and
 --     docs/architecture.md, "Lexical side", give the layout byte for byte),
---     about a sixth of the arrays' size;
+--     about a third of the arrays' stored (compressed) size;
 --   - a row holds either data (chunks, tfs and terms NULL) or the arrays
 --     (data NULL): rows written before this version keep their arrays
 --     until a merge or a collection rewrites them, and readers take both.

@@ -16,18 +16,28 @@ import (
 //   - cols, the chunks' columns and the block's tombstones, encoded by
 //     colBlock.encode (all integers little-endian):
 //
-//     u8  format (1)
+//     u8  format (2)
 //     u32 n (chunks), g (tombstones), sets, docs
-//     i64 ids[n]      strictly ascending
 //     i64 gone[g]     strictly ascending: chunks deleted by the write that added the block
-//     i32 lengths[n]
-//     i64 norms[n]    squared norms of the vectors
-//     i64 ticks[n]    as_of_tick
-//     i16 classes[n]  classification
-//     u32 set[n]      barrier set, an index into the sets below
-//     u32 doc[n]      document, an index into the documents below
+//     seven columns of n values each, in this order: ids (strictly
+//     ascending), lengths, norms (squared norms of the vectors), ticks
+//     (as_of_tick), classes (classification), set (barrier set, an index
+//     into the sets below), doc (document, an index into the documents
+//     below); each as
+//       u8  width w (1, 2, 4 or 8)
+//       i64 base
+//       n times a w-byte unsigned offset: the value is base + offset
+//       (modulo 2^64), and must fit the column's type (i32 lengths, i16
+//       classes, u32 set and doc; i64 ids, norms and ticks)
 //     sets times:  u32 count, then count times (u32 length, the barrier's bytes), sorted
 //     docs times:  u32 length, the document id's bytes
+//
+//     The encoder writes each column with base its smallest value (0 for
+//     no chunks) and w the narrowest width that holds its largest value
+//     minus base. Blocks written before format 2 have format 1: the
+//     columns as i64 ids, i64 gone, i32 lengths, i64 norms, i64 ticks, i16
+//     classes, u32 set and u32 doc arrays, gone second; they are read
+//     alike, and rewritten in format 2 by the next merge or rebuild.
 //
 //   - dims, the vectors dimension by dimension: for d from 0, the n chunks'
 //     component d, each cols_width bytes (1, 2 or 4, signed), in the order
@@ -36,8 +46,12 @@ import (
 // Nothing may follow the last field; a decoder refuses a block that breaks
 // any of these rules.
 
-// colFormat is the cols encoding's format byte.
-const colFormat = 1
+// colFormat is the cols encoding's format byte; colFormatV1, the format
+// of blocks written before it, is still read.
+const (
+	colFormat   = 2
+	colFormatV1 = 1
+)
 
 // errColBlock wraps every refusal of a stored column block.
 var errColBlock = errors.New("malformed column block")
@@ -148,7 +162,7 @@ func dimsOf(vectors [][]int32, dims int) (out []byte, width int) {
 // encode renders b's cols value.
 func (b *colBlock) encode() []byte {
 	n := len(b.ids)
-	size := 1 + 16 + 8*len(b.gone) + n*(8+4+8+8+2+4+4)
+	size := 1 + 16 + 8*len(b.gone) + 7*(1+8) + n*(8+4+8+8+2+4+4)
 	for _, s := range b.sets {
 		size += 4
 		for _, x := range s {
@@ -165,30 +179,16 @@ func (b *colBlock) encode() []byte {
 	out = le.AppendUint32(out, uint32(len(b.gone)))
 	out = le.AppendUint32(out, uint32(len(b.sets)))
 	out = le.AppendUint32(out, uint32(len(b.docs)))
-	for _, x := range b.ids {
-		out = le.AppendUint64(out, uint64(x))
-	}
 	for _, x := range b.gone {
 		out = le.AppendUint64(out, uint64(x))
 	}
-	for _, x := range b.lengths {
-		out = le.AppendUint32(out, uint32(x))
-	}
-	for _, x := range b.norms {
-		out = le.AppendUint64(out, uint64(x))
-	}
-	for _, x := range b.ticks {
-		out = le.AppendUint64(out, uint64(x))
-	}
-	for _, x := range b.classes {
-		out = le.AppendUint16(out, uint16(x))
-	}
-	for _, x := range b.set {
-		out = le.AppendUint32(out, x)
-	}
-	for _, x := range b.doc {
-		out = le.AppendUint32(out, x)
-	}
+	out = appendColumn(out, b.ids)
+	out = appendColumn(out, b.lengths)
+	out = appendColumn(out, b.norms)
+	out = appendColumn(out, b.ticks)
+	out = appendColumn(out, b.classes)
+	out = appendColumn(out, b.set)
+	out = appendColumn(out, b.doc)
 	for _, s := range b.sets {
 		out = le.AppendUint32(out, uint32(len(s)))
 		for _, x := range s {
@@ -199,6 +199,94 @@ func (b *colBlock) encode() []byte {
 	for _, d := range b.docs {
 		out = le.AppendUint32(out, uint32(len(d)))
 		out = append(out, d...)
+	}
+	return out
+}
+
+// colInt are the types of a column block's integer columns.
+type colInt interface {
+	~int16 | ~int32 | ~int64 | ~uint32
+}
+
+// appendColumn appends one integer column of cols (format 2): its width,
+// its base (the smallest value) and each value's offset from the base in
+// that width, the narrowest that holds the largest offset.
+func appendColumn[T colInt](out []byte, vs []T) []byte {
+	var lo, hi int64
+	for i, v := range vs {
+		if i == 0 || int64(v) < lo {
+			lo = int64(v)
+		}
+		if i == 0 || int64(v) > hi {
+			hi = int64(v)
+		}
+	}
+	span := uint64(hi) - uint64(lo)
+	w := 8
+	switch {
+	case span <= math.MaxUint8:
+		w = 1
+	case span <= math.MaxUint16:
+		w = 2
+	case span <= math.MaxUint32:
+		w = 4
+	}
+	le := binary.LittleEndian
+	out = append(out, byte(w))
+	out = le.AppendUint64(out, uint64(lo))
+	for _, v := range vs {
+		off := uint64(int64(v)) - uint64(lo)
+		switch w {
+		case 1:
+			out = append(out, byte(off))
+		case 2:
+			out = le.AppendUint16(out, uint16(off))
+		case 4:
+			out = le.AppendUint32(out, uint32(off))
+		default:
+			out = le.AppendUint64(out, off)
+		}
+	}
+	return out
+}
+
+// readColumn reads one integer column of n values (format 2), refusing a
+// width other than 1, 2, 4 or 8 and a value outside [lo, hi].
+func readColumn[T colInt](r *colReader, n int, lo, hi int64) []T {
+	w := r.take(1)
+	base := r.take(8)
+	if r.err != nil {
+		return nil
+	}
+	width := int(w[0])
+	if width != 1 && width != 2 && width != 4 && width != 8 {
+		r.err = fmt.Errorf("%w: a column of width %d", errColBlock, width)
+		return nil
+	}
+	p := r.take(n * width)
+	if p == nil {
+		return nil
+	}
+	b := binary.LittleEndian.Uint64(base)
+	out := make([]T, n)
+	for i := range out {
+		var off uint64
+		switch width {
+		case 1:
+			off = uint64(p[i])
+		case 2:
+			off = uint64(binary.LittleEndian.Uint16(p[2*i:]))
+		case 4:
+			off = uint64(binary.LittleEndian.Uint32(p[4*i:]))
+		default:
+			off = binary.LittleEndian.Uint64(p[8*i:])
+		}
+		v := int64(b + off)
+		if v < lo || v > hi {
+			r.err = fmt.Errorf("%w: value %d out of its column's range", errColBlock, v)
+			return nil
+		}
+		out[i] = T(v)
 	}
 	return out
 }
@@ -245,18 +333,88 @@ func (r *colReader) str() string {
 	return string(r.take(n))
 }
 
-// decodeCols decodes a cols value into b (its dims are left alone).
+// decodeCols decodes a cols value (format 2, or 1) into b (its dims are
+// left alone).
 func decodeCols(buf []byte, b *colBlock) error {
 	r := &colReader{buf: buf}
-	if f := r.take(1); r.err == nil && f[0] != colFormat {
+	f := r.take(1)
+	if r.err == nil && f[0] != colFormat && f[0] != colFormatV1 {
 		return fmt.Errorf("%w: format %d", errColBlock, f[0])
 	}
-	n := r.count(8 + 4 + 8 + 8 + 2 + 4 + 4)
-	g := r.count(8)
-	ns := r.count(4)
-	nd := r.count(4)
 	if r.err != nil {
 		return r.err
+	}
+	var n, g, ns, nd int
+	if f[0] == colFormatV1 {
+		n = r.count(8 + 4 + 8 + 8 + 2 + 4 + 4)
+		g, ns, nd = r.count(8), r.count(4), r.count(4)
+		decodeColumnsV1(r, b, n, g, ns, nd)
+	} else {
+		n = r.count(7) // a byte a value at least
+		g, ns, nd = r.count(8), r.count(4), r.count(4)
+		decodeColumns(r, b, n, g, ns, nd)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	b.sets = make([][]string, ns)
+	for i := range b.sets {
+		c := r.count(4)
+		s := make([]string, c)
+		for j := range s {
+			s[j] = r.str()
+		}
+		b.sets[i] = s
+	}
+	// The document ids are substrings of one string: one allocation for
+	// all of them.
+	blob := string(r.buf)
+	b.docs = make([]string, nd)
+	for i := range b.docs {
+		n := r.count(1)
+		at := len(blob) - len(r.buf)
+		if r.take(n) == nil {
+			break
+		}
+		b.docs[i] = blob[at : at+n]
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if len(r.buf) != 0 {
+		return fmt.Errorf("%w: %d bytes after the last field", errColBlock, len(r.buf))
+	}
+	if !ascending(b.ids) || !ascending(b.gone) {
+		return fmt.Errorf("%w: ids not strictly ascending", errColBlock)
+	}
+	return nil
+}
+
+// decodeColumns reads format 2's tombstones and columns of n chunks.
+func decodeColumns(r *colReader, b *colBlock, n, g, ns, nd int) {
+	if r.err != nil {
+		return
+	}
+	if p := r.take(8 * g); p != nil {
+		b.gone = make([]int64, g)
+		for i := range b.gone {
+			b.gone[i] = int64(binary.LittleEndian.Uint64(p[8*i:]))
+		}
+	}
+	b.ids = readColumn[int64](r, n, math.MinInt64, math.MaxInt64)
+	b.lengths = readColumn[int32](r, n, math.MinInt32, math.MaxInt32)
+	b.norms = readColumn[int64](r, n, math.MinInt64, math.MaxInt64)
+	b.ticks = readColumn[int64](r, n, math.MinInt64, math.MaxInt64)
+	b.classes = readColumn[int16](r, n, math.MinInt16, math.MaxInt16)
+	b.set = readColumn[uint32](r, n, 0, int64(ns)-1)
+	b.doc = readColumn[uint32](r, n, 0, int64(nd)-1)
+}
+
+// decodeColumnsV1 reads format 1's ids, tombstones and columns of n
+// chunks.
+func decodeColumnsV1(r *colReader, b *colBlock, n, g, ns, nd int) {
+	if r.err != nil {
+		return
 	}
 	le := binary.LittleEndian
 	ints64 := func(n int) []int64 {
@@ -302,40 +460,6 @@ func decodeCols(buf []byte, b *colBlock) error {
 	}
 	b.set = u32s(n, ns)
 	b.doc = u32s(n, nd)
-	if r.err != nil {
-		return r.err
-	}
-	b.sets = make([][]string, ns)
-	for i := range b.sets {
-		c := r.count(4)
-		s := make([]string, c)
-		for j := range s {
-			s[j] = r.str()
-		}
-		b.sets[i] = s
-	}
-	// The document ids are substrings of one string: one allocation for
-	// all of them.
-	blob := string(r.buf)
-	b.docs = make([]string, nd)
-	for i := range b.docs {
-		n := r.count(1)
-		at := len(blob) - len(r.buf)
-		if r.take(n) == nil {
-			break
-		}
-		b.docs[i] = blob[at : at+n]
-	}
-	if r.err != nil {
-		return r.err
-	}
-	if len(r.buf) != 0 {
-		return fmt.Errorf("%w: %d bytes after the last field", errColBlock, len(r.buf))
-	}
-	if !ascending(b.ids) || !ascending(b.gone) {
-		return fmt.Errorf("%w: ids not strictly ascending", errColBlock)
-	}
-	return nil
 }
 
 // ascending reports whether xs is strictly ascending.

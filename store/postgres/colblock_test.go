@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -71,9 +72,24 @@ func TestColBlockRoundTrip(t *testing.T) {
 		t.Errorf("a trailing byte: %v", err)
 	}
 	other := slices.Clone(enc)
-	other[0] = 2
+	other[0] = 3
 	if err := decodeCols(other, &colBlock{}); !errors.Is(err, errColBlock) {
-		t.Errorf("format 2: %v", err)
+		t.Errorf("format 3: %v", err)
+	}
+	// Format 1, as blocks written before format 2 hold it, decodes to the
+	// same block, and every truncation of it is refused.
+	v1 := b.encodeV1()
+	var old colBlock
+	if err := decodeCols(v1, &old); err != nil || !sameColumns(&old, &got) {
+		t.Fatalf("format 1 decoded to %+v (err %v), want %+v", old, err, got)
+	}
+	for n := range len(v1) {
+		if err := decodeCols(v1[:n], &colBlock{}); !errors.Is(err, errColBlock) {
+			t.Fatalf("format 1 truncated to %d of %d bytes: %v, want a refusal", n, len(v1), err)
+		}
+	}
+	if len(enc) >= len(v1) {
+		t.Errorf("format 2 takes %d bytes, format 1 %d", len(enc), len(v1))
 	}
 	swapped := &colBlock{}
 	swapped.add(5, 1, 1, 1, 0, nil, "d")
@@ -148,6 +164,7 @@ func TestMergeColBlocks(t *testing.T) {
 func FuzzDecodeCols(f *testing.F) {
 	b, _, _ := testBlock([]int64{1, 2, 3}, []int64{7}, nil)
 	f.Add(b.encode())
+	f.Add(b.encodeV1())
 	f.Add([]byte{colFormat, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -158,10 +175,90 @@ func FuzzDecodeCols(f *testing.F) {
 			}
 			return
 		}
-		if !bytes.Equal(got.encode(), data) {
-			t.Fatal("a block that decodes does not encode to the same bytes")
+		for _, enc := range [][]byte{got.encode(), got.encodeV1()} {
+			var again colBlock
+			if err := decodeCols(enc, &again); err != nil || !sameColumns(&again, &got) {
+				t.Fatalf("a decoded block, encoded again, decodes to %+v (err %v), want %+v", again, err, got)
+			}
 		}
 	})
+}
+
+// sameColumns reports whether a and b hold the same chunks, tombstones,
+// sets and documents (an empty column equal to a missing one).
+func sameColumns(a, b *colBlock) bool {
+	eq := func(x, y any) bool {
+		return reflect.ValueOf(x).Len() == 0 && reflect.ValueOf(y).Len() == 0 || reflect.DeepEqual(x, y)
+	}
+	if len(a.sets) != len(b.sets) {
+		return false
+	}
+	for i := range a.sets {
+		if !eq(a.sets[i], b.sets[i]) {
+			return false
+		}
+	}
+	return eq(a.ids, b.ids) && eq(a.gone, b.gone) && eq(a.lengths, b.lengths) && eq(a.norms, b.norms) && eq(a.ticks, b.ticks) &&
+		eq(a.classes, b.classes) && eq(a.set, b.set) && eq(a.doc, b.doc) && eq(a.docs, b.docs)
+}
+
+// encodeV1 renders b's cols value in format 1, as blocks written before
+// format 2 hold it.
+func (b *colBlock) encodeV1() []byte {
+	n := len(b.ids)
+	size := 1 + 16 + 8*len(b.gone) + n*(8+4+8+8+2+4+4)
+	for _, s := range b.sets {
+		size += 4
+		for _, x := range s {
+			size += 4 + len(x)
+		}
+	}
+	for _, d := range b.docs {
+		size += 4 + len(d)
+	}
+	out := make([]byte, 0, size)
+	le := binary.LittleEndian
+	out = append(out, colFormatV1)
+	out = le.AppendUint32(out, uint32(n))
+	out = le.AppendUint32(out, uint32(len(b.gone)))
+	out = le.AppendUint32(out, uint32(len(b.sets)))
+	out = le.AppendUint32(out, uint32(len(b.docs)))
+	for _, x := range b.ids {
+		out = le.AppendUint64(out, uint64(x))
+	}
+	for _, x := range b.gone {
+		out = le.AppendUint64(out, uint64(x))
+	}
+	for _, x := range b.lengths {
+		out = le.AppendUint32(out, uint32(x))
+	}
+	for _, x := range b.norms {
+		out = le.AppendUint64(out, uint64(x))
+	}
+	for _, x := range b.ticks {
+		out = le.AppendUint64(out, uint64(x))
+	}
+	for _, x := range b.classes {
+		out = le.AppendUint16(out, uint16(x))
+	}
+	for _, x := range b.set {
+		out = le.AppendUint32(out, x)
+	}
+	for _, x := range b.doc {
+		out = le.AppendUint32(out, x)
+	}
+	for _, s := range b.sets {
+		out = le.AppendUint32(out, uint32(len(s)))
+		for _, x := range s {
+			out = le.AppendUint32(out, uint32(len(x)))
+			out = append(out, x...)
+		}
+	}
+	for _, d := range b.docs {
+		out = le.AppendUint32(out, uint32(len(d)))
+		out = append(out, d...)
+	}
+	return out
 }
 
 // TestColumnsBuiltForOlderTenant: a tenant that held chunks before its

@@ -723,13 +723,14 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 }
 
 // keepTop appends x to kept, a list bound for topWithTies(kept, k): when
-// kept is full (and holds at least 2k), it first drops in place what
+// kept is full (and holds at least 8k), it first drops in place what
 // topWithTies would drop, so that kept stays a few k long however many
-// candidates pass through it. What it drops scores below the k best of
-// kept, hence below the k best of any superset: topWithTies of the whole
-// is unchanged.
+// candidates pass through it, and each drop passes over about 8/7 as
+// many candidates as were appended since the last. What it drops scores
+// below the k best of kept, hence below the k best of any superset:
+// topWithTies of the whole is unchanged.
 func keepTop(kept []candidate, x candidate, k int) []candidate {
-	if len(kept) == cap(kept) && len(kept) >= 2*k {
+	if len(kept) == cap(kept) && len(kept) >= 8*k {
 		kept = topWithTies(kept, k)
 	}
 	return append(kept, x)
