@@ -50,7 +50,8 @@ PutBatch) and runs the queries with C concurrent clients:
               tenant, a generated audit key, every request audited) over
               cordon's tenants, queried with POST /v1/tenants/T/retrieve
               under the same policy; run it with cordon (not by default)
-  sql_exact   the same pipeline written entirely in SQL over Cordon's tables
+  sql_exact   the same pipeline written entirely in SQL over Cordon's chunks and a
+              plain postings table copied from Cordon's index
   sql_hybrid  the usual recipe: tsvector + GIN + ts_rank_cd, pgvector HNSW,
               RRF in SQL (approximate)
 

@@ -105,7 +105,7 @@ func (b *colBlock) add(id int64, length int32, norm, tick int64, class int16, ba
 }
 
 // widthFor is the narrowest stored width that holds every component of
-// vs: 1, 2 or 4 bytes.
+// absolute value at most maxAbs: 1, 2 or 4 bytes.
 func widthFor(maxAbs int64) int {
 	switch {
 	case maxAbs <= math.MaxInt8:

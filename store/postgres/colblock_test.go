@@ -11,6 +11,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
@@ -421,4 +423,110 @@ func openAutoCreate(t *testing.T, dbURL string) (*Store, index.Settings) {
 	}
 	t.Cleanup(s.Close)
 	return s, settings
+}
+
+// TestColumnsFormat1Read: column blocks written before format 2 (made
+// here by rewriting every block's cols in format 1) rank exactly as
+// before, verify, and keep doing so through later writes and deletes,
+// whose merges read them and write format 2.
+func TestColumnsFormat1Read(t *testing.T) {
+	defer func(n int64) { colGoneMin = n }(colGoneMin)
+	colGoneMin = 4
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	s, settings := openAutoCreate(t, dbURL)
+	doc := func(i int) cordontype.Document {
+		return cordontype.Document{Tenant: "v1", DocID: fmt.Sprintf("d%02d", i), Classification: cordontype.Classification(i % 3),
+			Text: fmt.Sprintf("wire transfer %d hold release ledger %d margin swap desk %d", i, i%7, i%5)}
+	}
+	var docs []cordontype.Document
+	for i := range 40 {
+		docs = append(docs, doc(i))
+	}
+	if _, err := s.PutBatch(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	scan, err := Open(ctx, dbURL, Options{ChunkScan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(scan.Close)
+	rankOn := func(s *Store) retrieval.Rankings {
+		t.Helper()
+		r := retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "v1", Clearance: cordontype.Internal, Barriers: []string{}},
+			Tokens: analysis.Tokenize("wire ledger 3"), Terms: analysis.TokenSet("wire ledger 3"), NowTick: 10, TopN: 10, Docs: true}
+		q, err := s.EmbedQuery(ctx, settings.Spec(), "wire ledger 3", r.Terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Dense = q
+		rk, err := s.Rank(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rk
+	}
+	format := func(f byte) (n int64) {
+		t.Helper()
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM cordon_t_v1.segments WHERE cols IS NOT NULL AND get_byte(cols, 0) = $1`, int(f)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	want := rankOn(s)
+	if len(want.Dense) == 0 || len(want.Lexical) == 0 || len(want.Docs) == 0 || format(colFormat) == 0 {
+		t.Fatalf("the query found too little to compare: %+v", want)
+	}
+	// Every block's cols in format 1.
+	tb := tablesFor("cordon_t_v1")
+	if err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT block FROM cordon_t_v1.segments WHERE cols IS NOT NULL`)
+		if err != nil {
+			return err
+		}
+		blocks, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		stored, _, err := readColBlocks(ctx, tx, tb, blocks)
+		if err != nil {
+			return err
+		}
+		for _, sb := range stored {
+			if _, err := tx.Exec(ctx, `UPDATE cordon_t_v1.segments SET cols = $1 WHERE block = $2`, sb.b.encodeV1(), sb.block); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if format(colFormat) != 0 || format(colFormatV1) == 0 {
+		t.Fatalf("%d blocks in format 2 and %d in format 1, want all in format 1", format(colFormat), format(colFormatV1))
+	}
+	if got := rankOn(s); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ranked from format-1 blocks:\n%+v\nwant\n%+v", got, want)
+	}
+	if err := s.VerifyColumns(ctx, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	// Tombstones past colGoneMin and a quarter of the chunks make a merge
+	// take every block.
+	for i := range 12 {
+		if _, err := s.Delete(ctx, "v1", fmt.Sprintf("d%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Put(ctx, doc(41)); err != nil {
+		t.Fatal(err)
+	}
+	if n := format(colFormatV1); n != 0 {
+		t.Errorf("%d blocks still in format 1 after a merge of every block", n)
+	}
+	if err := s.VerifyColumns(ctx, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rankOn(s), rankOn(scan); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ranked from the merged blocks:\n%+v\nfrom the chunks table:\n%+v", got, want)
+	}
 }
