@@ -265,6 +265,11 @@ func (d *rowReader) read(rows pgx.Rows, first int) ([][]byte, error) {
 // postingsCols are the columns decodeRow takes, in its order.
 const postingsCols = `chunks, tfs, terms, data`
 
+// postingsColsOf is postingsCols qualified by the table alias a.
+func postingsColsOf(a string) string {
+	return a + `.chunks, ` + a + `.tfs, ` + a + `.terms, ` + a + `.data`
+}
+
 // binaryFields refuses a row whose fields from the first on are not in
 // binary format (decodeRow reads the binary forms).
 func binaryFields(rows pgx.Rows, first int) error {

@@ -198,9 +198,11 @@ func FuzzDecodePacked(f *testing.F) {
 // TestArrayPostingsRead: rows written before packed postings (arrays,
 // made here with the migration's own cordon.unpack_postings, as its
 // downgrade does) rank exactly as packed ones, alone and mixed with
-// packed rows; a merge reads them, and a collection rewrites every one
-// packed without changing a ranking.
+// packed rows; a merge reads them, and a collection (in batches of three
+// rows here) rewrites every one packed without changing a ranking.
 func TestArrayPostingsRead(t *testing.T) {
+	defer func(n int) { collectBatch = n }(collectBatch)
+	collectBatch = 3
 	ctx := context.Background()
 	dbURL := testDatabase(t)
 	s, settings := openAutoCreate(t, dbURL)

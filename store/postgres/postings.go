@@ -452,7 +452,10 @@ func maybeCollect(ctx context.Context, tx pgx.Tx, tb tables, dead, live int64) e
 // collectPostings drops every posting whose chunk no longer exists, and
 // rows and blocks left empty, and resets stats.dead_postings. It rewrites,
 // packed, each row it changes and each row still held as arrays (written
-// before packed postings), in its own block.
+// before packed postings), in its own block. A first pass over the table
+// lists those rows (by key: term and block); they are then read again,
+// rewritten and replaced collectBatch at a time, so memory holds the keys
+// and one batch of postings, not the table.
 func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 	// Wait for a running merge, and keep merges out until this commits.
 	if err := waitMergeLock(ctx, tx, tb); err != nil {
@@ -467,61 +470,20 @@ func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 		return classify(err)
 	}
 	live := newIDSet(ids)
-	var delTerms []string
-	var delBlocks []int64
-	var rewrite []segmentRow
-	if rows, err = tx.Query(ctx, `SELECT term, block, `+postingsCols+` FROM `+tb.postings); err != nil {
-		return classify(err)
-	}
-	var d rowReader
-	for rows.Next() {
-		raw, err := d.read(rows, 2)
-		if err == nil && len(raw[1]) != 8 {
-			err = fmt.Errorf("%w: a block of %d bytes", errArrayFormat, len(raw[1]))
+	var terms []string
+	var blocks []int64
+	err = eachPostingsRow(ctx, tx, `SELECT term, block, `+postingsCols+` FROM `+tb.postings, nil, func(d *rowReader, term string, block int64, packed bool) {
+		if !packed || liveCount(d, live) < len(d.chunks) {
+			terms, blocks = append(terms, term), append(blocks, block)
 		}
-		if err != nil {
-			rows.Close()
+	})
+	if err != nil {
+		return err
+	}
+	for lo := 0; lo < len(terms); lo += collectBatch {
+		hi := min(lo+collectBatch, len(terms))
+		if err := rewriteLive(ctx, tx, tb, live, terms[lo:hi], blocks[lo:hi]); err != nil {
 			return err
-		}
-		kept := &postingList{chunks: make([]int64, 0, len(d.chunks)), tfs: make([]int32, 0, len(d.chunks))}
-		var keptRuns []termRun
-		lo := 0
-		for _, r := range d.runs {
-			n := 0
-			for i := lo; i < lo+r.n; i++ {
-				if live.has(d.chunks[i]) {
-					kept.add(d.chunks[i], d.tfs[i])
-					n++
-				}
-			}
-			if n > 0 && d.bucket {
-				keptRuns = append(keptRuns, termRun{term: slices.Clone(r.term), n: n})
-			}
-			lo += r.n
-		}
-		if len(kept.chunks) == len(d.chunks) && raw[5] != nil {
-			continue // unchanged, and packed already
-		}
-		block := int64(binary.BigEndian.Uint64(raw[1]))
-		delTerms, delBlocks = append(delTerms, string(raw[0])), append(delBlocks, block)
-		if len(kept.chunks) > 0 {
-			rewrite = append(rewrite, segmentRow{key: string(raw[0]), block: block, list: kept, runs: keptRuns})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return classify(err)
-	}
-	if len(delTerms) > 0 {
-		if _, err := tx.Exec(ctx, `
-			DELETE FROM `+tb.postings+` p USING unnest($1::text[], $2::bigint[]) AS d(term, block)
-			WHERE p.term = d.term AND p.block = d.block`, delTerms, delBlocks); err != nil {
-			return classify(err)
-		}
-	}
-	if len(rewrite) > 0 {
-		if _, err := tx.Conn().PgConn().CopyFrom(ctx, newPostingsRows(rewrite, 0),
-			`COPY `+tb.postings+` (term, block, n, data) FROM STDIN BINARY`); err != nil {
-			return classify(err)
 		}
 	}
 	if _, err := tx.Exec(ctx, `
@@ -536,6 +498,87 @@ func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 	}
 	_, err = tx.Exec(ctx, `UPDATE `+tb.stats+` SET dead_postings = 0`)
 	return classify(err)
+}
+
+// collectBatch is how many postings rows a collection rewrites at a time.
+// Tests lower it.
+var collectBatch = 2048
+
+// rewriteLive replaces the postings rows (terms[i], blocks[i]) by their
+// postings of live chunks, packed, deleting those left with none.
+func rewriteLive(ctx context.Context, tx pgx.Tx, tb tables, live idSet, terms []string, blocks []int64) error {
+	var rewrite []segmentRow
+	err := eachPostingsRow(ctx, tx, `
+		SELECT p.term, p.block, `+postingsColsOf("p")+` FROM `+tb.postings+` p
+		JOIN unnest($1::text[], $2::bigint[]) AS k(term, block) ON p.term = k.term AND p.block = k.block`,
+		[]any{terms, blocks}, func(d *rowReader, term string, block int64, _ bool) {
+			kept := &postingList{chunks: make([]int64, 0, len(d.chunks)), tfs: make([]int32, 0, len(d.chunks))}
+			var keptRuns []termRun
+			lo := 0
+			for _, r := range d.runs {
+				n := 0
+				for i := lo; i < lo+r.n; i++ {
+					if live.has(d.chunks[i]) {
+						kept.add(d.chunks[i], d.tfs[i])
+						n++
+					}
+				}
+				if n > 0 && d.bucket {
+					keptRuns = append(keptRuns, termRun{term: slices.Clone(r.term), n: n})
+				}
+				lo += r.n
+			}
+			if len(kept.chunks) > 0 {
+				rewrite = append(rewrite, segmentRow{key: term, block: block, list: kept, runs: keptRuns})
+			}
+		})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `
+		DELETE FROM `+tb.postings+` p USING unnest($1::text[], $2::bigint[]) AS k(term, block)
+		WHERE p.term = k.term AND p.block = k.block`, terms, blocks); err != nil {
+		return classify(err)
+	}
+	if len(rewrite) == 0 {
+		return nil
+	}
+	_, err = tx.Conn().PgConn().CopyFrom(ctx, newPostingsRows(rewrite, 0), `COPY `+tb.postings+` (term, block, n, data) FROM STDIN BINARY`)
+	return classify(err)
+}
+
+// eachPostingsRow runs sql, whose columns are a postings row's term and
+// block and then postingsCols, and calls fn with each row decoded (packed
+// says it was stored packed).
+func eachPostingsRow(ctx context.Context, tx pgx.Tx, sql string, args []any, fn func(d *rowReader, term string, block int64, packed bool)) error {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return classify(err)
+	}
+	defer rows.Close()
+	var d rowReader
+	for rows.Next() {
+		raw, err := d.read(rows, 2)
+		if err == nil && len(raw[1]) != 8 {
+			err = fmt.Errorf("%w: a block of %d bytes", errArrayFormat, len(raw[1]))
+		}
+		if err != nil {
+			return err
+		}
+		fn(&d, string(raw[0]), int64(binary.BigEndian.Uint64(raw[1])), raw[5] != nil)
+	}
+	return classify(rows.Err())
+}
+
+// liveCount is how many of d's postings name a chunk of live.
+func liveCount(d *rowReader, live idSet) int {
+	n := 0
+	for _, c := range d.chunks {
+		if live.has(c) {
+			n++
+		}
+	}
+	return n
 }
 
 // idSet is a set of chunk ids, a bitmap over the range they span (chunk
