@@ -278,4 +278,27 @@ func TestArrayPostingsRead(t *testing.T) {
 	if got := rank(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ranked after the collection:\n%+v\nwant\n%+v", got, want)
 	}
+	// EachPosting gives every stored posting once, under its term.
+	var stored int64
+	if err := s.pool.QueryRow(ctx, `SELECT sum(n)::bigint FROM cordon_t_arr.postings`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]map[int64]bool{}
+	var n int64
+	if err := s.EachPosting(ctx, "arr", func(term string, chunk int64, tf int32) error {
+		if seen[term] == nil {
+			seen[term] = map[int64]bool{}
+		}
+		if seen[term][chunk] || tf < 1 {
+			return fmt.Errorf("term %q chunk %d tf %d: again, or tf below 1", term, chunk, tf)
+		}
+		seen[term][chunk] = true
+		n++
+		return nil
+	}); err != nil || n != stored || len(seen["rare7"]) != 1 || len(seen["wire"]) != 60 {
+		t.Fatalf("EachPosting: %d postings (err %v), want %d; rare7 in %d chunks, wire in %d", n, err, stored, len(seen["rare7"]), len(seen["wire"]))
+	}
+	if err := s.EachPosting(ctx, "nobody", func(string, int64, int32) error { return nil }); !errors.Is(err, ErrTenantNotFound) {
+		t.Fatalf("EachPosting of an unknown tenant: %v", err)
+	}
 }
