@@ -21,67 +21,85 @@
 
 -- +goose Up
 -- +goose StatementBegin
-CREATE FUNCTION cordon.packed_uvarint(data bytea, pos integer, OUT value numeric, OUT next integer)
-LANGUAGE plpgsql IMMUTABLE STRICT AS $fn$
-DECLARE
-    shift numeric := 1;
-    b integer;
-BEGIN
-    -- 7 bits a byte, least significant first; the high bit says more follow.
-    value := 0;
-    next := pos;
-    LOOP
-        b := get_byte(data, next);
-        next := next + 1;
-        value := value + (b & 127) * shift;
-        shift := shift * 128;
-        EXIT WHEN b < 128;
-    END LOOP;
-END
-$fn$;
--- +goose StatementEnd
-
--- +goose StatementBegin
 CREATE FUNCTION cordon.unpack_postings(data bytea, OUT chunks bigint[], OUT tfs integer[], OUT terms text[])
 LANGUAGE plpgsql IMMUTABLE STRICT AS $fn$
 DECLARE
+    -- A copy in memory: get_byte on a value still in TOAST would fetch it
+    -- whole at every call.
+    buf bytea := data || ''::bytea;
     pos integer := 1;  -- offset of the next byte, from 0
-    v numeric;
+    b integer;
+    v bigint;
+    shift integer;
     n integer;
     prev bigint := 0;
     runs integer;
+    len integer;
     term text;
 BEGIN
-    IF length(data) = 0 OR get_byte(data, 0) <> 1 THEN
+    IF length(buf) = 0 OR get_byte(buf, 0) <> 1 THEN
         RAISE EXCEPTION 'malformed packed postings: no format byte 1';
     END IF;
-    SELECT value, next INTO v, pos FROM cordon.packed_uvarint(data, pos);
+    -- Each uvarint: 7 bits a byte, least significant first, the high bit
+    -- set on every byte but the last.
+    v := 0; shift := 0;
+    LOOP
+        b := get_byte(buf, pos); pos := pos + 1;
+        v := v | ((b & 127)::bigint << shift); shift := shift + 7;
+        EXIT WHEN b < 128;
+    END LOOP;
     n := v;
     chunks := '{}';
     tfs := '{}';
     FOR i IN 1 .. n LOOP
+        v := 0; shift := 0;
+        LOOP
+            b := get_byte(buf, pos); pos := pos + 1;
+            v := v | ((b & 127)::bigint << shift); shift := shift + 7;
+            EXIT WHEN b < 128;
+        END LOOP;
         -- Zigzag: an even v is v/2, an odd one -(v+1)/2.
-        SELECT value, next INTO v, pos FROM cordon.packed_uvarint(data, pos);
-        prev := prev + CASE WHEN v % 2 = 0 THEN v / 2 ELSE -(v + 1) / 2 END;
+        prev := prev + CASE WHEN v & 1 = 0 THEN v >> 1 ELSE -((v >> 1) + 1) END;
         chunks := chunks || prev;
     END LOOP;
     FOR i IN 1 .. n LOOP
-        SELECT value, next INTO v, pos FROM cordon.packed_uvarint(data, pos);
+        v := 0; shift := 0;
+        LOOP
+            b := get_byte(buf, pos); pos := pos + 1;
+            v := v | ((b & 127)::bigint << shift); shift := shift + 7;
+            EXIT WHEN b < 128;
+        END LOOP;
         tfs := tfs || v::integer;
     END LOOP;
-    SELECT value, next INTO v, pos FROM cordon.packed_uvarint(data, pos);
+    v := 0; shift := 0;
+    LOOP
+        b := get_byte(buf, pos); pos := pos + 1;
+        v := v | ((b & 127)::bigint << shift); shift := shift + 7;
+        EXIT WHEN b < 128;
+    END LOOP;
     runs := v;
     IF runs > 0 THEN
         terms := '{}';
     END IF;
     FOR r IN 1 .. runs LOOP
-        SELECT value, next INTO v, pos FROM cordon.packed_uvarint(data, pos);
-        term := convert_from(substring(data FROM pos + 1 FOR v::integer), 'UTF8');
-        pos := pos + v::integer;
-        SELECT value, next INTO v, pos FROM cordon.packed_uvarint(data, pos);
+        v := 0; shift := 0;
+        LOOP
+            b := get_byte(buf, pos); pos := pos + 1;
+            v := v | ((b & 127)::bigint << shift); shift := shift + 7;
+            EXIT WHEN b < 128;
+        END LOOP;
+        len := v;
+        term := convert_from(substring(buf FROM pos + 1 FOR len), 'UTF8');
+        pos := pos + len;
+        v := 0; shift := 0;
+        LOOP
+            b := get_byte(buf, pos); pos := pos + 1;
+            v := v | ((b & 127)::bigint << shift); shift := shift + 7;
+            EXIT WHEN b < 128;
+        END LOOP;
         terms := terms || array_fill(term, ARRAY[v::integer]);
     END LOOP;
-    IF pos <> length(data) OR (runs > 0 AND cardinality(terms) <> n) THEN
+    IF pos <> length(buf) OR (runs > 0 AND cardinality(terms) <> n) THEN
         RAISE EXCEPTION 'malformed packed postings';
     END IF;
 END
@@ -145,4 +163,3 @@ LANGUAGE sql STABLE AS $fn$ SELECT 11 $fn$;
 
 DROP FUNCTION cordon.tenant_upgrade_12(text);
 DROP FUNCTION cordon.unpack_postings(bytea);
-DROP FUNCTION cordon.packed_uvarint(bytea, integer);
