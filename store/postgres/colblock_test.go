@@ -283,27 +283,12 @@ func TestColumnsBuiltForOlderTenant(t *testing.T) {
 	if _, err := s.Delete(ctx, "old", "d03"); err != nil {
 		t.Fatal(err)
 	}
-	req := retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "old", Clearance: cordontype.Internal, Barriers: []string{}},
-		Tokens: analysis.Tokenize("wire ledger 3"), Terms: analysis.TokenSet("wire ledger 3"), NowTick: 10, TopN: 10, Docs: true}
 	scan, err := Open(ctx, dbURL, Options{ChunkScan: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(scan.Close)
-	rankOn := func(s *Store) retrieval.Rankings {
-		t.Helper()
-		r := req
-		q, err := s.EmbedQuery(ctx, settings.Spec(), "wire ledger 3", r.Terms)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Dense = q
-		rk, err := s.Rank(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rk
-	}
+	rankOn := func(s *Store) retrieval.Rankings { return rankText(t, s, settings, "old", "wire ledger 3") }
 	rank := func() retrieval.Rankings { return rankOn(s) }
 	want := rank()
 	if len(want.Dense) == 0 || len(want.Lexical) == 0 || len(want.Docs) == 0 {
@@ -412,6 +397,25 @@ func TestIDRank(t *testing.T) {
 	}
 }
 
+// rankText ranks text for an Internal principal of tenant without
+// barriers on s (lexical, dense and documents), failing t on an error.
+func rankText(t *testing.T, s *Store, settings index.Settings, tenant, text string) retrieval.Rankings {
+	t.Helper()
+	ctx := context.Background()
+	r := retrieval.RankRequest{Principal: cordontype.Principal{Tenant: tenant, Clearance: cordontype.Internal, Barriers: []string{}},
+		Tokens: analysis.Tokenize(text), Terms: analysis.TokenSet(text), NowTick: 10, TopN: 10, Docs: true}
+	q, err := s.EmbedQuery(ctx, settings.Spec(), text, r.Terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Dense = q
+	rk, err := s.Rank(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rk
+}
+
 // openAutoCreate opens a store on dbURL that creates tenants with the
 // default settings, closed when the test ends.
 func openAutoCreate(t *testing.T, dbURL string) (*Store, index.Settings) {
@@ -451,21 +455,7 @@ func TestColumnsFormat1Read(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(scan.Close)
-	rankOn := func(s *Store) retrieval.Rankings {
-		t.Helper()
-		r := retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "v1", Clearance: cordontype.Internal, Barriers: []string{}},
-			Tokens: analysis.Tokenize("wire ledger 3"), Terms: analysis.TokenSet("wire ledger 3"), NowTick: 10, TopN: 10, Docs: true}
-		q, err := s.EmbedQuery(ctx, settings.Spec(), "wire ledger 3", r.Terms)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Dense = q
-		rk, err := s.Rank(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rk
-	}
+	rankOn := func(s *Store) retrieval.Rankings { return rankText(t, s, settings, "v1", "wire ledger 3") }
 	format := func(f byte) (n int64) {
 		t.Helper()
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM cordon_t_v1.segments WHERE cols IS NOT NULL AND get_byte(cols, 0) = $1`, int(f)).Scan(&n); err != nil {

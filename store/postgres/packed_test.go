@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/retrieval"
 )
@@ -214,21 +213,7 @@ func TestArrayPostingsRead(t *testing.T) {
 	if _, err := s.PutBatch(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
-	rank := func() retrieval.Rankings {
-		t.Helper()
-		r := retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "arr", Clearance: cordontype.Internal, Barriers: []string{}},
-			Tokens: analysis.Tokenize("wire ledger 3 rare7"), Terms: analysis.TokenSet("wire ledger 3 rare7"), NowTick: 10, TopN: 10, Docs: true}
-		q, err := s.EmbedQuery(ctx, settings.Spec(), "wire ledger 3 rare7", r.Terms)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Dense = q
-		rk, err := s.Rank(ctx, r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rk
-	}
+	rank := func() retrieval.Rankings { return rankText(t, s, settings, "arr", "wire ledger 3 rare7") }
 	count := func(where string) (n int64) {
 		t.Helper()
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM cordon_t_arr.postings WHERE `+where).Scan(&n); err != nil {
