@@ -161,24 +161,8 @@ func dimsOf(vectors [][]int32, dims int) (out []byte, width int) {
 
 // encode renders b's cols value.
 func (b *colBlock) encode() []byte {
-	n := len(b.ids)
-	size := 1 + 16 + 8*len(b.gone) + 7*(1+8) + n*(8+4+8+8+2+4+4)
-	for _, s := range b.sets {
-		size += 4
-		for _, x := range s {
-			size += 4 + len(x)
-		}
-	}
-	for _, d := range b.docs {
-		size += 4 + len(d)
-	}
-	out := make([]byte, 0, size)
 	le := binary.LittleEndian
-	out = append(out, colFormat)
-	out = le.AppendUint32(out, uint32(n))
-	out = le.AppendUint32(out, uint32(len(b.gone)))
-	out = le.AppendUint32(out, uint32(len(b.sets)))
-	out = le.AppendUint32(out, uint32(len(b.docs)))
+	out := b.appendHead(make([]byte, 0, 1+16+8*len(b.gone)+7*(1+8)+len(b.ids)*(8+4+8+8+2+4+4)+b.labelsSize()), colFormat)
 	for _, x := range b.gone {
 		out = le.AppendUint64(out, uint64(x))
 	}
@@ -189,6 +173,24 @@ func (b *colBlock) encode() []byte {
 	out = appendColumn(out, b.classes)
 	out = appendColumn(out, b.set)
 	out = appendColumn(out, b.doc)
+	return b.appendLabels(out)
+}
+
+// appendHead appends the format byte and the four counts that start a
+// cols value of either format.
+func (b *colBlock) appendHead(out []byte, format byte) []byte {
+	le := binary.LittleEndian
+	out = append(out, format)
+	out = le.AppendUint32(out, uint32(len(b.ids)))
+	out = le.AppendUint32(out, uint32(len(b.gone)))
+	out = le.AppendUint32(out, uint32(len(b.sets)))
+	return le.AppendUint32(out, uint32(len(b.docs)))
+}
+
+// appendLabels appends the barrier sets and document ids that end a cols
+// value of either format.
+func (b *colBlock) appendLabels(out []byte) []byte {
+	le := binary.LittleEndian
 	for _, s := range b.sets {
 		out = le.AppendUint32(out, uint32(len(s)))
 		for _, x := range s {
@@ -201,6 +203,21 @@ func (b *colBlock) encode() []byte {
 		out = append(out, d...)
 	}
 	return out
+}
+
+// labelsSize is the size of what appendLabels appends.
+func (b *colBlock) labelsSize() int {
+	size := 0
+	for _, s := range b.sets {
+		size += 4
+		for _, x := range s {
+			size += 4 + len(x)
+		}
+	}
+	for _, d := range b.docs {
+		size += 4 + len(d)
+	}
+	return size
 }
 
 // colInt are the types of a column block's integer columns.

@@ -207,24 +207,8 @@ func sameColumns(a, b *colBlock) bool {
 // encodeV1 renders b's cols value in format 1, as blocks written before
 // format 2 hold it.
 func (b *colBlock) encodeV1() []byte {
-	n := len(b.ids)
-	size := 1 + 16 + 8*len(b.gone) + n*(8+4+8+8+2+4+4)
-	for _, s := range b.sets {
-		size += 4
-		for _, x := range s {
-			size += 4 + len(x)
-		}
-	}
-	for _, d := range b.docs {
-		size += 4 + len(d)
-	}
-	out := make([]byte, 0, size)
 	le := binary.LittleEndian
-	out = append(out, colFormatV1)
-	out = le.AppendUint32(out, uint32(n))
-	out = le.AppendUint32(out, uint32(len(b.gone)))
-	out = le.AppendUint32(out, uint32(len(b.sets)))
-	out = le.AppendUint32(out, uint32(len(b.docs)))
+	out := b.appendHead(nil, colFormatV1)
 	for _, x := range b.ids {
 		out = le.AppendUint64(out, uint64(x))
 	}
@@ -249,18 +233,7 @@ func (b *colBlock) encodeV1() []byte {
 	for _, x := range b.doc {
 		out = le.AppendUint32(out, x)
 	}
-	for _, s := range b.sets {
-		out = le.AppendUint32(out, uint32(len(s)))
-		for _, x := range s {
-			out = le.AppendUint32(out, uint32(len(x)))
-			out = append(out, x...)
-		}
-	}
-	for _, d := range b.docs {
-		out = le.AppendUint32(out, uint32(len(d)))
-		out = append(out, d...)
-	}
-	return out
+	return b.appendLabels(out)
 }
 
 // TestColumnsBuiltForOlderTenant: a tenant that held chunks before its

@@ -600,7 +600,7 @@ func scanColumns(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 //
 // The blocks' cols and their dims slices are read by two statements sent
 // together, in block order: read by one statement, the two cost
-// PostgreSQL about twice their sum (15.7 against 4.7 + 1.4 ms at 100k
+// PostgreSQL more than twice their sum (15.7 against 4.7 + 1.4 ms at 100k
 // chunks, docs/benchmarks.md). Each block's cols is decoded as it
 // arrives, while PostgreSQL computes the second statement.
 func readColumns(ctx context.Context, tx pgx.Tx, tb tables, qdims []int32) ([]colBlock, error) {
