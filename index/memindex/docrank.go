@@ -7,18 +7,38 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
+// The document ranking (SPEC section 5, "Document evidence") is the same
+// arithmetic as [retrieval.RankDocs], computed in two stages over the
+// lexical parts, each part on its own goroutine:
+//
+//  1. docRuns, with the part's chunk ranking: a document's chunks are
+//     consecutive slots (Put and the builder add them together, compaction
+//     keeps them together) and the lexical parts start on document
+//     boundaries, so the postings of a term in the part form one run per
+//     document, in slot order. Each run of a live chunk in the statistics
+//     scope counts toward the term's document frequency, and the run of a
+//     document that may be ranked (its chunks share its labels and tick:
+//     visible and fresh) is kept with its summed tf.
+//  2. docScores, once every part has counted: each term's idf comes from the
+//     parts' document frequencies, and each kept run adds the term's
+//     weighted BM25 contribution to its document's score, term by term, so
+//     a document's score is summed in query-term order.
+//
+// Nothing depends on how the slots were cut into parts or scheduled.
+
+// docRun is one document's postings of one query term in a part: its
+// number and summed tf.
+type docRun struct {
+	doc int32
+	tf  int64
+}
+
 // docScratch is one document ranking's accumulators, by document number,
-// reused across queries: every entry a query sets is reset before the
-// scratch goes back to the pool.
+// reused across queries: every entry a query sets is reset by the part
+// that set it.
 type docScratch struct {
-	tf    []int64
 	score []float64
-	seen  []bool  // met by an earlier term of this query
-	slot  []int32 // one live slot of the document, for its labels
-	// The documents met (seen) and those of them that may be ranked, and
-	// the scored hits, by query.
-	met, ranked, touched []int32
-	hits                 []retrieval.DocHit
+	seen  []bool
 }
 
 // getDocScratch returns a scratch sized for every document number.
@@ -27,89 +47,117 @@ func (x *Index) getDocScratch() *docScratch {
 	if sc == nil {
 		sc = &docScratch{}
 	}
-	if nd := len(x.docNames); len(sc.tf) < nd {
-		sc.tf, sc.score, sc.seen, sc.slot = make([]int64, nd), make([]float64, nd), make([]bool, nd), make([]int32, nd)
+	if nd := len(x.docNames); len(sc.score) < nd {
+		sc.score, sc.seen = make([]float64, nd), make([]bool, nd)
 	}
 	return sc
 }
 
-// putDocScratch resets what a query set and pools sc.
-func (x *Index) putDocScratch(sc *docScratch) {
-	for _, d := range sc.met {
-		sc.seen[d], sc.score[d] = false, 0
+// docStart moves slot boundary b forward to the first slot of a document,
+// so that no document is cut by a part boundary.
+func (x *Index) docStart(b int32) int32 {
+	n := int32(len(x.docOf))
+	for b > 0 && b < n && x.docOf[b] == x.docOf[b-1] {
+		b++
 	}
-	sc.met, sc.ranked, sc.touched, sc.hits = sc.met[:0], sc.ranked[:0], sc.touched[:0], sc.hits[:0]
-	x.docPool.Put(sc)
+	return b
 }
 
-// docRanking is the document ranking of req (SPEC section 5, "Document
-// evidence") over the scope st was counted in, the same arithmetic as
-// [retrieval.RankDocs] without its maps: term by term, the postings of the
-// scope's chunks are summed per document number, the term's document
-// frequency is the number of documents that got any, and each rankable
-// document adds the term's weighted BM25 contribution to its score, so a
-// document's score is summed in query-term order. N is the sum of the
-// visible label sets' document counts (a document's chunks share its
-// labels), the length sum the chunk scope's.
-func (x *Index) docRanking(req *retrieval.RankRequest, st scopeStats, f *filter) []retrieval.DocHit {
+// docRuns is stage 1 for the part pt, over spans (the part's share of each
+// query term's postings), with w's filter.
+func (x *Index) docRuns(spans []span, entitled bool, w *worker, pt *rankPart) {
+	f := &w.f
+	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
+	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
+	alive, docOf := x.alive, x.docOf
+	for len(pt.runs) < len(spans) {
+		pt.runs = append(pt.runs, nil)
+	}
+	pt.df = slices.Grow(pt.df[:0], len(spans))[:len(spans)]
+	for i, sp := range spans {
+		runs, df := pt.runs[i][:0], int64(0)
+		if p := sp.p; p != nil {
+			slots, tfs := p.slots[sp.start:sp.end], p.tfs[sp.start:sp.end]
+			tfs = tfs[:len(slots)]
+			for k := 0; k < len(slots); {
+				s := slots[k]
+				d, tf := docOf[s], int64(tfs[k])
+				for k++; k < len(slots) && docOf[slots[k]] == d; k++ {
+					tf += int64(tfs[k])
+				}
+				if !alive[s] {
+					continue
+				}
+				set := barrier[s]
+				ok := setOK[set]
+				if ok == 0 {
+					ok = f.learn(set)
+				}
+				visible := class[s] <= clearance && ok == 1
+				if entitled && !visible {
+					continue
+				}
+				df++
+				if visible && !(fresh && now-asOf[s] > maxStale) {
+					runs = append(runs, docRun{doc: d, tf: tf})
+				}
+			}
+		}
+		pt.runs[i], pt.df[i] = runs, df
+	}
+}
+
+// docScope is the document ranking's N and the idfs of its terms: N is the
+// sum of the visible label sets' document counts under the entitled scope
+// (a document's chunks share its labels), of all of them under the tenant
+// scope, and a term's document frequency the sum of the parts'.
+func (x *Index) docScope(req *retrieval.RankRequest, f *filter, parts []rankPart) (n int64, idf []float64) {
 	entitled := x.settings.Statistics.Entitled()
-	var n int64
 	for ls, c := range x.labels {
 		if !entitled || f.visible(ls.class, ls.set) {
 			n += c.docs
 		}
 	}
-	if n == 0 {
-		return []retrieval.DocHit{}
-	}
-	avgdl := bm25.AvgDL(st.sumLen, n)
-	params := x.settings.BM25
 	w := bm25.NewIDFs(req.IDF, len(req.Terms))
-	sc := x.getDocScratch()
-	defer x.putDocScratch(sc)
-	touched, ranked := sc.touched, sc.ranked
-	defer func() { sc.touched, sc.ranked = touched[:0], ranked[:0] }()
-	for i, t := range req.Terms {
-		p := x.postings[t]
-		if p == nil {
-			continue
+	for i := range req.Terms {
+		var df int64
+		for k := range parts {
+			if !parts[k].dense && i < len(parts[k].df) {
+				df += parts[k].df[i]
+			}
 		}
-		touched = touched[:0]
-		for k, s := range p.slots {
-			if !x.alive[s] || entitled && !f.visible(x.class[s], x.barrier[s]) {
-				continue
-			}
-			d := x.docOf[s]
-			if sc.tf[d] == 0 {
-				touched = append(touched, d)
-				sc.slot[d] = s
-			}
-			sc.tf[d] += int64(p.tfs[k])
+		w.Set(i, n, df)
+	}
+	return n, w.Lex
+}
+
+// docScores is stage 2 for the part pt: its documents' scores, and those
+// above zero as pt.docHits. The scratch's entries pt sets are its own
+// documents' and are reset before it returns.
+func (x *Index) docScores(req *retrieval.RankRequest, idf []float64, avgdl float64, sc *docScratch, pt *rankPart) {
+	params := x.settings.BM25
+	score, seen, docLen := sc.score, sc.seen, x.docLen
+	met := pt.met[:0]
+	for i := range req.Terms {
+		if i >= len(pt.df) {
+			break
 		}
-		w.Set(i, n, int64(len(touched)))
-		idf, wt := w.Lex[i], req.Weight(i)
-		for _, d := range touched {
-			if !sc.seen[d] {
-				sc.seen[d] = true
-				sc.met = append(sc.met, d)
-				if f.verdict(sc.slot[d]) != keep {
-					sc.tf[d] = 0
-					sc.score[d] = -1 // never ranked
-					continue
-				}
-				ranked = append(ranked, d)
+		lidf, wt := idf[i], req.Weight(i)
+		for _, r := range pt.runs[i] {
+			d := r.doc
+			if !seen[d] {
+				seen[d] = true
+				met = append(met, d)
 			}
-			if sc.score[d] >= 0 {
-				sc.score[d] += float64(wt * bm25.Term(idf, sc.tf[d], x.docLen[d], avgdl, params))
-			}
-			sc.tf[d] = 0
+			score[d] += float64(wt * bm25.Term(lidf, r.tf, docLen[d], avgdl, params))
 		}
 	}
-	for _, d := range ranked {
-		if sc.score[d] > 0 {
-			sc.hits = append(sc.hits, retrieval.DocHit{DocID: x.docNames[d], Score: sc.score[d]})
+	hits := pt.docHits[:0]
+	for _, d := range met {
+		if score[d] > 0 {
+			hits = append(hits, retrieval.DocHit{DocID: x.docNames[d], Score: score[d]})
 		}
+		seen[d], score[d] = false, 0
 	}
-	// The top list may alias the pooled hits: the caller gets a copy.
-	return slices.Clip(slices.Clone(retrieval.TopDocs(sc.hits, req.TopN)))
+	pt.met, pt.docHits = met[:0], hits
 }

@@ -95,6 +95,7 @@ type scratch struct {
 	mark    []bool
 	over    []int32 // overflow slots, sorted
 	parts   []rankPart
+	docHits []retrieval.DocHit // the lexical parts' document hits, joined
 	workers []*worker
 	next    atomic.Int32 // the next part to rank
 }
@@ -112,12 +113,24 @@ type worker struct {
 	stamp               uint64
 }
 
-// rankPart is one side's ranking of one slot range, and its funnel counts.
+// rankPart is one side's ranking of one slot range, and its funnel counts;
+// a lexical part also holds its share of the document ranking (see
+// docRuns).
 type rankPart struct {
 	dense                        bool
 	lo, hi                       int32
 	top                          topN
 	considered, hidden, outdated int
+	runs                         [][]docRun // per query term
+	df                           []int64    // per query term; empty when nothing was counted
+	met                          []int32
+	docHits                      []retrieval.DocHit
+}
+
+// reset makes pt an empty part of the range [lo, hi), keeping its memory.
+func (pt *rankPart) reset(dense bool, lo, hi int32, k int, x *Index) {
+	*pt = rankPart{dense: dense, lo: lo, hi: hi, top: topN{k: k, x: x, items: pt.top.items[:0]},
+		runs: pt.runs, df: pt.df[:0], met: pt.met[:0], docHits: pt.docHits[:0]}
 }
 
 // New returns an empty index with the given settings.
@@ -511,44 +524,25 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	dq := x.denseQuery(q, sc)
 	sc.parts = slices.Grow(sc.parts[:0], lexN+denseN)[:lexN+denseN]
 	for k := range lexN + denseN {
+		parts, i, dense := lexN, k, k >= lexN
+		if dense {
+			parts, i = denseN, k-lexN
+		}
+		lo, hi := int32(int64(i)*int64(n)/int64(parts)), int32(int64(i+1)*int64(n)/int64(parts))
+		if !dense {
+			// A lexical part holds whole documents (see docRuns).
+			lo, hi = x.docStart(lo), x.docStart(hi)
+		}
+		sc.parts[k].reset(dense, lo, hi, req.TopN, x)
+	}
+	sc.spread(workers, len(sc.parts), func(w *worker, k int) {
 		pt := &sc.parts[k]
-		*pt = rankPart{top: topN{k: req.TopN, x: x, items: pt.top.items[:0]}}
-		parts, i := lexN, k
-		if k >= lexN {
-			pt.dense, parts, i = true, denseN, k-lexN
+		if pt.dense {
+			x.dense(dq, w, sc, pt)
+		} else {
+			x.lexical(&req, st, w, sc, pt)
 		}
-		pt.lo, pt.hi = int32(int64(i)*int64(n)/int64(parts)), int32(int64(i+1)*int64(n)/int64(parts))
-	}
-	run := func(w *worker) {
-		w.f.reset(x, &req)
-		for {
-			k := int(sc.next.Add(1)) - 1
-			if k >= len(sc.parts) {
-				return
-			}
-			pt := &sc.parts[k]
-			if pt.dense {
-				x.dense(dq, w, sc, pt)
-			} else {
-				x.lexical(&req, st, w, sc, pt)
-			}
-		}
-	}
-	sc.next.Store(0)
-	if workers == 1 {
-		run(sc.workers[0])
-	} else {
-		var wg sync.WaitGroup
-		for _, w := range sc.workers[1:workers] {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(w)
-			}()
-		}
-		run(sc.workers[0])
-		wg.Wait()
-	}
+	}, func(w *worker) { w.f.reset(x, &req) })
 	rk := retrieval.Rankings{IDF: st.idf}
 	lex, dense := topN{k: req.TopN, x: x}, topN{k: req.TopN, x: x}
 	for i := range sc.parts {
@@ -573,9 +567,67 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 		rk.Dense = dense.hits()
 	}
 	if req.Docs {
-		rk.Docs = x.docRanking(&req, st, x.newFilter(&req))
+		rk.Docs = x.docRanking(&req, st, workers, sc, lexN)
 	}
 	return rk, nil
+}
+
+// docRanking is stage 2 of the document ranking (see docRuns) over the
+// first lexN parts of sc, which stage 1 counted, on workers goroutines.
+func (x *Index) docRanking(req *retrieval.RankRequest, st scopeStats, workers int, sc *scratch, lexN int) []retrieval.DocHit {
+	n, idf := x.docScope(req, x.newFilter(req), sc.parts[:lexN])
+	if n == 0 {
+		return []retrieval.DocHit{}
+	}
+	avgdl := bm25.AvgDL(st.sumLen, n)
+	ds := x.getDocScratch()
+	defer x.docPool.Put(ds)
+	sc.spread(min(workers, lexN), lexN, func(_ *worker, k int) {
+		x.docScores(req, idf, avgdl, ds, &sc.parts[k])
+	}, nil)
+	hits := sc.parts[0].docHits
+	if lexN > 1 {
+		hits = sc.docHits[:0]
+		for k := range lexN {
+			hits = append(hits, sc.parts[k].docHits...)
+		}
+		sc.docHits = hits
+	}
+	// The top list may alias the pooled hits: the caller gets a copy.
+	return slices.Clip(slices.Clone(retrieval.TopDocs(hits, req.TopN)))
+}
+
+// spread runs do(w, k) for every task k in [0, tasks), on workers
+// goroutines (the caller's among them) taking tasks in turn, each with its
+// own worker, which start (when not nil) prepares first.
+func (sc *scratch) spread(workers, tasks int, do func(w *worker, k int), start func(w *worker)) {
+	sc.next.Store(0)
+	run := func(w *worker) {
+		if start != nil {
+			start(w)
+		}
+		for {
+			k := int(sc.next.Add(1)) - 1
+			if k >= tasks {
+				return
+			}
+			do(w, k)
+		}
+	}
+	if workers <= 1 {
+		run(sc.workers[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, w := range sc.workers[1:workers] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(w)
+		}()
+	}
+	run(sc.workers[0])
+	wg.Wait()
 }
 
 func (x *Index) newFilter(req *retrieval.RankRequest) *filter {
@@ -736,6 +788,9 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 		total += end - start
 	}
 	w.spans = spans[:0]
+	if req.Docs {
+		x.docRuns(spans, x.settings.Statistics.Entitled(), w, pt)
+	}
 	scan := total > int(hi-lo)/16
 	if visitOrder != 0 {
 		scan = visitOrder == 1

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/chunk"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/index/memindex"
@@ -183,7 +184,8 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 // slots touched) and requires every field
 // of its Rankings to equal the serial path's and the reference's, over
 // randomized corpora with ties, dead slots, entitlement and freshness
-// filters, both idfs and both statistics scopes.
+// filters, both idfs, both statistics scopes and documents of one chunk
+// or of several.
 func TestRankPartsMatchSerial(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, scope := range []bm25.Scope{bm25.ScopeTenant, bm25.ScopeEntitled} {
@@ -192,6 +194,11 @@ func TestRankPartsMatchSerial(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 25))
 				s := index.DefaultSettings()
 				s.Statistics = scope
+				if seed%2 == 0 {
+					// Documents of several chunks, some of them cut by
+					// the parts' even slot ranges.
+					s.Chunking = chunk.Options{MaxWords: 6, OverlapWords: 1}
+				}
 				memindex.SetLabelCountsMin(t, 16)
 				x, ref := partsCorpus(t, r, s, 20+r.IntN(200))
 				ranked := 0

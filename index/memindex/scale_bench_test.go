@@ -19,7 +19,10 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-var scaleChunks = flag.Int("scale-chunks", 0, "chunks of the one tenant BenchmarkRankScale builds (0 skips it)")
+var (
+	scaleChunks  = flag.Int("scale-chunks", 0, "chunks of the one tenant BenchmarkRankScale builds (0 skips it)")
+	scaleService = flag.Bool("scale-service", false, "rank BenchmarkRankScale's queries under the service profile (retrieval.ServicePolicy) instead of the bench policy")
+)
 
 var (
 	scaleHeap    float64 // live heap bytes per chunk of scaleIndex
@@ -31,7 +34,7 @@ var (
 // scaleTenant builds, once per process, the index of cordon-lab bench's
 // corpus (seed 1, one tenant of n chunks) as the store's cache loads it,
 // and the RankRequests the bench's retriever sends for its first 200
-// queries under the bench policy.
+// queries under the bench policy (the service profile with -scale-service).
 func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest) {
 	scaleOnce.Do(func() {
 		g, err := bench.NewGenerator(bench.Config{Seed: 1, Chunks: n, Tenants: 1})
@@ -93,6 +96,9 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 		scaleIndex = builder.Index()
 		scaleHeap = float64(liveHeap()-heap) / float64(n)
 		p := bench.BasePolicy()
+		if *scaleService {
+			p = retrieval.ServicePolicy()
+		}
 		for _, q := range g.Queries(200) {
 			p.MaxStaleTicks = q.MaxStaleTicks
 			rq := retrieval.Query{Principal: q.Principal, Text: q.Text, NowTick: q.NowTick, Policy: p}
