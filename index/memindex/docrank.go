@@ -70,12 +70,11 @@ func (x *Index) docRuns(spans []span, entitled bool, w *worker, pt *rankPart) {
 	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
 	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
 	alive, docOf := x.alive, x.docOf
-	for len(pt.runs) < len(spans) {
-		pt.runs = append(pt.runs, nil)
-	}
+	runs := pt.runs[:0]
 	pt.df = slices.Grow(pt.df[:0], len(spans))[:len(spans)]
+	pt.ends = slices.Grow(pt.ends[:0], len(spans))[:len(spans)]
 	for i, sp := range spans {
-		runs, df := pt.runs[i][:0], int64(0)
+		df := int64(0)
 		if p := sp.p; p != nil {
 			slots, tfs := p.slots[sp.start:sp.end], p.tfs[sp.start:sp.end]
 			tfs = tfs[:len(slots)]
@@ -103,8 +102,9 @@ func (x *Index) docRuns(spans []span, entitled bool, w *worker, pt *rankPart) {
 				}
 			}
 		}
-		pt.runs[i], pt.df[i] = runs, df
+		pt.df[i], pt.ends[i] = df, int32(len(runs))
 	}
+	pt.runs = runs
 }
 
 // docScope is the document ranking's N and the idfs of its terms: N is the
@@ -143,7 +143,11 @@ func (x *Index) docScores(req *retrieval.RankRequest, idf []float64, avgdl float
 			break
 		}
 		lidf, wt := idf[i], req.Weight(i)
-		for _, r := range pt.runs[i] {
+		from := int32(0)
+		if i > 0 {
+			from = pt.ends[i-1]
+		}
+		for _, r := range pt.runs[from:pt.ends[i]] {
 			d := r.doc
 			if !seen[d] {
 				seen[d] = true

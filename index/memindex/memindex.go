@@ -121,16 +121,20 @@ type rankPart struct {
 	lo, hi                       int32
 	top                          topN
 	considered, hidden, outdated int
-	runs                         [][]docRun // per query term
-	df                           []int64    // per query term; empty when nothing was counted
-	met                          []int32
-	docHits                      []retrieval.DocHit
+	// runs are the part's document runs of every query term, term by
+	// term, the term i's ending at ends[i]; df is per query term, and
+	// empty when nothing was counted.
+	runs    []docRun
+	ends    []int32
+	df      []int64
+	met     []int32
+	docHits []retrieval.DocHit
 }
 
 // reset makes pt an empty part of the range [lo, hi), keeping its memory.
 func (pt *rankPart) reset(dense bool, lo, hi int32, k int, x *Index) {
 	*pt = rankPart{dense: dense, lo: lo, hi: hi, top: topN{k: k, x: x, items: pt.top.items[:0]},
-		runs: pt.runs, df: pt.df[:0], met: pt.met[:0], docHits: pt.docHits[:0]}
+		runs: pt.runs[:0], ends: pt.ends[:0], df: pt.df[:0], met: pt.met[:0], docHits: pt.docHits[:0]}
 }
 
 // New returns an empty index with the given settings.
