@@ -9,7 +9,11 @@
 //   - entitlement attributes are plain arrays (classification, an interned
 //     barrier-set id, as_of_tick), checked per slot before any ranking;
 //   - top_n is kept with a bounded heap under the same total order as the
-//     reference (score descending, chunk id ascending).
+//     reference (score descending, chunk id ascending);
+//   - the document ranking is summed from the lexical parts' own pass over
+//     the postings: a document's chunks hold consecutive slots and no part
+//     cuts a document, so each part sums its postings into one run per
+//     document and scores its own documents once every part has counted.
 //
 // Scores come from the same functions as the reference store (bm25.Term,
 // hashembed.Cosine) over the same exact integers, so results are
