@@ -419,27 +419,6 @@ type filter struct {
 	maxStale int64
 }
 
-// verdict is the pre-filter's decision on one slot (SPEC section 5,
-// steps 2-3), in the order the funnel counts them.
-type verdict uint8
-
-const (
-	keep   verdict = iota // visible and fresh
-	hidden                // outside the principal's entitlement
-	stale                 // visible, but older than the freshness contract allows
-)
-
-// verdict decides slot s.
-func (f *filter) verdict(s int32) verdict {
-	if !f.visible(f.class[s], f.barrier[s]) {
-		return hidden
-	}
-	if f.fresh && f.now-f.asOf[s] > f.maxStale {
-		return stale
-	}
-	return keep
-}
-
 // visible is the entitlement predicate for a label set; small enough to
 // inline into the scoring loops.
 func (f *filter) visible(class int8, set int32) bool {
@@ -835,9 +814,11 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 			lex[s] += float64(wt * bm25.TermNorm(idf, int64(tf), normOf(dl), params))
 		}
 	}
-	// The pre-filter of filter.verdict, written out here and in dense (a
-	// call per ranked slot costs about as much as the filter), its counts
-	// in locals.
+	// The pre-filter (SPEC section 5, steps 2-3: hidden when outside the
+	// principal's entitlement, else outdated when older than the freshness
+	// contract allows), written out here, in dense and in docRuns (a call
+	// per ranked slot costs about as much as the filter), its counts in
+	// locals.
 	f := &w.f
 	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
 	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
@@ -946,7 +927,7 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 	if cap(w.acc) < denseBlock {
 		w.acc, w.pos = make([]int64, denseBlock), make([]int32, denseBlock)
 	}
-	// The pre-filter of filter.verdict, written out (see lexical).
+	// The pre-filter, written out (see lexical).
 	f := &w.f
 	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
 	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
