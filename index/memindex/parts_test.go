@@ -23,9 +23,10 @@ import (
 // partsCorpus puts n random documents into a memindex Index and the
 // reference store under settings s: few words (so chunks tie on scores and
 // on cosines), repeated texts (exact ties, broken by chunk id), some
-// documents replaced or removed (dead slots), four classifications, three
-// barrier labels and ticks over [0, 1000].
-func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n int) (*memindex.Index, *memory.Store) {
+// documents replaced or removed (dead slots; churn chances in ten after
+// each put), four classifications, three barrier labels and ticks over
+// [0, 1000].
+func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n, churn int) (*memindex.Index, *memory.Store) {
 	t.Helper()
 	ref, err := memory.New(s)
 	if err != nil {
@@ -64,7 +65,10 @@ func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n int) (*memindex
 	}
 	for d := range n {
 		put(d)
-		if d > 0 && r.IntN(10) == 0 {
+		for range churn {
+			if d == 0 || r.IntN(10) != 0 {
+				continue
+			}
 			// Replace or remove an earlier document.
 			e := r.IntN(d)
 			if r.IntN(2) == 0 {
@@ -184,10 +188,16 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 // slots touched) and requires every field
 // of its Rankings to equal the serial path's and the reference's, over
 // randomized corpora with ties, dead slots, entitlement and freshness
-// filters, both idfs, both statistics scopes and documents of one chunk
-// or of several.
+// filters, both idfs, both statistics scopes, documents of one chunk or
+// of several, and compacted indexes.
 func TestRankPartsMatchSerial(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	compactions := 0
+	defer func() {
+		if compactions == 0 && !t.Failed() {
+			t.Error("no corpus was compacted: the test exercised no renumbered documents")
+		}
+	}()
 	for _, scope := range []bm25.Scope{bm25.ScopeTenant, bm25.ScopeEntitled} {
 		for seed := uint64(1); seed <= 12; seed++ {
 			t.Run(fmt.Sprintf("%s/seed=%d", scope, seed), func(t *testing.T) {
@@ -200,7 +210,14 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					s.Chunking = chunk.Options{MaxWords: 6, OverlapWords: 1}
 				}
 				memindex.SetLabelCountsMin(t, 16)
-				x, ref := partsCorpus(t, r, s, 20+r.IntN(200))
+				churn := 1
+				if seed%3 == 0 {
+					// Compactions renumber the documents and their slots.
+					memindex.SetCompactMinDead(t, 4)
+					churn = 20
+				}
+				x, ref := partsCorpus(t, r, s, 20+r.IntN(200), churn)
+				compactions += x.Compactions()
 				ranked := 0
 				for i := range 40 {
 					req := partsQuery(r)
