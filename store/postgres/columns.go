@@ -213,21 +213,29 @@ type storedBlock struct {
 
 // mergeColumns merges one set of column blocks, if any is due, in its own
 // transaction (see above), or builds the blocks when stats.cols_ok is
-// false. It reports whether it changed anything.
+// false. It reports whether it changed anything. The merge lock is tried
+// and stats.cols_ok read in one round trip.
 func (s *Store) mergeColumns(ctx context.Context, t tenantInfo) (bool, error) {
 	tb := t.tables
-	var ok bool
-	if err := s.pool.QueryRow(ctx, `SELECT cols_ok FROM `+tb.stats).Scan(&ok); err != nil {
-		return false, classify(err)
-	}
-	if !ok {
-		s.builds.start(t, s.buildColumns)
-		return false, nil
-	}
-	merged := false
+	merged, build := false, false
 	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if got, err := tryMergeLock(ctx, tx, tb); err != nil || !got {
-			return err
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, mergeLockClass, tb.schema)
+		b.Queue(`SELECT cols_ok FROM ` + tb.stats)
+		br := tx.SendBatch(ctx, b)
+		var got, ok bool
+		err := br.QueryRow().Scan(&got)
+		if err == nil {
+			err = br.QueryRow().Scan(&ok)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return classify(err)
+		}
+		if build = !ok; build || !got {
+			return nil
 		}
 		rows, err := tx.Query(ctx, `SELECT block, postings, cols_n FROM `+tb.segments+` WHERE cols IS NOT NULL ORDER BY block DESC`)
 		if err != nil {
@@ -283,6 +291,9 @@ func (s *Store) mergeColumns(ctx context.Context, t tenantInfo) (bool, error) {
 		}
 		return insertColRaw(ctx, tx, tb, block, out, dims, width)
 	})
+	if err == nil && build {
+		s.builds.start(t, s.buildColumns)
+	}
 	return merged, err
 }
 
