@@ -287,3 +287,79 @@ func TestArrayPostingsRead(t *testing.T) {
 		t.Fatalf("EachPosting of an unknown tenant: %v", err)
 	}
 }
+
+// TestReadSegmentsDropsDeleted: a merge's read of segments keeps the
+// postings of chunks that still exist and drops those of deleted ones
+// when the tenant counts dead postings; with none counted it keeps every
+// posting without asking.
+func TestReadSegmentsDropsDeleted(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	s, _ := openAutoCreate(t, dbURL)
+	var docs []cordontype.Document
+	for i := range 10 {
+		docs = append(docs, cordontype.Document{Tenant: "rs", DocID: fmt.Sprintf("d%02d", i), Classification: cordontype.Public,
+			Text: fmt.Sprintf("ledger margin swap %d", i)})
+	}
+	if _, err := s.PutBatch(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	var gone []int64
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM cordon_t_rs.chunks WHERE doc_id IN ('d03', 'd07')`)
+		if err != nil {
+			return err
+		}
+		gone, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}); err != nil || len(gone) == 0 {
+		t.Fatalf("chunks of the documents to delete: %v, %v", gone, err)
+	}
+	for _, id := range []string{"d03", "d07"} {
+		if _, err := s.Delete(ctx, "rs", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What readSegments returns over every block, with the tenant's dead
+	// count and with none.
+	read := func(dead int64) map[int64]int {
+		t.Helper()
+		held := map[int64]int{}
+		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT DISTINCT block FROM cordon_t_rs.postings`)
+			if err != nil {
+				return err
+			}
+			blocks, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return err
+			}
+			lists, err := readSegments(ctx, tx, tablesFor("cordon_t_rs"), blocks, dead)
+			for _, p := range lists {
+				for _, c := range p.chunks {
+					held[c]++
+				}
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return held
+	}
+	var dead int64
+	if err := s.pool.QueryRow(ctx, `SELECT dead_postings FROM cordon_t_rs.stats`).Scan(&dead); err != nil || dead == 0 {
+		t.Fatalf("dead_postings %d, %v: want the deletes counted", dead, err)
+	}
+	kept, all := read(dead), read(0)
+	for _, c := range gone {
+		if kept[c] != 0 {
+			t.Errorf("chunk %d of a deleted document: %d postings kept", c, kept[c])
+		}
+		if all[c] == 0 {
+			t.Errorf("chunk %d: no posting read with no dead count; the test deleted nothing stored", c)
+		}
+	}
+	if len(kept) != len(all)-len(gone) || len(kept) == 0 {
+		t.Errorf("%d chunks kept of %d read, %d deleted", len(kept), len(all), len(gone))
+	}
+}

@@ -291,31 +291,24 @@ func (s *Store) mergeSegments(ctx context.Context, tb tables) (bool, error) {
 // stats.dead_postings: no chunk was removed since the last collection) every
 // posting is kept without asking.
 func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64, dead int64) (postingLists, error) {
-	rows, err := tx.Query(ctx, `SELECT term, `+postingsCols+` FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`, blocks)
-	if err != nil {
-		return nil, classify(err)
-	}
 	lists := postingLists{}
-	var d rowReader
-	for rows.Next() {
-		if _, err := d.read(rows, 1); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		lo := 0
-		for _, r := range d.runs {
-			p := lists[string(r.term)] // no allocation for a term seen before
-			if p == nil {
-				p = &postingList{}
-				lists[string(r.term)] = p
+	err := eachPostingsRow(ctx, tx, `SELECT term, block, `+postingsCols+` FROM `+tb.postings+` WHERE block = ANY($1) ORDER BY block`,
+		[]any{blocks}, func(d *rowReader, _ string, _ int64, _ bool) error {
+			lo := 0
+			for _, r := range d.runs {
+				p := lists[string(r.term)] // no allocation for a term seen before
+				if p == nil {
+					p = &postingList{}
+					lists[string(r.term)] = p
+				}
+				p.chunks = append(p.chunks, d.chunks[lo:lo+r.n]...)
+				p.tfs = append(p.tfs, d.tfs[lo:lo+r.n]...)
+				lo += r.n
 			}
-			p.chunks = append(p.chunks, d.chunks[lo:lo+r.n]...)
-			p.tfs = append(p.tfs, d.tfs[lo:lo+r.n]...)
-			lo += r.n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(err)
+			return nil
+		})
+	if err != nil {
+		return nil, err
 	}
 	if dead == 0 {
 		return lists, nil
@@ -326,7 +319,7 @@ func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64, dea
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	rows, err = tx.Query(ctx, `SELECT id FROM `+tb.chunks+` WHERE id = ANY($1)`, ids)
+	rows, err := tx.Query(ctx, `SELECT id FROM `+tb.chunks+` WHERE id = ANY($1)`, ids)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -337,14 +330,11 @@ func readSegments(ctx context.Context, tx pgx.Tx, tb tables, blocks []int64, dea
 	if len(liveIDs) == len(ids) {
 		return lists, nil
 	}
-	live := make(map[int64]bool, len(liveIDs))
-	for _, id := range liveIDs {
-		live[id] = true
-	}
+	live := newIDSet(liveIDs)
 	for _, p := range lists {
 		k := 0
 		for i, c := range p.chunks {
-			if live[c] {
+			if live.has(c) {
 				p.chunks[k], p.tfs[k] = c, p.tfs[i]
 				k++
 			}
@@ -472,10 +462,11 @@ func collectPostings(ctx context.Context, tx pgx.Tx, tb tables) error {
 	live := newIDSet(ids)
 	var terms []string
 	var blocks []int64
-	err = eachPostingsRow(ctx, tx, `SELECT term, block, `+postingsCols+` FROM `+tb.postings, nil, func(d *rowReader, term string, block int64, packed bool) {
+	err = eachPostingsRow(ctx, tx, `SELECT term, block, `+postingsCols+` FROM `+tb.postings, nil, func(d *rowReader, term string, block int64, packed bool) error {
 		if !packed || liveCount(d, live) < len(d.chunks) {
 			terms, blocks = append(terms, term), append(blocks, block)
 		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -511,7 +502,7 @@ func rewriteLive(ctx context.Context, tx pgx.Tx, tb tables, live idSet, terms []
 	err := eachPostingsRow(ctx, tx, `
 		SELECT p.term, p.block, `+postingsColsOf("p")+` FROM `+tb.postings+` p
 		JOIN unnest($1::text[], $2::bigint[]) AS k(term, block) ON p.term = k.term AND p.block = k.block`,
-		[]any{terms, blocks}, func(d *rowReader, term string, block int64, _ bool) {
+		[]any{terms, blocks}, func(d *rowReader, term string, block int64, _ bool) error {
 			kept := &postingList{chunks: make([]int64, 0, len(d.chunks)), tfs: make([]int32, 0, len(d.chunks))}
 			var keptRuns []termRun
 			lo := 0
@@ -531,6 +522,7 @@ func rewriteLive(ctx context.Context, tx pgx.Tx, tb tables, live idSet, terms []
 			if len(kept.chunks) > 0 {
 				rewrite = append(rewrite, segmentRow{key: term, block: block, list: kept, runs: keptRuns})
 			}
+			return nil
 		})
 	if err != nil {
 		return err
@@ -549,8 +541,8 @@ func rewriteLive(ctx context.Context, tx pgx.Tx, tb tables, live idSet, terms []
 
 // eachPostingsRow runs sql, whose columns are a postings row's term and
 // block and then postingsCols, and calls fn with each row decoded (packed
-// says it was stored packed).
-func eachPostingsRow(ctx context.Context, tx pgx.Tx, sql string, args []any, fn func(d *rowReader, term string, block int64, packed bool)) error {
+// says it was stored packed); an error from fn stops it and is returned.
+func eachPostingsRow(ctx context.Context, tx pgx.Tx, sql string, args []any, fn func(d *rowReader, term string, block int64, packed bool) error) error {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return classify(err)
@@ -565,7 +557,9 @@ func eachPostingsRow(ctx context.Context, tx pgx.Tx, sql string, args []any, fn 
 		if err != nil {
 			return err
 		}
-		fn(&d, string(raw[0]), int64(binary.BigEndian.Uint64(raw[1])), raw[5] != nil)
+		if err := fn(&d, string(raw[0]), int64(binary.BigEndian.Uint64(raw[1])), raw[5] != nil); err != nil {
+			return err
+		}
 	}
 	return classify(rows.Err())
 }
@@ -614,28 +608,20 @@ func (s idSet) has(id int64) bool {
 // index elsewhere; an error from fn stops it and is returned.
 func (s *Store) EachPosting(ctx context.Context, tenant string, fn func(term string, chunk int64, tf int32) error) error {
 	found, err := s.inSnapshot(ctx, tenant, func(tx pgx.Tx, t tenantInfo, _ statsRow) error {
-		rows, err := tx.Query(ctx, `SELECT term, `+postingsCols+` FROM `+t.tables.postings)
-		if err != nil {
-			return classify(err)
-		}
-		defer rows.Close()
-		var d rowReader
-		for rows.Next() {
-			if _, err := d.read(rows, 1); err != nil {
-				return err
-			}
-			lo := 0
-			for _, r := range d.runs {
-				term := string(r.term)
-				for i := lo; i < lo+r.n; i++ {
-					if err := fn(term, d.chunks[i], d.tfs[i]); err != nil {
-						return err
+		return eachPostingsRow(ctx, tx, `SELECT term, block, `+postingsCols+` FROM `+t.tables.postings, nil,
+			func(d *rowReader, _ string, _ int64, _ bool) error {
+				lo := 0
+				for _, r := range d.runs {
+					term := string(r.term)
+					for i := lo; i < lo+r.n; i++ {
+						if err := fn(term, d.chunks[i], d.tfs[i]); err != nil {
+							return err
+						}
 					}
+					lo += r.n
 				}
-				lo += r.n
-			}
-		}
-		return classify(rows.Err())
+				return nil
+			})
 	})
 	switch {
 	case err != nil:
