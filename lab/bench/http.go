@@ -8,14 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -26,22 +24,17 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
-// httpSystem is the service path: the real server ([server.New] over the
-// Postgres store with the same options as the cordon system, HS256 tokens,
-// a keyed audit log) on a loopback listener in this process, driven over
-// HTTP with a bearer token per principal. It reads the tenants the cordon
-// system ingested.
+// httpSystem is the service path: the real server (see localServer) in
+// this process or in a process of its own (Options.HTTPServerProcess),
+// driven over HTTP on a loopback port with a bearer token per principal.
+// It reads the tenants the cordon system ingested.
 type httpSystem struct {
-	st     *postgres.Store
+	srv    benchServer
 	base   string
 	client *http.Client
 	secret string
-	stop   context.CancelFunc
-	served chan error
-
-	// conns counts the connections the server accepted: with keep-alive,
-	// about one per client for the whole run.
-	conns *countingListener
+	// statsErr is the first error reading the server's stats.
+	statsErr error
 
 	g      *Generator
 	mu     sync.Mutex
@@ -49,7 +42,10 @@ type httpSystem struct {
 	puts   int               // documents the mix wrote
 }
 
-func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheBytes int64) (*httpSystem, error) {
+// newHTTP starts the server, in a process of its own when process is set
+// (writing its CPU profile to cpuProfile when that is not ""), and the
+// clients' transport.
+func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheBytes int64, process bool, cpuProfile string) (*httpSystem, error) {
 	secret, err := randomText(32)
 	if err != nil {
 		return nil, err
@@ -58,29 +54,17 @@ func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheB
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
 	}
-	keys := &audit.Keyring{Active: "bench", Keys: map[string][]byte{"bench": key}}
-	st, err := postgres.Open(ctx, dbURL, postgres.Options{MaxConns: conns, CacheBytes: cacheBytes, CacheLoadInBackground: true, AuditKeys: keys})
+	cfg := serverConfig{DatabaseURL: dbURL, Conns: conns, Clients: clients, CacheBytes: cacheBytes, Secret: secret, AuditKey: key}
+	var srv benchServer
+	if process {
+		cfg.CPUProfile = cpuProfile
+		srv, err = startChildServer(cfg)
+	} else {
+		srv, err = startLocalServer(ctx, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
-	v, err := server.NewVerifier(ctx, server.AuthConfig{HS256Secret: secret})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	cl := &countingListener{Listener: ln}
-	// Every client may have its retrieve in progress at once, even all on
-	// one tenant: the bench measures the service's work, not the per-tenant
-	// admission of cordon serve --tenant-retrieves.
-	srv := server.New(server.Config{TenantRetrieves: clients}, st, v)
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, cl) }()
 	// One kept-alive connection per client, as a pooled service client
 	// holds; the default keeps only 2 per host. MaxConnsPerHost caps the
 	// pool at one connection per client: a connection goes back to the idle
@@ -88,28 +72,24 @@ func newHTTP(ctx context.Context, dbURL string, conns int32, clients int, cacheB
 	// client's next request may start before that, and without the cap it
 	// would dial another connection instead of waiting a moment for its own.
 	tr := &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients, MaxConnsPerHost: clients, DisableCompression: true}
-	return &httpSystem{
-		st: st, base: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr},
-		secret: secret, stop: stop, served: served, tokens: map[string]string{}, conns: cl,
-	}, nil
+	return &httpSystem{srv: srv, base: "http://" + srv.Addr(), client: &http.Client{Transport: tr}, secret: secret, tokens: map[string]string{}}, nil
 }
 
-// countingListener counts the connections it accepts.
-type countingListener struct {
-	net.Listener
-	n atomic.Int64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
-		l.n.Add(1)
+// stats reads the server's stats; the first error is kept in statsErr
+// (a zero value is returned).
+func (h *httpSystem) stats() serverStats {
+	st, err := h.srv.Stats()
+	if err != nil && h.statsErr == nil {
+		h.statsErr = err
 	}
-	return c, err
+	return st
 }
+
+// CacheStats is the server's store's.
+func (h *httpSystem) CacheStats() postgres.CacheStats { return h.stats().Cache }
 
 // Connections is how many connections the server accepted so far.
-func (h *httpSystem) Connections() int64 { return h.conns.n.Load() }
+func (h *httpSystem) Connections() int64 { return h.stats().Connections }
 
 func randomText(n int) (string, error) {
 	b := make([]byte, n)
@@ -225,10 +205,8 @@ func (h *httpSystem) Query(ctx context.Context, q Query) ([]string, error) {
 func (h *httpSystem) BytesPerChunk(context.Context) (float64, bool, error) { return 0, false, nil }
 
 func (h *httpSystem) Close() {
-	h.stop()
-	<-h.served
 	h.client.CloseIdleConnections()
-	h.st.Close()
+	_ = h.srv.Close()
 }
 
 // Operations of a mix.

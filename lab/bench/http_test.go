@@ -90,37 +90,55 @@ func TestHTTPMatchesStore(t *testing.T) {
 	if _, err := store.Ingest(ctx, g, 2, 1, func(int64) {}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := newHTTP(ctx, dbURL, 4, 2, 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if own, err := h.Ingest(ctx, g, 2, 1, func(int64) {}); own || err != nil {
-		t.Fatalf("http Ingest = %v, %v; want false, nil (it serves cordon's tenants)", own, err)
-	}
-	nonEmpty := 0
-	for i, q := range queries {
-		want, err := store.Query(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := h.Query(ctx, q)
-		if err != nil {
-			t.Fatalf("query %d over HTTP: %v", i, err)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("query %d (%q, tenant %s): HTTP %v, store %v", i, q.Text, q.Principal.Tenant, got, want)
-		}
-		if len(want) > 0 {
-			nonEmpty++
-		}
-	}
-	// One client, one kept-alive connection for every query.
-	if n := h.Connections(); n != 1 {
-		t.Errorf("the server accepted %d connections for %d queries in a row, want 1 (keep-alive)", n, len(queries))
-	}
-	if nonEmpty < len(queries)/2 {
-		t.Errorf("only %d of %d queries found anything: the comparison proves little", nonEmpty, len(queries))
+	for _, process := range []bool{false, true} {
+		t.Run(fmt.Sprintf("process=%t", process), func(t *testing.T) {
+			h, err := newHTTP(ctx, dbURL, 4, 2, 64<<20, process, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			if h.srv.Separate() != process {
+				t.Fatalf("the server runs apart: %t, want %t", h.srv.Separate(), process)
+			}
+			if own, err := h.Ingest(ctx, g, 2, 1, func(int64) {}); own || err != nil {
+				t.Fatalf("http Ingest = %v, %v; want false, nil (it serves cordon's tenants)", own, err)
+			}
+			st0 := h.stats()
+			nonEmpty := 0
+			for i, q := range queries {
+				want, err := store.Query(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := h.Query(ctx, q)
+				if err != nil {
+					t.Fatalf("query %d over HTTP: %v", i, err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("query %d (%q, tenant %s): HTTP %v, store %v", i, q.Text, q.Principal.Tenant, got, want)
+				}
+				if len(want) > 0 {
+					nonEmpty++
+				}
+			}
+			st1 := h.stats()
+			if h.statsErr != nil {
+				t.Fatal(h.statsErr)
+			}
+			// One client, one kept-alive connection for every query.
+			if n := st1.Connections; n != 1 {
+				t.Errorf("the server accepted %d connections for %d queries in a row, want 1 (keep-alive)", n, len(queries))
+			}
+			if n := st1.Audit.Records - st0.Audit.Records; n != int64(len(queries)) {
+				t.Errorf("the server audited %d records for %d queries", n, len(queries))
+			}
+			if process && st1.CPU <= st0.CPU {
+				t.Errorf("the server process's CPU went from %v to %v over %d queries", st0.CPU, st1.CPU, len(queries))
+			}
+			if nonEmpty < len(queries)/2 {
+				t.Errorf("only %d of %d queries found anything: the comparison proves little", nonEmpty, len(queries))
+			}
+		})
 	}
 }
 
@@ -188,7 +206,7 @@ func BenchmarkRetrieve(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	run := func(name string, sys System, st *postgres.Store) {
+	run := func(name string, sys System, st interface{ CacheStats() postgres.CacheStats }) {
 		// The first query starts the tenant's load; answers wait for it.
 		if _, err := sys.Query(ctx, queries[0]); err != nil {
 			b.Fatal(err)
@@ -227,10 +245,10 @@ func BenchmarkRetrieve(b *testing.B) {
 	// index would otherwise stay in the heap the HTTP run's collections scan.
 	store.Close()
 	runtime.GC()
-	h, err := newHTTP(ctx, dbURL, conns, 8, cache)
+	h, err := newHTTP(ctx, dbURL, conns, 8, cache, false, "")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer h.Close()
-	run(SystemHTTP, h, h.st)
+	run(SystemHTTP, h, h)
 }

@@ -96,13 +96,19 @@ type SystemResult struct {
 	// group commit saved.
 	AuditRecordsPerCommit *float64 `json:"audit_records_per_commit,omitempty"`
 	// CPUMsPerQuery is the bench process's CPU (every thread: the clients,
-	// the store, for http the server too) over the measured run, per query.
+	// the store, for http the server too) over the measured run, per query;
+	// for http with ServerProcess, the server process's CPU alone, and
+	// ClientCPUMsPerQuery the bench process's (the clients').
 	// DBCPUMsPerQuery is the CPU of the PostgreSQL backends serving the
 	// bench database, per query, when they run on this machine and are
 	// visible in /proc (omitted otherwise). On a saturated machine their
 	// sum is what a query costs, a steadier figure than qps.
-	CPUMsPerQuery   *float64 `json:"cpu_ms_per_query,omitempty"`
-	DBCPUMsPerQuery *float64 `json:"db_cpu_ms_per_query,omitempty"`
+	CPUMsPerQuery       *float64 `json:"cpu_ms_per_query,omitempty"`
+	DBCPUMsPerQuery     *float64 `json:"db_cpu_ms_per_query,omitempty"`
+	ClientCPUMsPerQuery *float64 `json:"client_cpu_ms_per_query,omitempty"`
+	// ServerProcess is set when the http system's server ran in a process
+	// of its own (Options.HTTPServerProcess).
+	ServerProcess bool `json:"server_process,omitempty"`
 	// Mix is the http system's mixed run (Options.Mix; omitted otherwise).
 	Mix *MixResult `json:"mix,omitempty"`
 }

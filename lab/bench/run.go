@@ -18,7 +18,6 @@ import (
 
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
-	"github.com/cordon-rag/cordon/store/postgres/audit"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
@@ -75,6 +74,14 @@ type Options struct {
 	// operations (retrieve, ground, assemble, put) after its measured
 	// retrieve run, and reports each operation's latency.
 	Mix Mix
+	// HTTPServerProcess runs the http system's server in a process of its
+	// own (the bench's executable again, which must call
+	// ServeChildIfAsked first): its CPU is then measured apart from the
+	// clients' (cpu_ms_per_query is the server's, client_cpu_ms_per_query
+	// the bench process's). HTTPServerCPUProfile, when set, is where that
+	// process writes its CPU profile.
+	HTTPServerProcess    bool
+	HTTPServerCPUProfile string
 
 	// Progress, when set, receives a human progress display.
 	Progress io.Writer
@@ -251,7 +258,7 @@ func openSystem(ctx context.Context, name, dbURL string, conns int32, opts Optio
 	case SystemCordonSQL:
 		return newCordonSQL(ctx, dbURL, conns)
 	case SystemHTTP:
-		return newHTTP(ctx, dbURL, conns, opts.Concurrency, opts.CacheBytes)
+		return newHTTP(ctx, dbURL, conns, opts.Concurrency, opts.CacheBytes, opts.HTTPServerProcess, opts.HTTPServerCPUProfile)
 	case SystemSQLExact:
 		return newSQLExact(ctx, dbURL, conns)
 	case SystemSQLHybrid:
@@ -332,12 +339,12 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	// A store with the in-memory path: how its first query fares on a
 	// cold tenant (ranked in SQL while the tenant loads), and when the
 	// loads the warm-up starts are done; the run is measured after.
-	var cst *postgres.Store
+	var cst interface{ CacheStats() postgres.CacheStats }
 	switch c := sys.(type) {
 	case *cordonSystem:
 		cst = c.st
 	case *httpSystem:
-		cst = c.st
+		cst = c
 	}
 	if cst != nil && cst.CacheStats().Budget == 0 {
 		cst = nil
@@ -388,9 +395,12 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 		pr.logf("[%s] cold tenant: first query %.1f ms (SQL); loads done %.2f s after it (%d loads, %.2f s of loading)\n",
 			name, *res.ColdFirstQueryMS, v, cache0.Loads, cache0.LoadTime.Seconds())
 	}
-	var audit0 audit.Stats
-	if h, ok := sys.(*httpSystem); ok {
-		audit0 = h.st.AuditStats()
+	// The http system's server: its stats, and its CPU when it runs in a
+	// process of its own.
+	h, _ := sys.(*httpSystem)
+	var srv0 serverStats
+	if h != nil {
+		srv0 = h.stats()
 	}
 	cpu0 := readCPU(dbName)
 	lat, lists, wall, err := runQueries(ctx, name, sys, queries, opts.Concurrency, pr)
@@ -406,12 +416,20 @@ func measure(ctx context.Context, name string, sys System, g *Generator, queries
 	if cpu0.dbSeen && cpu1.dbSeen {
 		res.DBCPUMsPerQuery = perQuery(cpu1.db - cpu0.db)
 	}
-	if h, ok := sys.(*httpSystem); ok {
-		n := h.Connections()
-		res.Connections = &n
-		if a := h.st.AuditStats(); a.Commits > audit0.Commits {
-			r := float64(a.Records-audit0.Records) / float64(a.Commits-audit0.Commits)
+	if h != nil {
+		srv1 := h.stats()
+		if h.srv.Separate() {
+			res.ClientCPUMsPerQuery = res.CPUMsPerQuery
+			res.CPUMsPerQuery = perQuery(srv1.CPU - srv0.CPU)
+			res.ServerProcess = true
+		}
+		res.Connections = &srv1.Connections
+		if a, a0 := srv1.Audit, srv0.Audit; a.Commits > a0.Commits {
+			r := float64(a.Records-a0.Records) / float64(a.Commits-a0.Commits)
 			res.AuditRecordsPerCommit = &r
+		}
+		if h.statsErr != nil {
+			return nil, nil, h.statsErr
 		}
 	}
 	res.P50 = ms(Percentile(lat, 50))

@@ -133,12 +133,16 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
 	policy := fs.String("policy", "", "the retrieval policy of memory, cordon, cordon_sql and http: a SPEC 9 policy JSON object over the bench's (the seed profile, limit 10), or @FILE; \"service\": the service profile, what 'cordon serve' ranks a retrieve with when its request names no policy (limit 10)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (ingest and queries) to this file, for go tool pprof")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (ingest and queries) to this file, for go tool pprof; with --http-server process, the http server's to FILE.server")
+	httpServer := fs.String("http-server", "process", "where the http system's server runs: process (a process of its own: its CPU measured apart from the clients') or local (in the bench process)")
 	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
+	}
+	if *httpServer != "process" && *httpServer != "local" {
+		return fmt.Errorf("%w: --http-server %q: want process or local", cmdline.ErrUsage, *httpServer)
 	}
 	var opMix bench.Mix
 	if *mix != "" {
@@ -180,25 +184,29 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		return err
 	}
 	opts := bench.Options{
-		DatabaseURL:    cmdline.DatabaseURL(env, *dbURL),
-		CreateDatabase: *create,
-		Keep:           *keep,
-		Reuse:          *reuse,
-		Seed:           *seed,
-		Chunks:         *chunks,
-		Tenants:        *tenants,
-		Queries:        *queries,
-		Concurrency:    *concurrency,
-		Writers:        *writers,
-		Batch:          *batch,
-		Warmup:         *warmup,
-		Serial:         *serial,
-		WarmTenants:    *warmTenants,
-		CacheBytes:     cacheBytes,
-		CacheRule:      cacheRule,
-		Systems:        cmdline.SplitList(*systems),
-		Policy:         pol,
-		Mix:            opMix,
+		DatabaseURL:       cmdline.DatabaseURL(env, *dbURL),
+		CreateDatabase:    *create,
+		Keep:              *keep,
+		Reuse:             *reuse,
+		Seed:              *seed,
+		Chunks:            *chunks,
+		Tenants:           *tenants,
+		Queries:           *queries,
+		Concurrency:       *concurrency,
+		Writers:           *writers,
+		Batch:             *batch,
+		Warmup:            *warmup,
+		Serial:            *serial,
+		WarmTenants:       *warmTenants,
+		CacheBytes:        cacheBytes,
+		CacheRule:         cacheRule,
+		Systems:           cmdline.SplitList(*systems),
+		Policy:            pol,
+		HTTPServerProcess: *httpServer == "process",
+		Mix:               opMix,
+	}
+	if *cpuProfile != "" && opts.HTTPServerProcess {
+		opts.HTTPServerCPUProfile = *cpuProfile + ".server"
 	}
 	if !*quiet {
 		opts.Progress = env.Stderr
@@ -257,10 +265,14 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 			continue
 		}
 		if !cpuLine {
-			fmt.Fprint(w, "\nCPU per query (ms): bench process + PostgreSQL backends of the bench database (- where not visible)\n")
+			fmt.Fprint(w, "\nCPU per query (ms): bench process (http: the server process, when apart) + PostgreSQL backends of the bench database (- where not visible)\n")
 			cpuLine = true
 		}
-		fmt.Fprintf(w, "  %-11s %.3f + %s\n", name, *s.CPUMsPerQuery, opt(s.DBCPUMsPerQuery, "%.3f"))
+		fmt.Fprintf(w, "  %-11s %.3f + %s", name, *s.CPUMsPerQuery, opt(s.DBCPUMsPerQuery, "%.3f"))
+		if s.ClientCPUMsPerQuery != nil {
+			fmt.Fprintf(w, " (server process; its clients in the bench process: %.3f)", *s.ClientCPUMsPerQuery)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, name := range bench.ReportOrder {
 		s := rep.Systems[name]

@@ -210,6 +210,14 @@ func TestBenchHTTP(t *testing.T) {
 			t.Errorf("%s: db_cpu_ms_per_query %v, want >= 0 (database %s)", name, d, u.Host)
 		}
 	}
+	// By default the server runs in a process of its own (the test binary
+	// again, through TestMain): its CPU is apart from its clients'.
+	if !h.ServerProcess || h.ClientCPUMsPerQuery == nil || !(*h.ClientCPUMsPerQuery > 0) {
+		t.Errorf("http: server_process %t, client_cpu_ms_per_query %v; want true, > 0", h.ServerProcess, h.ClientCPUMsPerQuery)
+	}
+	if c.ServerProcess || c.ClientCPUMsPerQuery != nil {
+		t.Errorf("cordon: server_process %t, client_cpu_ms_per_query %v; want neither", c.ServerProcess, c.ClientCPUMsPerQuery)
+	}
 	if h.Mix == nil {
 		t.Fatal("http: no mix in the report")
 	}
@@ -227,15 +235,19 @@ func TestBenchHTTP(t *testing.T) {
 			total, h.Mix.Requests, h.Mix.QPS, rep.Mix, rep.Queries, rep.Queries, bench.DefaultMix)
 	}
 
+	// The server in the bench process: one CPU figure, clients included.
 	table, stderr, code := runBenchCLI(t, nil, "--database-url", url, "--chunks", "200", "--queries", "10",
-		"--concurrency", "2", "--systems", "cordon,http", "--quiet")
+		"--concurrency", "2", "--systems", "cordon,http", "--http-server", "local", "--quiet")
 	if code != ExitOK {
 		t.Fatalf("table run: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"\nhttp ", "http/cordon qps at 2 clients:"} {
+	for _, want := range []string{"\nhttp ", "http/cordon qps at 2 clients:", "\n  http "} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table has no %q:\n%s", want, table)
 		}
+	}
+	if strings.Contains(table, "(server process") {
+		t.Errorf("with --http-server local the table reports a server process:\n%s", table)
 	}
 }
 
@@ -270,6 +282,7 @@ func TestBenchUsage(t *testing.T) {
 		{"no database", []string{"--systems", "cordon"}, "no database URL"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 		{"bad policy", []string{"--systems", "memory", "--policy", `{"rrf_weights":{"doc":-1}}`}, "rrf_weights.doc -1 must be"},
+		{"bad http server", []string{"--systems", "cordon,http", "--http-server", "remote", "--database-url", "postgres://x/y"}, "want process or local"},
 		{"unknown policy field", []string{"--systems", "memory", "--policy", `{"rrf_wieghts":{}}`}, "rrf_wieghts"},
 	}
 	for _, tt := range tests {
