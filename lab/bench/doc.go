@@ -21,7 +21,9 @@
 //   - "cordon": [postgres.Store] behind [retrieval.Retriever] (exact);
 //   - "http": the service path over the same tenants as "cordon": the real
 //     server ([server.New], same store options, a generated audit key, every
-//     request audited) in this process on a loopback listener, queried with
+//     request audited) on a loopback listener, in this process or in a
+//     process of its own ([Options.HTTPServerProcess]: its CPU is then
+//     measured apart from its clients'), queried with
 //     POST /v1/tenants/{t}/retrieve under the same policy with an HS256
 //     token per principal; its report carries its qps over cordon's
 //     (qps_ratio_to_cordon) and, with [Options.Mix], a mixed run of

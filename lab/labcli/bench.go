@@ -24,6 +24,7 @@ func benchCommand() *cmdline.Command {
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
                [--warmup N] [--warm-tenants=false] [--cache-mib auto|M] [--serial N]
                [--mix OPS] [--policy JSON|@FILE|service] [--cpuprofile FILE]
+               [--http-server process|local]
                [--create-database=false] [--keep] [--json]
 
 Generates a deterministic corpus of N chunks split across T tenants (Zipf
@@ -45,9 +46,11 @@ PutBatch) and runs the queries with C concurrent clients:
               --cache-bytes 0'): every query ranked in SQL, over cordon's
               tables
   memory      the in-memory reference store (exact)
-  http        the service path: the real server in this process on a
-              loopback port (same store options, HS256 tokens minted per
-              tenant, a generated audit key, every request audited) over
+  http        the service path: the real server on a loopback port, in a
+              process of its own (this executable again; --http-server
+              local: in the bench process) with the same store options,
+              HS256 tokens minted per tenant, a generated audit key and
+              every request audited, over
               cordon's tenants, queried with POST /v1/tenants/T/retrieve
               under the same policy; run it with cordon (not by default)
   sql_exact   the same pipeline written entirely in SQL over Cordon's chunks and a
@@ -82,8 +85,16 @@ audit_records_per_commit is the mean batch of the audit group commit.
 then sends the Q queries again over HTTP as a mix in fixed proportions:
 ground and assemble over the chunks the query retrieved, put a new
 3-chunk document in the query's tenant; it reports requests/s and each
-operation's latency (systems.http.mix). --cpuprofile covers the server
-too, as it runs in the bench process.
+operation's latency (systems.http.mix).
+
+CPU per query is the bench process's (cpu_ms_per_query) and that of the
+PostgreSQL backends of the bench database (db_cpu_ms_per_query, when the
+cluster runs on this machine). For http, cpu_ms_per_query is the server
+process's alone (server_process: true) and client_cpu_ms_per_query the
+bench process's, its clients'; with --http-server local, the bench
+process's, server and clients together. --cpuprofile FILE profiles the
+bench process, and the http server process into FILE.server (with
+--http-server local the one profile covers the server).
 
 By default a fresh database is created on the server of --database-url for
 the run and dropped afterwards (the role needs CREATEDB); with
