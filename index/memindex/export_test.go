@@ -1,6 +1,13 @@
 package memindex
 
-import "testing"
+import (
+	"cmp"
+	"slices"
+	"testing"
+
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/retrieval"
+)
 
 // Hooks for the external tests (package memindex_test), which compare the
 // index with the reference store through index/memindex/memindextest.
@@ -75,3 +82,44 @@ func (x *Index) LabelCounted() int {
 
 // Overflowed is the number of x's chunks whose vector does not fit int8.
 func (x *Index) Overflowed() int { return len(x.overflow) }
+
+// EssentialPostings is the number of postings of req's terms, and of those
+// of the terms MaxScore would have to score (its essential terms) had it
+// known floor, the final top list's lowest lexical score, from the start:
+// each term's largest contribution to a chunk's score is computed, the
+// terms are taken from the smallest, and those whose contributions sum
+// below floor are left out, since a chunk holding only those cannot reach
+// the list. (An analysis for BenchmarkRankScale: what dynamic pruning could
+// save at best.)
+func (x *Index) EssentialPostings(req retrieval.RankRequest, floor float64) (postings, essential int) {
+	st := x.scopeStats(req.Terms, req.IDF, x.newFilter(&req))
+	avgdl := bm25.AvgDL(st.sumLen, st.n)
+	type bound struct {
+		max float64
+		n   int
+	}
+	var bounds []bound
+	for i, t := range req.Terms {
+		p := x.postings[t]
+		if p == nil {
+			continue
+		}
+		b := bound{n: len(p.slots)}
+		for k, s := range p.slots {
+			norm := bm25.LengthNorm(int64(x.length[s]), avgdl, x.settings.BM25)
+			b.max = max(b.max, float64(req.Weight(i)*bm25.TermNorm(st.lex[i], int64(p.tfs[k]), norm, x.settings.BM25)))
+		}
+		bounds = append(bounds, b)
+		postings += b.n
+	}
+	slices.SortFunc(bounds, func(a, b bound) int { return cmp.Compare(a.max, b.max) })
+	sum := 0.0
+	for _, b := range bounds {
+		if sum+b.max < floor {
+			sum += b.max
+			continue
+		}
+		essential += b.n
+	}
+	return postings, essential
+}
