@@ -88,9 +88,6 @@ func (h *httpSystem) stats() serverStats {
 // CacheStats is the server's store's.
 func (h *httpSystem) CacheStats() postgres.CacheStats { return h.stats().Cache }
 
-// Connections is how many connections the server accepted so far.
-func (h *httpSystem) Connections() int64 { return h.stats().Connections }
-
 func randomText(n int) (string, error) {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
