@@ -274,11 +274,20 @@ func (b *Builder) buildPostings() {
 		x.postings[t], x.lists[g] = p, p
 	}
 	// The label counts of long lists (what add keeps from a list's
-	// labelCountsMin-th posting on, every slot being alive).
+	// labelCountsMin-th posting on, every slot being alive), and each
+	// list's bounds (postingList.bound).
 	parallel(func(k int) {
 		for g := k * len(lists) / parts; g < (k+1)*len(lists)/parts; g++ {
-			if p := &lists[g]; len(p.slots) >= labelCountsMin {
+			p := &lists[g]
+			if len(p.slots) >= labelCountsMin {
 				p.byLabel = x.countLabels(p)
+			}
+			if x.wantBits(len(p.slots)) {
+				p.buildBits()
+			}
+			p.maxTF, p.minLen = p.tfs[0], x.length[p.slots[0]]
+			for k, s := range p.slots {
+				p.maxTF, p.minLen = max(p.maxTF, p.tfs[k]), min(p.minLen, x.length[s])
 			}
 		}
 	})

@@ -8,6 +8,18 @@
 //     accumulator in query-term order;
 //   - entitlement attributes are plain arrays (classification, an interned
 //     barrier-set id, as_of_tick), checked per slot before any ranking;
+//     beside them an alive bitmap and, for the last few principals that
+//     queried, a bitmap of the slots each may see (computed on a
+//     principal's first query, kept up to date by writes), so the funnel
+//     is counted 64 slots at a time and only visible slots are checked
+//     for freshness;
+//   - a lexical range dense in postings is ranked by MaxScore: a term whose
+//     bound (its list's largest tf in its shortest chunk) cannot lift a
+//     chunk into the top list stops proposing chunks, and a chunk proposed
+//     by the others is scored whole in query-term order; every chunk
+//     holding a term is still counted, from a bitmap of the range's
+//     postings (a list with a sixteenth of the slots or more keeps its own
+//     bitmap, joined a word at a time);
 //   - top_n is kept with a bounded heap under the same total order as the
 //     reference (score descending, chunk id ascending);
 //   - the document ranking is summed from the lexical parts' own pass over

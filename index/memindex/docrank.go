@@ -64,12 +64,12 @@ func (x *Index) docStart(b int32) int32 {
 }
 
 // docRuns is stage 1 for the part pt, over spans (the part's share of each
-// query term's postings), with w's filter.
-func (x *Index) docRuns(spans []span, entitled bool, w *worker, pt *rankPart) {
+// query term's postings), with w's filter and the principal's visibility
+// bitmap vis.
+func (x *Index) docRuns(spans []span, entitled bool, vis *visMask, w *worker, pt *rankPart) {
 	f := &w.f
-	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
-	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
-	alive, docOf := x.alive, x.docOf
+	asOf, fresh, now, maxStale := f.asOf, f.fresh, f.now, f.maxStale
+	alive, docOf, seen := x.alive, x.docOf, vis.bits
 	runs := pt.runs[:0]
 	pt.df = slices.Grow(pt.df[:0], len(spans))[:len(spans)]
 	pt.ends = slices.Grow(pt.ends[:0], len(spans))[:len(spans)]
@@ -87,12 +87,7 @@ func (x *Index) docRuns(spans []span, entitled bool, w *worker, pt *rankPart) {
 				if !alive[s] {
 					continue
 				}
-				set := barrier[s]
-				ok := setOK[set]
-				if ok == 0 {
-					ok = f.learn(set)
-				}
-				visible := class[s] <= clearance && ok == 1
+				visible := hasBit(seen, s)
 				if entitled && !visible {
 					continue
 				}

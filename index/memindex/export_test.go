@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
@@ -122,4 +123,32 @@ func (x *Index) EssentialPostings(req retrieval.RankRequest, floor float64) (pos
 		essential += b.n
 	}
 	return postings, essential
+}
+
+// SetPruneMin sets the postings from which a lexical part dense in postings
+// is ranked by lexicalPruned until t ends (math.MaxInt: never).
+func SetPruneMin(t testing.TB, n int) {
+	old := pruneMin
+	pruneMin = n
+	t.Cleanup(func() { pruneMin = old })
+}
+
+// Pruned is the number of lexical parts lexicalPruned ranked so far.
+func Pruned() int64 { return pruned.Load() }
+
+// SetListBitsMin sets the postings from which a long list keeps a bitmap
+// until t ends; it applies to lists as they grow (and to a Builder's).
+func SetListBitsMin(t testing.TB, n int) {
+	old := listBitsMin
+	listBitsMin = n
+	t.Cleanup(func() { listBitsMin = old })
+}
+
+// ComputeVisibility computes p's visibility bitmap anew (as a principal's
+// first query does) and caches it.
+func (x *Index) ComputeVisibility(p cordontype.Principal) {
+	x.vis.mu.Lock()
+	x.vis.masks = nil
+	x.vis.mu.Unlock()
+	x.visible(x.newFilter(&retrieval.RankRequest{Principal: p}))
 }

@@ -2,6 +2,7 @@ package memindex
 
 import (
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -20,6 +21,13 @@ type postingList struct {
 	slots []int32
 	tfs   []int32
 	df    int64 // live postings
+	// maxTF and minLen bound the list's postings, live or dead: the
+	// largest tf and the shortest chunk (see lexicalPruned).
+	maxTF, minLen int32
+	// bits has bit s set for each posting's slot s, live or dead, once
+	// the list is long against the index (see listBitsMin); lexicalPruned
+	// joins such lists a word at a time.
+	bits []uint64
 	// byLabel counts the live postings per label set once the list has
 	// labelCountsMin postings, so the entitled scope's df of a common term
 	// is a sum over a few label sets instead of a scan of the list.
@@ -71,7 +79,11 @@ type Index struct {
 
 	live, dead  int
 	compactions int // times maybeCompact rebuilt the index
-	sumLen      int64
+
+	// vis is the alive bitmap and the principals' visibility bitmaps (see
+	// visible).
+	vis    visMasks
+	sumLen int64
 
 	pool    sync.Pool // *scratch
 	docPool sync.Pool // *docScratch
@@ -98,6 +110,8 @@ type scratch struct {
 	docHits []retrieval.DocHit // the lexical parts' document hits, joined
 	workers []*worker
 	next    atomic.Int32 // the next part to rank
+	// vis is the query's principal's visibility bitmap (see visible).
+	vis *visMask
 }
 
 // worker is what one goroutine of a query uses from part to part.
@@ -106,11 +120,15 @@ type worker struct {
 	spans   []span
 	touched []int32
 	acc     []int64 // the dense side's dot products of one block
-	pos     []int32 // the block's slots with a positive dot product
 	// Per-query caches by chunk length (see lexical).
 	norm, one           []float64
 	normStamp, oneStamp []uint64
 	stamp               uint64
+	// lexicalPruned's terms and their orders.
+	prune                  []pruneTerm
+	pruneOrder, pruneBound []int
+	pruneEssential         []bool
+	union                  []uint64 // pruneCount's bitmap of its range
 }
 
 // rankPart is one side's ranking of one slot range, and its funnel counts;
@@ -218,6 +236,13 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 		ids[j] = p.id
 		p.slots = append(p.slots, slot)
 		p.tfs = append(p.tfs, pc.TF[j])
+		p.bound(pc.TF[j], x.length[slot])
+		switch {
+		case p.bits != nil:
+			p.bits = setBit(p.bits, slot, true)
+		case x.wantBits(len(p.slots)):
+			p.buildBits()
+		}
 		p.df++
 		switch {
 		case p.byLabel != nil:
@@ -228,6 +253,15 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 	}
 	x.terms[slot] = ids
 	return slot
+}
+
+// bound counts a posting of tf in a chunk of length dl in p's bounds.
+func (p *postingList) bound(tf, dl int32) {
+	if len(p.slots) == 1 {
+		p.maxTF, p.minLen = tf, dl
+		return
+	}
+	p.maxTF, p.minLen = max(p.maxTF, tf), min(p.minLen, dl)
 }
 
 // addSlot adds everything of a chunk but its postings and terms, in a new
@@ -274,6 +308,7 @@ func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	}
 	st.n++
 	st.sumLen += int64(c.Length)
+	x.maskAdd(slot)
 	return slot
 }
 
@@ -288,6 +323,7 @@ func (x *Index) Remove(docID string) bool {
 	}
 	for _, s := range slots {
 		x.alive[s] = false
+		x.maskRemove(s)
 		x.live--
 		x.dead++
 		x.sumLen -= int64(x.length[s])
@@ -351,7 +387,7 @@ func (x *Index) maybeCompact() {
 		docOf: n.docOf, docNames: n.docNames, docLen: n.docLen,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
 		docs: n.docs, postings: n.postings, lists: n.lists, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
-		compactions: old.compactions + 1}
+		vis: visMasks{alive: n.vis.alive}, compactions: old.compactions + 1}
 }
 
 // prepared reconstructs a slot's PreparedChunk (for compaction).
@@ -489,7 +525,8 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 		return retrieval.Rankings{}, err
 	}
 	n := int32(len(x.chunks))
-	st := x.scopeStats(req.Terms, req.IDF, x.newFilter(&req))
+	f := x.newFilter(&req)
+	st := x.scopeStats(req.Terms, req.IDF, f)
 	// A large index's query takes the cores no other query is ranking on:
 	// concurrent queries gain nothing from sharing each other's cores, and
 	// would pay the parts' overhead.
@@ -504,6 +541,8 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	}
 	sc := x.getScratch(workers)
 	defer x.pool.Put(sc)
+	sc.vis = x.visible(f)
+	defer func() { sc.vis = nil }()
 	dq := x.denseQuery(q, sc)
 	sc.parts = slices.Grow(sc.parts[:0], lexN+denseN)[:lexN+denseN]
 	for k := range lexN + denseN {
@@ -512,7 +551,13 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 			parts, i = denseN, k-lexN
 		}
 		lo, hi := int32(int64(i)*int64(n)/int64(parts)), int32(int64(i+1)*int64(n)/int64(parts))
-		if !dense {
+		if dense {
+			// A dense part starts on a word of the bitmaps (see dense).
+			lo, hi = lo&^63, hi&^63
+			if i == parts-1 {
+				hi = n
+			}
+		} else {
 			// A lexical part holds whole documents (see docRuns).
 			lo, hi = x.docStart(lo), x.docStart(hi)
 		}
@@ -772,11 +817,14 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 	}
 	w.spans = spans[:0]
 	if req.Docs {
-		x.docRuns(spans, x.settings.Statistics.Entitled(), w, pt)
+		x.docRuns(spans, x.settings.Statistics.Entitled(), sc.vis, w, pt)
 	}
 	scan := total > int(hi-lo)/16
 	if visitOrder != 0 {
 		scan = visitOrder == 1
+	}
+	if scan && total >= pruneMin && x.lexicalPruned(req, st, w, sc, pt, spans, normOf) {
+		return
 	}
 	checkAlive := x.dead > 0
 	touched := w.touched[:0]
@@ -912,10 +960,14 @@ func (x *Index) denseQuery(q []int32, sc *scratch) *denseQuery {
 
 // denseBlock is how many slots the dense side scores at a time: the block's
 // dot products stay in L1 while the query's columns stream past. Tests
-// lower it.
+// lower it; dense rounds it up to a multiple of 64.
 var denseBlock = 2048
 
-// dense ranks the slots of pt's range by cosine into pt.
+// dense ranks the slots of pt's range (which starts on a multiple of 64)
+// by cosine into pt. A block's slots with a positive dot product are
+// counted against the alive bitmap and the principal's visibility bitmap
+// 64 at a time; only the visible ones are checked for freshness and
+// scored.
 func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 	if dq.qn == 0 {
 		return
@@ -924,55 +976,58 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 	over := dq.over
 	k, _ := slices.BinarySearch(over, pt.lo)
 	over = over[k:]
-	if cap(w.acc) < denseBlock {
-		w.acc, w.pos = make([]int64, denseBlock), make([]int32, denseBlock)
+	block := (max(denseBlock, 1) + 63) &^ 63
+	if len(w.acc) < block {
+		w.acc = make([]int64, block)
 	}
-	// The pre-filter, written out (see lexical).
 	f := &w.f
-	class, barrier, asOf, setOK := f.class, f.barrier, f.asOf, f.setOK
-	clearance, fresh, now, maxStale := f.clearance, f.fresh, f.now, f.maxStale
+	vis := sc.vis.bits
+	alive, asOf, norm := x.vis.alive, x.asOf, x.norm
+	fresh, now, maxStale := f.fresh, f.now, f.maxStale
 	considered, hidden, outdated := 0, 0, 0
-	checkAlive := x.dead > 0
-	alive, norm := x.alive, x.norm
+	qnorm := dq.qnorm
 	floor := pt.top.floor()
-	for base := lo; base < hi; base += denseBlock {
-		end := min(base+denseBlock, hi)
+	// bar is what a dot product must reach for its cosine to reach floor,
+	// less a margin for rounding: below it, the cosine is below floor and
+	// is not computed.
+	bar := func(s int) float64 { return floor * float64(qnorm*norm[s]) * (1 - 1e-9) }
+	for base := lo; base < hi; base += block {
+		end := min(base+block, hi)
 		a := w.acc[:end-base]
 		dotBlock(a, dq.dims, base, end)
 		for len(over) > 0 && int(over[0]) < end {
 			a[int(over[0])-base] = hashembed.Dot(dq.q, x.overflow[over[0]])
 			over = over[1:]
 		}
-		// The slots with a positive dot product, listed without a branch
-		// on its sign (about half of them are).
-		pos, np := w.pos[:len(a)], 0
-		for i, dv := range a {
-			pos[np] = int32(i)
-			np += b2i(dv > 0)
-		}
-		for _, i := range pos[:np] {
-			dv := a[i]
-			s := int32(base) + i
-			if checkAlive && !alive[s] {
+		for i0 := 0; i0 < len(a); i0 += 64 {
+			g := (base + i0) >> 6
+			var pos uint64
+			for b, dv := range a[i0:min(i0+64, len(a))] {
+				pos |= uint64(b2i(dv > 0)) << b
+			}
+			p := pos & alive[g]
+			if p == 0 {
 				continue
 			}
-			set := barrier[s]
-			ok := setOK[set]
-			if ok == 0 {
-				ok = f.learn(set)
-			}
-			hid := b2i(class[s] > clearance) | b2i(ok != 1)
-			old := b2i(fresh && now-asOf[s] > maxStale) &^ hid
-			considered++
-			hidden += hid
-			outdated += old
-			if hid|old != 0 {
-				continue
-			}
-			// hashembed.Cosine with both square roots taken once.
-			if score := float64(dv) / float64(dq.qnorm*norm[s]); score >= floor {
-				pt.top.offer(s, score)
-				floor = pt.top.floor()
+			v := p & vis[g]
+			considered += bits.OnesCount64(p)
+			hidden += bits.OnesCount64(p &^ v)
+			for ; v != 0; v &= v - 1 {
+				b := bits.TrailingZeros64(v)
+				s := base + i0 + b
+				if fresh && now-asOf[s] > maxStale {
+					outdated++
+					continue
+				}
+				dv := float64(a[i0+b])
+				if dv < bar(s) {
+					continue
+				}
+				// hashembed.Cosine with both square roots taken once.
+				if score := dv / float64(qnorm*norm[s]); score >= floor {
+					pt.top.offer(int32(s), score)
+					floor = pt.top.floor()
+				}
 			}
 		}
 	}

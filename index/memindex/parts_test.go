@@ -25,8 +25,9 @@ import (
 // on cosines), repeated texts (exact ties, broken by chunk id), some
 // documents replaced or removed (dead slots; churn chances in ten after
 // each put), four classifications, three barrier labels and ticks over
-// [0, 1000].
-func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n, churn int) (*memindex.Index, *memory.Store) {
+// [0, 1000]. The function it returns replaces, removes or adds one random
+// document in both.
+func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n, churn int) (*memindex.Index, *memory.Store, func()) {
 	t.Helper()
 	ref, err := memory.New(s)
 	if err != nil {
@@ -63,25 +64,35 @@ func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n, churn int) (*m
 			t.Fatal(err)
 		}
 	}
+	// Replace or remove a document before d.
+	write := func(d int) {
+		e := r.IntN(d)
+		if r.IntN(2) == 0 {
+			put(e)
+			return
+		}
+		x.Remove(fmt.Sprintf("d%04d", e))
+		if _, err := ref.Delete(context.Background(), "t", fmt.Sprintf("d%04d", e)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for d := range n {
 		put(d)
 		for range churn {
 			if d == 0 || r.IntN(10) != 0 {
 				continue
 			}
-			// Replace or remove an earlier document.
-			e := r.IntN(d)
-			if r.IntN(2) == 0 {
-				put(e)
-			} else {
-				x.Remove(fmt.Sprintf("d%04d", e))
-				if _, err := ref.Delete(context.Background(), "t", fmt.Sprintf("d%04d", e)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			write(d)
 		}
 	}
-	return x, ref
+	return x, ref, func() {
+		if r.IntN(3) == 0 {
+			put(n)
+			n++
+			return
+		}
+		write(n)
+	}
 }
 
 // partsQuery is a random query of principal, terms (some absent from the
@@ -185,17 +196,24 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 // "large", cut into 1 to 7 parts per side and goroutine, on 1 to 4
 // goroutines, with dense blocks of 1 to 2048 slots, each term's
 // contributions cached or not, each range visited in slot order or by the
-// slots touched) and requires every field
+// slots touched, a range dense in postings ranked by lexicalPruned or not)
+// and requires every field
 // of its Rankings to equal the serial path's and the reference's, over
 // randomized corpora with ties, dead slots, entitlement and freshness
 // filters, both idfs, both statistics scopes, documents of one chunk or
-// of several, and compacted indexes.
+// of several, posting lists with bitmaps or without, writes between
+// queries (after the principals' visibility bitmaps were computed) and
+// compacted indexes.
 func TestRankPartsMatchSerial(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	compactions := 0
+	pruned0 := memindex.Pruned()
 	defer func() {
 		if compactions == 0 && !t.Failed() {
 			t.Error("no corpus was compacted: the test exercised no renumbered documents")
+		}
+		if memindex.Pruned() == pruned0 && !t.Failed() {
+			t.Error("no part was ranked by lexicalPruned")
 		}
 	}()
 	for _, scope := range []bm25.Scope{bm25.ScopeTenant, bm25.ScopeEntitled} {
@@ -216,10 +234,16 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					memindex.SetCompactMinDead(t, 4)
 					churn = 20
 				}
-				x, ref := partsCorpus(t, r, s, 20+r.IntN(200), churn)
-				compactions += x.Compactions()
+				// Lists of a few postings keep bitmaps in half the corpora.
+				memindex.SetListBitsMin(t, []int{1, math.MaxInt}[seed%4/2])
+				x, ref, write := partsCorpus(t, r, s, 20+r.IntN(200), churn)
 				ranked := 0
 				for i := range 40 {
+					if i > 0 && r.IntN(4) == 0 {
+						// A write after queries: the bitmaps they built
+						// must follow it.
+						write()
+					}
 					req := partsQuery(r)
 					want, err := ref.Rank(context.Background(), req)
 					if err != nil {
@@ -227,6 +251,7 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					}
 					memindex.SetRankParts(t, math.MaxInt32, 1, 1, false)
 					memindex.SetLexicalPaths(t, []int{1, 8, 2048}[r.IntN(3)], r.IntN(3))
+					memindex.SetPruneMin(t, []int{0, math.MaxInt}[r.IntN(2)])
 					serial, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
@@ -238,6 +263,7 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					memindex.SetParallel(t, 0, blk)
 					memindex.SetRankParts(t, 0, lexParts, denseParts, true)
 					memindex.SetLexicalPaths(t, []int{1, 8, 2048}[r.IntN(3)], r.IntN(3))
+					memindex.SetPruneMin(t, []int{0, math.MaxInt}[r.IntN(2)])
 					got, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
@@ -247,6 +273,7 @@ func TestRankPartsMatchSerial(t *testing.T) {
 				if ranked == 0 {
 					t.Fatal("no query ranked anything: the test compared empty lists")
 				}
+				compactions += x.Compactions()
 			})
 		}
 	}

@@ -170,6 +170,13 @@ func BenchmarkRankScale(b *testing.B) {
 	b.Logf("%d chunks, %.0f bytes of live heap a chunk; per query %.0f postings of its terms, %.0f chunks ranked by either side (Considered); "+
 		"%.0f postings (%.1f%%) in the terms a chunk needs to reach the final top list (MaxScore's essential terms, the final floor known)",
 		x.Len(), scaleHeap, float64(lexical)/n, float64(dense)/n, float64(essential)/n, 100*float64(essential)/float64(max(lexical, 1)))
+	// A principal's first query, or one whose bitmap was evicted, computes
+	// its visibility bitmap.
+	start := time.Now()
+	for range 10 {
+		x.ComputeVisibility(queries[0].Principal)
+	}
+	b.Logf("%.2f ms to compute a principal's visibility bitmap", float64(time.Since(start))/10/1e6)
 	for _, run := range []struct {
 		clients  int
 		parallel bool

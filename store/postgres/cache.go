@@ -334,14 +334,17 @@ func (c *cache) forget(schema string) {
 }
 
 // bytesPerChunk estimates one cached chunk's memory: its int8 vector column
-// entries, per-slot arrays and chunk record, and its distinct terms with their
-// postings (a term's id, 4 bytes, and its posting, 8, twice over for lists
-// grown by writes). Chunk texts are counted on top (chunkBytes). For the
-// bench corpus (256 dimensions, 90 distinct terms a chunk) it is 3,895
-// bytes a chunk against a live heap of 2,624 (BenchmarkColdLoad in
-// lab/bench, 100k chunks).
+// entries, per-slot arrays and chunk record, its bits in the alive bitmap
+// and in up to 8 principals' visibility bitmaps (2 bytes, rounded up), and
+// its distinct terms with their postings (a term's id, 4 bytes, and its
+// posting, 8, twice over for lists grown by writes; the bitmaps of long
+// lists, about 33 bytes a chunk at 1M chunks, fit in that margin). Chunk
+// texts are counted on top (chunkBytes). For the bench corpus (256
+// dimensions, 90 distinct terms a chunk) it is 3,897 bytes a chunk against
+// a live heap of 2,624 (BenchmarkColdLoad in lab/bench, 100k chunks;
+// 2,560 at 1M, BenchmarkRankScale).
 func bytesPerChunk(dims int, terms int) int64 {
-	return int64(dims) + 320 + int64(terms)*28
+	return int64(dims) + 322 + int64(terms)*28
 }
 
 func chunkBytes(dims int, pc *index.PreparedChunk) int64 {

@@ -1,0 +1,217 @@
+package memindex
+
+import (
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+// pruneMin is the fewest postings of its terms from which a lexical part
+// dense in postings is ranked by lexicalPruned; tests lower it.
+var pruneMin = 1 << 16
+
+// pruned counts the parts lexicalPruned ranked (for tests).
+var pruned atomic.Int64
+
+// pruneMargin widens each term's bound on its contributions, so that
+// rounding (about 1e-16 an operation) never lets a chunk pass the sum of
+// bounds it was judged by.
+const pruneMargin = 1 + 1e-9
+
+// pruneTerm is one query term's span of postings in a part, as
+// lexicalPruned walks it.
+type pruneTerm struct {
+	slots, tfs []int32
+	bits       []uint64 // the list's bitmap, if it keeps one
+	c          int      // cursor: the first posting not yet passed
+	wt, idf    float64
+	ub         float64 // bound on wt x the term's contribution to a chunk
+	// has and v are whether the chunk being scored holds the term, and the
+	// term's contribution to it.
+	has bool
+	v   float64
+}
+
+// lexicalPruned ranks the slots of pt's range as lexical's accumulators do,
+// scoring only the chunks that may enter the top list (MaxScore): the
+// terms are ordered by the bound on their contributions (their lists' largest
+// tf in their shortest chunk), and once the top list is full, the terms
+// whose bounds sum below its floor (so that a chunk holding only those
+// cannot enter it) no longer propose chunks. A chunk proposed by one of the
+// other terms is scored whole, every term's contribution summed in
+// query-term order as the accumulators sum it, so its score has the same
+// bits. Every live chunk holding a term is still filtered and counted for
+// the funnel (all contributions are positive, so every such chunk has a
+// score above zero), from a bitmap of the range's postings counted a word
+// at a time against the alive and visibility bitmaps (pruneCount); only a
+// chunk whose score reaches the floor is checked against the filter one
+// by one. It reports false, having done nothing, when some
+// term's contribution may not be positive or fewer than two terms have
+// postings in the range.
+func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *worker, sc *scratch, pt *rankPart, spans []span, normOf func(int32) float64) bool {
+	params := x.settings.BM25
+	terms := w.prune[:0]
+	for i, sp := range spans {
+		if sp.p == nil || sp.start == sp.end {
+			continue
+		}
+		idf, wt := st.lex[i], req.Weight(i)
+		if !(wt*idf > 1e-200) {
+			return false
+		}
+		p := sp.p
+		ub := float64(wt * bm25.TermNorm(idf, int64(p.maxTF), normOf(p.minLen), params))
+		terms = append(terms, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], bits: p.bits, wt: wt, idf: idf, ub: ub * pruneMargin})
+	}
+	w.prune = terms
+	if len(terms) < 2 {
+		return false
+	}
+	// order lists the terms in query order; byBound by ascending bound.
+	order := w.pruneOrder[:0]
+	for j := range terms {
+		order = append(order, j)
+	}
+	w.pruneOrder = order
+	byBound := append(w.pruneBound[:0], order...)
+	slices.SortStableFunc(byBound, func(a, b int) int {
+		switch {
+		case terms[a].ub < terms[b].ub:
+			return -1
+		case terms[a].ub > terms[b].ub:
+			return 1
+		}
+		return 0
+	})
+	w.pruneBound = byBound
+	pruned.Add(1)
+	vis := sc.vis
+	x.pruneCount(w, vis, pt, terms)
+
+	// The chunks that may enter the top list, in slot order. byBound[:nonEss]
+	// are the terms whose bounds sum below the floor.
+	alive, length := x.alive, x.length
+	checkAlive := x.dead > 0
+	f := &w.f
+	asOf, fresh, now, maxStale := f.asOf, f.fresh, f.now, f.maxStale
+	floor := pt.top.floor()
+	nonEss, below := 0, 0.0
+	essential := w.pruneEssential[:0]
+	for range terms {
+		essential = append(essential, true)
+	}
+	w.pruneEssential = essential
+	raise := func() {
+		for nonEss < len(byBound) && below+terms[byBound[nonEss]].ub < floor {
+			below += terms[byBound[nonEss]].ub
+			essential[byBound[nonEss]] = false
+			nonEss++
+		}
+	}
+	for {
+		s := int32(math.MaxInt32)
+		for _, j := range byBound[nonEss:] {
+			if t := &terms[j]; t.c < len(t.slots) && t.slots[t.c] < s {
+				s = t.slots[t.c]
+			}
+		}
+		if s == math.MaxInt32 {
+			break
+		}
+		// The essential terms' contributions first: with the bounds of the
+		// others they bound the score, and most chunks stop there.
+		dl := length[s]
+		partial := 0.0
+		for _, j := range byBound[nonEss:] {
+			t := &terms[j]
+			t.has = t.c < len(t.slots) && t.slots[t.c] == s
+			if t.has {
+				t.v = float64(t.wt * bm25.TermNorm(t.idf, int64(t.tfs[t.c]), normOf(dl), params))
+				partial += t.v
+				t.c++
+			}
+		}
+		if checkAlive && !alive[s] || partial*pruneMargin+below < floor {
+			continue
+		}
+		for _, j := range byBound[:nonEss] {
+			t := &terms[j]
+			t.c = gallop(t.slots, t.c, s)
+			t.has = t.c < len(t.slots) && t.slots[t.c] == s
+			if t.has {
+				t.v = float64(t.wt * bm25.TermNorm(t.idf, int64(t.tfs[t.c]), normOf(dl), params))
+			}
+		}
+		score := 0.0
+		for _, j := range order {
+			if t := &terms[j]; t.has {
+				score += t.v
+			}
+		}
+		if score < floor {
+			continue
+		}
+		if !hasBit(vis.bits, s) || fresh && now-asOf[s] > maxStale {
+			continue
+		}
+		pt.top.offer(s, score)
+		if fl := pt.top.floor(); fl != floor {
+			floor = fl
+			raise()
+		}
+	}
+	return true
+}
+
+// gallop returns the first index at or after c of slots (sorted) whose
+// slot is s or more.
+func gallop(slots []int32, c int, s int32) int {
+	if c >= len(slots) || slots[c] >= s {
+		return c
+	}
+	lo, step := c, 1 // slots[lo] < s
+	for lo+step < len(slots) && slots[lo+step] < s {
+		lo += step
+		step *= 2
+	}
+	hi := min(lo+step, len(slots))
+	k, _ := slices.BinarySearch(slots[lo+1:hi], s)
+	return lo + 1 + k
+}
+
+// pruneCount filters and counts, for pt's funnel, every live chunk of pt's
+// range holding one of terms (all of them score above zero): their slots
+// are set in a bitmap of the range, counted a word at a time against the
+// alive bitmap and vis.
+func (x *Index) pruneCount(w *worker, vis *visMask, pt *rankPart, terms []pruneTerm) {
+	base := int(pt.lo >> 6)
+	words := (int(pt.hi)+63)>>6 - base
+	if cap(w.union) < words {
+		w.union = make([]uint64, words)
+	}
+	union := w.union[:words]
+	for j := range terms {
+		t := &terms[j]
+		if t.bits == nil {
+			for _, s := range t.slots {
+				union[int(s>>6)-base] |= 1 << (uint(s) & 63)
+			}
+			continue
+		}
+		// The list's words over the range, then the first and last words
+		// cut to the range (their other bits are other parts' slots).
+		if base < len(t.bits) {
+			for k, b := range t.bits[base:min(base+words, len(t.bits))] {
+				union[k] |= b
+			}
+		}
+	}
+	union[0] &= ^uint64(0) << (uint(pt.lo) & 63)
+	if r := uint(pt.hi) & 63; r != 0 {
+		union[words-1] &= 1<<r - 1
+	}
+	x.countUnion(&w.f, vis, union, base, pt)
+}
