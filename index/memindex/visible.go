@@ -96,21 +96,20 @@ func (x *Index) visible(f *filter) *visMask {
 	}
 	n := len(x.chunks)
 	v := &visMask{key: key, clearance: f.clearance, barriers: slices.Clone(f.principal), bits: make([]uint64, (n+63)>>6)}
-	// setOK is learned per barrier set, as filter.visible does.
-	setOK := make([]int8, len(x.sets))
-	class, barrier := x.class, x.barrier
+	// Each barrier set's verdict first (an index has few sets), then one
+	// pass over the slots without a branch on their labels.
+	setOK := make([]uint64, len(x.sets))
+	for set, labels := range x.sets {
+		setOK[set] = uint64(b2i(retrieval.Subset(labels, v.barriers)))
+	}
+	class, barrier := x.class[:n], x.barrier[:n]
 	for w := range v.bits {
+		lo := w << 6
+		cs, bs := class[lo:min(lo+64, n)], barrier[lo:min(lo+64, n)]
+		bs = bs[:len(cs)]
 		var word uint64
-		for b := range min(64, n-w<<6) {
-			s := w<<6 + b
-			set := barrier[s]
-			if setOK[set] == 0 {
-				setOK[set] = 2
-				if retrieval.Subset(x.sets[set], v.barriers) {
-					setOK[set] = 1
-				}
-			}
-			word |= uint64(b2i(class[s] <= v.clearance && setOK[set] == 1)) << b
+		for b, c := range cs {
+			word |= (uint64(b2i(c <= v.clearance)) & setOK[bs[b]]) << b
 		}
 		v.bits[w] = word
 	}
