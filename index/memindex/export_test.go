@@ -152,3 +152,13 @@ func (x *Index) ComputeVisibility(p cordontype.Principal) {
 	x.vis.mu.Unlock()
 	x.visible(x.newFilter(&retrieval.RankRequest{Principal: p}))
 }
+
+// VisibilityBitmaps is how many principals' visibility bitmaps x keeps.
+func (x *Index) VisibilityBitmaps() int {
+	x.vis.mu.Lock()
+	defer x.vis.mu.Unlock()
+	return len(x.vis.masks)
+}
+
+// VisibilityComputed is how many visibility bitmaps every index computed.
+func VisibilityComputed() int64 { return visComputed.Load() }

@@ -278,3 +278,50 @@ func TestRankPartsMatchSerial(t *testing.T) {
 		}
 	}
 }
+
+// TestVisibilityBitmapsBounded: an index keeps the visibility bitmaps of
+// at most 8 principals, a principal queried again reuses its own, and each
+// query's rankings still equal the reference's as principals come and go.
+func TestVisibilityBitmapsBounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 25))
+	x, ref, _ := partsCorpus(t, r, index.DefaultSettings(), 100, 1)
+	var principals []cordontype.Principal
+	for c := range 4 {
+		for _, bs := range [][]string{nil, {"mna"}, {"legal", "mna"}, {"legal", "mna", "trading"}, {"trading"}} {
+			principals = append(principals, cordontype.Principal{Tenant: "t", Clearance: cordontype.Classification(c), Barriers: bs})
+		}
+	}
+	computed := memindex.VisibilityComputed()
+	for i := range 3 * len(principals) {
+		req := partsQuery(r)
+		req.Principal = principals[i%len(principals)]
+		want, err := ref.Rank(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := x.Rank(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameAsReference(t, fmt.Sprintf("query %d", i), got, want)
+		if n, wantN := x.VisibilityBitmaps(), min(i+1, 8); n != wantN {
+			t.Fatalf("after %d queries of distinct principals in turn: %d visibility bitmaps, want %d", i+1, n, wantN)
+		}
+	}
+	// Twenty principals in turn: each query found its principal evicted.
+	if n := memindex.VisibilityComputed() - computed; n != int64(3*len(principals)) {
+		t.Fatalf("%d visibility bitmaps computed for %d queries of principals in turn", n, 3*len(principals))
+	}
+	// The 8 most recent principals' bitmaps are reused, not computed again.
+	computed = memindex.VisibilityComputed()
+	for i := 3*len(principals) - 1; i >= 3*len(principals)-8; i-- {
+		req := partsQuery(r)
+		req.Principal = principals[i%len(principals)]
+		if _, err := x.Rank(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := memindex.VisibilityComputed() - computed; n != 0 || x.VisibilityBitmaps() != 8 {
+		t.Fatalf("the 8 most recent principals queried again: %d bitmaps computed, %d kept", n, x.VisibilityBitmaps())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/retrieval"
@@ -14,6 +15,10 @@ import (
 // visMasksMax is how many principals' visibility bitmaps an index keeps
 // (about one bit a chunk each); the least recently used goes first.
 const visMasksMax = 8
+
+// visComputed counts the visibility bitmaps computed, of every index (for
+// tests).
+var visComputed atomic.Int64
 
 // visMask is one principal's entitlement over every slot, one bit a slot:
 // bit s is set when the principal may see slot s, live or dead
@@ -94,6 +99,7 @@ func (x *Index) visible(f *filter) *visMask {
 			return v
 		}
 	}
+	visComputed.Add(1)
 	n := len(x.chunks)
 	v := &visMask{key: key, clearance: f.clearance, barriers: slices.Clone(f.principal), bits: make([]uint64, (n+63)>>6)}
 	// Each barrier set's verdict first (an index has few sets), then one
