@@ -273,22 +273,72 @@ func (b *Builder) buildPostings() {
 		p.term, p.id, p.slots, p.tfs, p.df = t, int32(g), slots[lo:hi:hi], tfs[lo:hi:hi], int64(hi-lo)
 		x.postings[t], x.lists[g] = p, p
 	}
-	// The label counts of long lists (what add keeps from a list's
-	// labelCountsMin-th posting on, every slot being alive), and each
-	// list's bounds (postingList.bound).
+	// Each list's counts and bounds in one pass over its postings: its
+	// bounds (postingList.bound), its documents (every slot is live, so
+	// each document holding the term counts) and, for a long list, its
+	// postings and documents per label set (what add keeps from a list's
+	// labelCountsMin-th posting on), counted by a dense number of each
+	// slot's label set instead of in maps.
+	sets := make(map[labelSet]int32, len(x.labels))
+	var setKeys []labelSet
+	lsOf := make([]int32, len(x.class))
+	for s := range lsOf {
+		ls := labelSet{class: x.class[s], set: x.barrier[s]}
+		id, ok := sets[ls]
+		if !ok {
+			id = int32(len(setKeys))
+			sets[ls] = id
+			setKeys = append(setKeys, ls)
+		}
+		lsOf[s] = id
+	}
 	parallel(func(k int) {
+		chunks, docs := make([]int64, len(setKeys)), make([]int64, len(setKeys))
 		for g := k * len(lists) / parts; g < (k+1)*len(lists)/parts; g++ {
-			p := &lists[g]
-			if len(p.slots) >= labelCountsMin {
-				p.byLabel = x.countLabels(p)
-			}
-			if x.wantBits(len(p.slots)) {
-				p.buildBits()
-			}
-			p.maxTF, p.minLen = p.tfs[0], x.length[p.slots[0]]
-			for k, s := range p.slots {
-				p.maxTF, p.minLen = max(p.maxTF, p.tfs[k]), min(p.minLen, x.length[s])
-			}
+			x.listStats(&lists[g], lsOf, setKeys, chunks, docs)
 		}
 	})
+}
+
+// listStats sets a built list's bounds, document counts and bounds and,
+// when it is long, its per-label-set counts; lsOf numbers each slot's label
+// set, setKeys are the sets by number, and chunks and docs are zeroed
+// scratch of one count per set.
+func (x *Index) listStats(p *postingList, lsOf []int32, setKeys []labelSet, chunks, docs []int64) {
+	long := len(p.slots) >= labelCountsMin
+	slots, tfs := p.slots, p.tfs[:len(p.slots)]
+	p.maxTF, p.minLen = tfs[0], x.length[slots[0]]
+	for k := 0; k < len(slots); {
+		s, start := slots[k], k
+		d, ls, tf := x.docOf[s], lsOf[s], int64(0)
+		for ; k < len(slots) && x.docOf[slots[k]] == d; k++ {
+			tf += int64(tfs[k])
+			p.maxTF, p.minLen = max(p.maxTF, tfs[k]), min(p.minLen, x.length[slots[k]])
+		}
+		p.countDoc(tf, x.docLen[d])
+		if long {
+			// A document's chunks share its labels.
+			chunks[ls] += int64(k - start)
+			docs[ls]++
+		}
+	}
+	if x.wantBits(len(slots)) {
+		p.buildBits()
+	}
+	if !long {
+		return
+	}
+	p.byLabel, p.docByLabel = make(map[labelSet]int64), make(map[labelSet]int64)
+	for id, n := range docs {
+		if n > 0 {
+			p.docByLabel[setKeys[id]] = n
+			docs[id] = 0
+		}
+	}
+	for id, n := range chunks {
+		if n > 0 {
+			p.byLabel[setKeys[id]] = n
+			chunks[id] = 0
+		}
+	}
 }

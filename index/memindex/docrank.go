@@ -24,7 +24,11 @@ import (
 //     weighted BM25 contribution to its document's score, term by term, so
 //     a document's score is summed in query-term order.
 //
-// Nothing depends on how the slots were cut into parts or scheduled.
+// Nothing depends on how the slots were cut into parts or scheduled. When
+// the query's terms hold many postings the two stages are replaced by
+// docPruned (docprune.go), which takes the document frequencies from the
+// posting lists' own document counts and scores only the documents that
+// may enter the top list, with the same arithmetic.
 
 // docRun is one document's postings of one query term in a part: its
 // number and summed tf.

@@ -2,6 +2,8 @@ package memindex
 
 import (
 	"cmp"
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -162,3 +164,47 @@ func (x *Index) VisibilityBitmaps() int {
 
 // VisibilityComputed is how many visibility bitmaps every index computed.
 func VisibilityComputed() int64 { return visComputed.Load() }
+
+// CheckDocCounts recounts every posting list's live documents (all, and
+// per label set where the list keeps them) and checks its document bounds
+// against its live documents; it returns the first difference.
+func (x *Index) CheckDocCounts() error {
+	for _, p := range x.lists {
+		if p == nil {
+			continue
+		}
+		var df, maxTF int64
+		minLen := int64(-1)
+		byLabel := map[labelSet]int64{}
+		for k := 0; k < len(p.slots); {
+			s := p.slots[k]
+			d, tf := x.docOf[s], int64(p.tfs[k])
+			for k++; k < len(p.slots) && x.docOf[p.slots[k]] == d; k++ {
+				tf += int64(p.tfs[k])
+			}
+			if !x.alive[s] {
+				continue
+			}
+			df++
+			byLabel[labelSet{class: x.class[s], set: x.barrier[s]}]++
+			maxTF = max(maxTF, tf)
+			if minLen < 0 || x.docLen[d] < minLen {
+				minLen = x.docLen[d]
+			}
+		}
+		if df != p.docDF {
+			return fmt.Errorf("term %q: %d live documents counted, %d kept", p.term, df, p.docDF)
+		}
+		if p.docByLabel != nil && !maps.Equal(byLabel, p.docByLabel) {
+			return fmt.Errorf("term %q: live documents per label set %v, kept %v", p.term, byLabel, p.docByLabel)
+		}
+		if maxTF > p.maxDocTF || df > 0 && minLen < p.minDocLen {
+			return fmt.Errorf("term %q: documents' largest tf %d and shortest length %d, bounds kept %d and %d", p.term, maxTF, minLen, p.maxDocTF, p.minDocLen)
+		}
+	}
+	return nil
+}
+
+// PrunedDocs is the number of lexical parts whose documents docPruned
+// ranked so far.
+func PrunedDocs() int64 { return prunedDocs.Load() }

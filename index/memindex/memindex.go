@@ -28,6 +28,15 @@ type postingList struct {
 	// the list is long against the index (see listBitsMin); lexicalPruned
 	// joins such lists a word at a time.
 	bits []uint64
+	// docDF counts the live documents holding the term; docByLabel, kept
+	// beside byLabel, counts them per label set (a document's chunks
+	// share its labels). maxDocTF and minDocLen bound the term's documents,
+	// live or dead: the largest tf summed over a document's chunks, and
+	// the shortest document (see docPruned).
+	docDF      int64
+	docByLabel map[labelSet]int64
+	maxDocTF   int64
+	minDocLen  int64
 	// byLabel counts the live postings per label set once the list has
 	// labelCountsMin postings, so the entitled scope's df of a common term
 	// is a sum over a few label sets instead of a scan of the list.
@@ -59,6 +68,9 @@ type Index struct {
 	overflow map[int32][]int32
 
 	docs map[string][]int32
+	// docTF is the document being added's summed tf per term id, or the
+	// document being removed's term ids (see addDoc and Remove).
+	docTF map[int32]int64
 	// docOf numbers each slot's document; docNames and docLen (the sum of
 	// its chunks' lengths) are by number. A document gets a new number at
 	// every Put; compaction renumbers. The document ranking accumulates
@@ -112,6 +124,11 @@ type scratch struct {
 	next    atomic.Int32 // the next part to rank
 	// vis is the query's principal's visibility bitmap (see visible).
 	vis *visMask
+	// docPlan is the document ranking's statistics when it is pruned
+	// (docPruned), which docPlanned says; the lexical parts then sum no
+	// document runs.
+	docPlan    docPlan
+	docPlanned bool
 }
 
 // worker is what one goroutine of a query uses from part to part.
@@ -129,6 +146,10 @@ type worker struct {
 	pruneOrder, pruneBound []int
 	pruneEssential         []bool
 	union                  []uint64 // pruneCount's bitmap of its range
+	// docPruned's terms, their order by bound and its top scores.
+	docTerms []docTerm
+	docOrder []int
+	docTop   []float64
 }
 
 // rankPart is one side's ranking of one slot range, and its funnel counts;
@@ -162,6 +183,7 @@ func New(s index.Settings) *Index {
 		cols:     make([][]int8, s.Dims),
 		overflow: make(map[int32][]int32),
 		docs:     make(map[string][]int32),
+		docTF:    make(map[int32]int64),
 		postings: make(map[string]*postingList),
 		setIDs:   make(map[string]int32),
 		labels:   make(map[labelSet]*labelStats),
@@ -219,7 +241,44 @@ func (x *Index) addDoc(docID string, slots []int32) {
 	}
 	x.docNames = append(x.docNames, docID)
 	x.docLen = append(x.docLen, n)
-	x.labels[labelSet{class: x.class[slots[0]], set: x.barrier[slots[0]]}].docs++
+	ls := labelSet{class: x.class[slots[0]], set: x.barrier[slots[0]]}
+	x.labels[ls].docs++
+	// Each term's document counts and bounds (Put and compaction add the
+	// chunks' postings first; a Builder's lists count their documents as
+	// they are built).
+	for id, tf := range x.docTF {
+		p := x.lists[id]
+		p.countDoc(tf, n)
+		if p.docByLabel != nil {
+			p.docByLabel[ls]++
+		}
+	}
+	clear(x.docTF)
+}
+
+// countDoc counts a live document of length dl holding p's term tf times.
+func (p *postingList) countDoc(tf, dl int64) {
+	if p.docDF == 0 && p.maxDocTF == 0 {
+		p.maxDocTF, p.minDocLen = tf, dl
+	}
+	p.docDF++
+	p.maxDocTF, p.minDocLen = max(p.maxDocTF, tf), min(p.minDocLen, dl)
+}
+
+// countDocLabels counts p's live documents per label set (a document not
+// yet numbered, being added, is left to addDoc).
+func (x *Index) countDocLabels(p *postingList) map[labelSet]int64 {
+	m := make(map[labelSet]int64)
+	prev := int32(-1)
+	for _, s := range p.slots {
+		if d := x.docOf[s]; d >= 0 && d != prev {
+			prev = d
+			if x.alive[s] {
+				m[labelSet{class: x.class[s], set: x.barrier[s]}]++
+			}
+		}
+	}
+	return m
 }
 
 func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
@@ -249,7 +308,10 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 			p.byLabel[ls]++
 		case len(p.slots) >= labelCountsMin:
 			p.byLabel = x.countLabels(p)
+			p.docByLabel = x.countDocLabels(p)
 		}
+		// The document's own counts wait for addDoc.
+		x.docTF[p.id] += int64(pc.TF[j])
 	}
 	x.terms[slot] = ids
 	return slot
@@ -319,7 +381,25 @@ func (x *Index) Remove(docID string) bool {
 		return false
 	}
 	if len(slots) > 0 {
-		x.labels[labelSet{class: x.class[slots[0]], set: x.barrier[slots[0]]}].docs--
+		ls := labelSet{class: x.class[slots[0]], set: x.barrier[slots[0]]}
+		x.labels[ls].docs--
+		// Each of its distinct terms loses a document.
+		for _, s := range slots {
+			for _, id := range x.terms[s] {
+				if _, dup := x.docTF[id]; dup {
+					continue
+				}
+				x.docTF[id] = 0
+				p := x.lists[id]
+				p.docDF--
+				if p.docByLabel != nil {
+					if p.docByLabel[ls]--; p.docByLabel[ls] == 0 {
+						delete(p.docByLabel, ls)
+					}
+				}
+			}
+		}
+		clear(x.docTF)
 	}
 	for _, s := range slots {
 		x.alive[s] = false
@@ -386,7 +466,7 @@ func (x *Index) maybeCompact() {
 	*x = Index{settings: n.settings, chunks: n.chunks, alive: n.alive, class: n.class, barrier: n.barrier,
 		docOf: n.docOf, docNames: n.docNames, docLen: n.docLen,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
-		docs: n.docs, postings: n.postings, lists: n.lists, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
+		docs: n.docs, docTF: n.docTF, postings: n.postings, lists: n.lists, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
 		vis: visMasks{alive: n.vis.alive}, compactions: old.compactions + 1}
 }
 
@@ -542,6 +622,10 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	sc := x.getScratch(workers)
 	defer x.pool.Put(sc)
 	sc.vis = x.visible(f)
+	sc.docPlanned = false
+	if req.Docs {
+		sc.docPlan, sc.docPlanned = x.docPlanFor(&req, st, f, sc.vis)
+	}
 	defer func() { sc.vis = nil }()
 	dq := x.denseQuery(q, sc)
 	sc.parts = slices.Grow(sc.parts[:0], lexN+denseN)[:lexN+denseN]
@@ -594,7 +678,10 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	if dq.qn != 0 && n != 0 {
 		rk.Dense = dense.hits()
 	}
-	if req.Docs {
+	switch {
+	case req.Docs && sc.docPlanned:
+		rk.Docs = x.docRankingPruned(&req, f, workers, sc, lexN)
+	case req.Docs:
 		rk.Docs = x.docRanking(&req, st, workers, sc, lexN)
 	}
 	return rk, nil
@@ -622,6 +709,20 @@ func (x *Index) docRanking(req *retrieval.RankRequest, st scopeStats, workers in
 		sc.docHits = hits
 	}
 	// The top list may alias the pooled hits: the caller gets a copy.
+	return slices.Clip(slices.Clone(retrieval.TopDocs(hits, req.TopN)))
+}
+
+// docRankingPruned is the document ranking by docPruned over the first
+// lexN parts of sc, on workers goroutines.
+func (x *Index) docRankingPruned(req *retrieval.RankRequest, f *filter, workers int, sc *scratch, lexN int) []retrieval.DocHit {
+	sc.spread(min(workers, lexN), lexN, func(w *worker, k int) {
+		x.docPruned(req, sc.docPlan, sc.vis, f, w, &sc.parts[k])
+	}, nil)
+	hits := sc.docHits[:0]
+	for k := range lexN {
+		hits = append(hits, sc.parts[k].docHits...)
+	}
+	sc.docHits = hits
 	return slices.Clip(slices.Clone(retrieval.TopDocs(hits, req.TopN)))
 }
 
@@ -816,7 +917,7 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 		total += end - start
 	}
 	w.spans = spans[:0]
-	if req.Docs {
+	if req.Docs && !sc.docPlanned {
 		x.docRuns(spans, x.settings.Statistics.Entitled(), sc.vis, w, pt)
 	}
 	scan := total > int(hi-lo)/16

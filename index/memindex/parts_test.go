@@ -207,13 +207,16 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 func TestRankPartsMatchSerial(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	compactions := 0
-	pruned0 := memindex.Pruned()
+	pruned0, prunedDocs0 := memindex.Pruned(), memindex.PrunedDocs()
 	defer func() {
 		if compactions == 0 && !t.Failed() {
 			t.Error("no corpus was compacted: the test exercised no renumbered documents")
 		}
 		if memindex.Pruned() == pruned0 && !t.Failed() {
 			t.Error("no part was ranked by lexicalPruned")
+		}
+		if memindex.PrunedDocs() == prunedDocs0 && !t.Failed() {
+			t.Error("no part's documents were ranked by docPruned")
 		}
 	}()
 	for _, scope := range []bm25.Scope{bm25.ScopeTenant, bm25.ScopeEntitled} {
@@ -243,6 +246,9 @@ func TestRankPartsMatchSerial(t *testing.T) {
 						// A write after queries: the bitmaps they built
 						// must follow it.
 						write()
+					}
+					if err := x.CheckDocCounts(); err != nil {
+						t.Fatalf("before query %d: %v", i, err)
 					}
 					req := partsQuery(r)
 					want, err := ref.Rank(context.Background(), req)

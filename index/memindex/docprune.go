@@ -1,0 +1,243 @@
+package memindex
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+// prunedDocs counts the document rankings docPruned ranked (for tests).
+var prunedDocs atomic.Int64
+
+// docPlan is a document ranking's statistics, computed before the parts
+// run when the ranking may be pruned (docPlanFor).
+type docPlan struct {
+	n     int64
+	idf   []float64
+	avgdl float64
+}
+
+// docPlanFor returns the statistics of req's document ranking from the
+// posting lists' document counts, and whether the ranking may be pruned
+// (docPruned): the query's terms hold pruneMin postings or more and every
+// term's weighted idf is positive, so every document holding a term scores
+// above zero. The counts are those docRuns would count: a term's live
+// documents, under the entitled scope only those f's principal may see.
+func (x *Index) docPlanFor(req *retrieval.RankRequest, st scopeStats, f *filter, vis *visMask) (docPlan, bool) {
+	postings := 0
+	for _, t := range req.Terms {
+		if p := x.postings[t]; p != nil {
+			postings += len(p.slots)
+		}
+	}
+	if postings < pruneMin {
+		return docPlan{}, false
+	}
+	entitled := x.settings.Statistics.Entitled()
+	var n int64
+	for ls, c := range x.labels {
+		if !entitled || f.visible(ls.class, ls.set) {
+			n += c.docs
+		}
+	}
+	if n == 0 {
+		return docPlan{}, false
+	}
+	w := bm25.NewIDFs(req.IDF, len(req.Terms))
+	for i, t := range req.Terms {
+		p := x.postings[t]
+		var df int64
+		switch {
+		case p == nil:
+		case !entitled:
+			df = p.docDF
+		case p.docByLabel != nil:
+			for ls, c := range p.docByLabel {
+				if f.visible(ls.class, ls.set) {
+					df += c
+				}
+			}
+		default:
+			for k := 0; k < len(p.slots); {
+				s := p.slots[k]
+				d := x.docOf[s]
+				for k++; k < len(p.slots) && x.docOf[p.slots[k]] == d; k++ {
+				}
+				if x.alive[s] && hasBit(vis.bits, s) {
+					df++
+				}
+			}
+		}
+		w.Set(i, n, df)
+		if p != nil && !(req.Weight(i)*w.Lex[i] > 1e-200) {
+			return docPlan{}, false
+		}
+	}
+	return docPlan{n: n, idf: w.Lex, avgdl: bm25.AvgDL(st.sumLen, n)}, true
+}
+
+// docTerm is one query term's postings in a part, as docPruned walks them.
+type docTerm struct {
+	slots, tfs []int32
+	c          int // cursor: the first posting not yet passed
+	wt, idf    float64
+	ub         float64 // bound on the term's weighted contribution to a document
+	has        bool
+	v          float64
+}
+
+// offerScore keeps v among the k best scores of the min-heap h (its root
+// the worst kept) and returns h.
+func offerScore(h []float64, k int, v float64) []float64 {
+	i := len(h)
+	switch {
+	case i < k:
+		h = append(h, v)
+		for i > 0 && h[(i-1)/2] > h[i] {
+			h[(i-1)/2], h[i] = h[i], h[(i-1)/2]
+			i = (i - 1) / 2
+		}
+		return h
+	case v <= h[0]:
+		return h
+	}
+	h[0], i = v, 0
+	for {
+		l, m := 2*i+1, i
+		if l < len(h) && h[l] < h[m] {
+			m = l
+		}
+		if l+1 < len(h) && h[l+1] < h[m] {
+			m = l + 1
+		}
+		if m == i {
+			return h
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// docPruned ranks the documents of pt's range (whole documents) into
+// pt.docHits as docRuns and docScores would, scoring only the documents
+// that may enter the top list (MaxScore over documents): a term's bound is
+// its weighted contribution at its largest tf summed over a document in
+// its shortest document; once top_n documents have scored, the terms whose
+// bounds sum below the top_n-th best score no longer propose documents,
+// and a proposed document whose proposing terms' contributions plus the
+// others' bounds stay below it is dropped. A document scored is scored
+// whole, its terms' contributions summed in query-term order as docScores
+// sums them. The hits kept are every document that scored at least the
+// floor of its time, a superset of the part's top list; TopDocs picks the
+// list.
+func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask, f *filter, w *worker, pt *rankPart) {
+	prunedDocs.Add(1)
+	params := x.settings.BM25
+	lo, hi := pt.lo, pt.hi
+	terms := w.docTerms[:0]
+	defer func() { w.docTerms = terms[:0] }()
+	for i, t := range req.Terms {
+		p := x.postings[t]
+		if p == nil {
+			continue
+		}
+		start, _ := slices.BinarySearch(p.slots, lo)
+		end, _ := slices.BinarySearch(p.slots, hi)
+		if start == end {
+			continue
+		}
+		wt, idf := req.Weight(i), plan.idf[i]
+		ub := float64(wt * bm25.Term(idf, p.maxDocTF, p.minDocLen, plan.avgdl, params))
+		terms = append(terms, docTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], wt: wt, idf: idf, ub: ub * pruneMargin})
+	}
+	hits := pt.docHits[:0]
+	defer func() { pt.docHits = hits }()
+	if len(terms) == 0 || req.TopN <= 0 {
+		return
+	}
+	byBound := w.docOrder[:0]
+	for j := range terms {
+		byBound = append(byBound, j)
+	}
+	w.docOrder = byBound
+	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(terms[a].ub, terms[b].ub) })
+	alive, asOf, docOf, docLen := x.alive, x.asOf, x.docOf, x.docLen
+	fresh, now, maxStale := f.fresh, f.now, f.maxStale
+	top := w.docTop[:0]
+	defer func() { w.docTop = top[:0] }()
+	floor := math.Inf(-1)
+	nonEss, below := 0, 0.0
+	// sum advances t past document d's postings, from its cursor, and
+	// returns their summed tf.
+	sum := func(t *docTerm, d int32) (tf int64) {
+		for t.c < len(t.slots) && docOf[t.slots[t.c]] == d {
+			tf += int64(t.tfs[t.c])
+			t.c++
+		}
+		return tf
+	}
+	for {
+		s := int32(math.MaxInt32)
+		for _, j := range byBound[nonEss:] {
+			if t := &terms[j]; t.c < len(t.slots) && t.slots[t.c] < s {
+				s = t.slots[t.c]
+			}
+		}
+		if s == math.MaxInt32 {
+			break
+		}
+		d := docOf[s]
+		dl := docLen[d]
+		partial := 0.0
+		for _, j := range byBound[nonEss:] {
+			t := &terms[j]
+			t.has = false
+			if t.c < len(t.slots) && docOf[t.slots[t.c]] == d {
+				t.v = float64(t.wt * bm25.Term(t.idf, sum(t, d), dl, plan.avgdl, params))
+				t.has = true
+				partial += t.v
+			}
+		}
+		// A document's chunks share its labels and tick.
+		if !alive[s] || !hasBit(vis.bits, s) || fresh && now-asOf[s] > maxStale || partial*pruneMargin+below < floor {
+			continue
+		}
+		if nonEss > 0 {
+			first := s
+			for first > lo && docOf[first-1] == d {
+				first--
+			}
+			for _, j := range byBound[:nonEss] {
+				t := &terms[j]
+				t.c = gallop(t.slots, t.c, first)
+				tf := sum(t, d)
+				t.has = tf > 0
+				if t.has {
+					t.v = float64(t.wt * bm25.Term(t.idf, tf, dl, plan.avgdl, params))
+				}
+			}
+		}
+		score := 0.0
+		for j := range terms {
+			if t := &terms[j]; t.has {
+				score += t.v
+			}
+		}
+		if score < floor {
+			continue
+		}
+		hits = append(hits, retrieval.DocHit{DocID: x.docNames[d], Score: score})
+		top = offerScore(top, req.TopN, score)
+		if len(top) == req.TopN && top[0] > floor {
+			floor = top[0]
+			for nonEss < len(byBound) && below+terms[byBound[nonEss]].ub < floor {
+				below += terms[byBound[nonEss]].ub
+				nonEss++
+			}
+		}
+	}
+}
