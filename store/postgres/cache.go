@@ -342,7 +342,7 @@ func (c *cache) forget(schema string) {
 // texts are counted on top (chunkBytes). For the bench corpus (256
 // dimensions, 90 distinct terms a chunk) it is 3,897 bytes a chunk against
 // a live heap of 2,624 (BenchmarkColdLoad in lab/bench, 100k chunks;
-// 2,560 at 1M, BenchmarkRankScale).
+// 2,570 at 1M, BenchmarkRankScale).
 func bytesPerChunk(dims int, terms int) int64 {
 	return int64(dims) + 322 + int64(terms)*28
 }
