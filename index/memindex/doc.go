@@ -25,7 +25,11 @@
 //   - the document ranking is summed from the lexical parts' own pass over
 //     the postings: a document's chunks hold consecutive slots and no part
 //     cuts a document, so each part sums its postings into one run per
-//     document and scores its own documents once every part has counted.
+//     document and scores its own documents once every part has counted;
+//     when the query's terms hold many postings, each list's own document
+//     counts and bounds (kept by every write) give the idfs first, and each
+//     part scores by MaxScore only the documents that may enter the top
+//     list.
 //
 // Scores come from the same functions as the reference store (bm25.Term,
 // hashembed.Cosine) over the same exact integers, so results are

@@ -1,7 +1,6 @@
 package memindex
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -56,11 +55,7 @@ func (x *Index) docPlanFor(req *retrieval.RankRequest, st scopeStats, f *filter,
 		case !entitled:
 			df = p.docDF
 		case p.docByLabel != nil:
-			for ls, c := range p.docByLabel {
-				if f.visible(ls.class, ls.set) {
-					df += c
-				}
-			}
+			df = f.visibleSum(p.docByLabel)
 		default:
 			for k := 0; k < len(p.slots); {
 				s := p.slots[k]
@@ -78,16 +73,6 @@ func (x *Index) docPlanFor(req *retrieval.RankRequest, st scopeStats, f *filter,
 		}
 	}
 	return docPlan{n: n, idf: w.Lex, avgdl: bm25.AvgDL(st.sumLen, n)}, true
-}
-
-// docTerm is one query term's postings in a part, as docPruned walks them.
-type docTerm struct {
-	slots, tfs []int32
-	c          int // cursor: the first posting not yet passed
-	wt, idf    float64
-	ub         float64 // bound on the term's weighted contribution to a document
-	has        bool
-	v          float64
 }
 
 // offerScore keeps v among the k best scores of the min-heap h (its root
@@ -138,8 +123,8 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 	prunedDocs.Add(1)
 	params := x.settings.BM25
 	lo, hi := pt.lo, pt.hi
-	terms := w.docTerms[:0]
-	defer func() { w.docTerms = terms[:0] }()
+	terms := w.prune[:0]
+	defer func() { w.prune = terms[:0] }()
 	for i, t := range req.Terms {
 		p := x.postings[t]
 		if p == nil {
@@ -152,28 +137,23 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		}
 		wt, idf := req.Weight(i), plan.idf[i]
 		ub := float64(wt * bm25.Term(idf, p.maxDocTF, p.minDocLen, plan.avgdl, params))
-		terms = append(terms, docTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], wt: wt, idf: idf, ub: ub * pruneMargin})
+		terms = append(terms, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], wt: wt, idf: idf, ub: ub * pruneMargin})
 	}
 	hits := pt.docHits[:0]
 	defer func() { pt.docHits = hits }()
 	if len(terms) == 0 || req.TopN <= 0 {
 		return
 	}
-	byBound := w.docOrder[:0]
-	for j := range terms {
-		byBound = append(byBound, j)
-	}
-	w.docOrder = byBound
-	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(terms[a].ub, terms[b].ub) })
+	m := newMaxScore(terms, w.pruneBound)
+	w.pruneBound = m.byBound
 	alive, asOf, docOf, docLen := x.alive, x.asOf, x.docOf, x.docLen
 	fresh, now, maxStale := f.fresh, f.now, f.maxStale
 	top := w.docTop[:0]
 	defer func() { w.docTop = top[:0] }()
 	floor := math.Inf(-1)
-	nonEss, below := 0, 0.0
 	// sum advances t past document d's postings, from its cursor, and
 	// returns their summed tf.
-	sum := func(t *docTerm, d int32) (tf int64) {
+	sum := func(t *pruneTerm, d int32) (tf int64) {
 		for t.c < len(t.slots) && docOf[t.slots[t.c]] == d {
 			tf += int64(t.tfs[t.c])
 			t.c++
@@ -181,19 +161,14 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		return tf
 	}
 	for {
-		s := int32(math.MaxInt32)
-		for _, j := range byBound[nonEss:] {
-			if t := &terms[j]; t.c < len(t.slots) && t.slots[t.c] < s {
-				s = t.slots[t.c]
-			}
-		}
+		s := m.next()
 		if s == math.MaxInt32 {
 			break
 		}
 		d := docOf[s]
 		dl := docLen[d]
 		partial := 0.0
-		for _, j := range byBound[nonEss:] {
+		for _, j := range m.byBound[m.nonEss:] {
 			t := &terms[j]
 			t.has = false
 			if t.c < len(t.slots) && docOf[t.slots[t.c]] == d {
@@ -203,15 +178,15 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 			}
 		}
 		// A document's chunks share its labels and tick.
-		if !alive[s] || !hasBit(vis.bits, s) || fresh && now-asOf[s] > maxStale || partial*pruneMargin+below < floor {
+		if !alive[s] || !hasBit(vis.bits, s) || fresh && now-asOf[s] > maxStale || partial*pruneMargin+m.below < floor {
 			continue
 		}
-		if nonEss > 0 {
+		if m.nonEss > 0 {
 			first := s
 			for first > lo && docOf[first-1] == d {
 				first--
 			}
-			for _, j := range byBound[:nonEss] {
+			for _, j := range m.byBound[:m.nonEss] {
 				t := &terms[j]
 				t.c = gallop(t.slots, t.c, first)
 				tf := sum(t, d)
@@ -234,10 +209,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		top = offerScore(top, req.TopN, score)
 		if len(top) == req.TopN && top[0] > floor {
 			floor = top[0]
-			for nonEss < len(byBound) && below+terms[byBound[nonEss]].ub < floor {
-				below += terms[byBound[nonEss]].ub
-				nonEss++
-			}
+			m.raise(floor)
 		}
 	}
 }

@@ -141,15 +141,12 @@ type worker struct {
 	norm, one           []float64
 	normStamp, oneStamp []uint64
 	stamp               uint64
-	// lexicalPruned's terms and their orders.
-	prune                  []pruneTerm
-	pruneOrder, pruneBound []int
-	pruneEssential         []bool
-	union                  []uint64 // pruneCount's bitmap of its range
-	// docPruned's terms, their order by bound and its top scores.
-	docTerms []docTerm
-	docOrder []int
-	docTop   []float64
+	// lexicalPruned's and docPruned's terms and their order by bound (the
+	// lexical parts end before the document parts start).
+	prune      []pruneTerm
+	pruneBound []int
+	union      []uint64  // pruneCount's bitmap of its range
+	docTop     []float64 // docPruned's top scores
 }
 
 // rankPart is one side's ranking of one slot range, and its funnel counts;
@@ -548,6 +545,16 @@ func (f *filter) visible(class int8, set int32) bool {
 	return ok == 1
 }
 
+// visibleSum sums the counts of m's label sets the principal may see.
+func (f *filter) visibleSum(m map[labelSet]int64) (n int64) {
+	for ls, c := range m {
+		if f.visible(ls.class, ls.set) {
+			n += c
+		}
+	}
+	return n
+}
+
 // learn decides and remembers whether the principal holds every label of
 // barrier set set. It stays out of line so that visible inlines.
 //
@@ -832,11 +839,7 @@ func (x *Index) scopeStats(terms []string, kind bm25.IDFKind, f *filter) scopeSt
 		case all:
 			df = p.df
 		case p.byLabel != nil:
-			for ls, n := range p.byLabel {
-				if f.visible(ls.class, ls.set) {
-					df += n
-				}
-			}
+			df = f.visibleSum(p.byLabel)
 		default:
 			for _, s := range p.slots {
 				if x.alive[s] && f.visible(x.class[s], x.barrier[s]) {

@@ -1,6 +1,7 @@
 package memindex
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -22,17 +23,59 @@ var pruned atomic.Int64
 const pruneMargin = 1 + 1e-9
 
 // pruneTerm is one query term's span of postings in a part, as
-// lexicalPruned walks it.
+// lexicalPruned and docPruned walk it.
 type pruneTerm struct {
 	slots, tfs []int32
 	bits       []uint64 // the list's bitmap, if it keeps one
 	c          int      // cursor: the first posting not yet passed
 	wt, idf    float64
-	ub         float64 // bound on wt x the term's contribution to a chunk
-	// has and v are whether the chunk being scored holds the term, and the
-	// term's contribution to it.
+	ub         float64 // bound on wt x the term's contribution to a chunk or document
+	// has and v are whether the chunk (document) being scored holds the
+	// term, and the term's contribution to it.
 	has bool
 	v   float64
+}
+
+// maxScore is MaxScore's state over one part's terms (in query order):
+// byBound lists them by ascending bound, and byBound[:nonEss] are the terms
+// whose bounds sum (below) under the top list's floor, which no longer
+// propose candidates.
+type maxScore struct {
+	terms   []pruneTerm
+	byBound []int
+	nonEss  int
+	below   float64
+}
+
+// newMaxScore orders terms by bound into buf (reused) and returns the state.
+func newMaxScore(terms []pruneTerm, buf []int) maxScore {
+	byBound := buf[:0]
+	for j := range terms {
+		byBound = append(byBound, j)
+	}
+	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(terms[a].ub, terms[b].ub) })
+	return maxScore{terms: terms, byBound: byBound}
+}
+
+// next is the smallest slot at a proposing term's cursor, math.MaxInt32
+// when none is left.
+func (m *maxScore) next() int32 {
+	s := int32(math.MaxInt32)
+	for _, j := range m.byBound[m.nonEss:] {
+		if t := &m.terms[j]; t.c < len(t.slots) && t.slots[t.c] < s {
+			s = t.slots[t.c]
+		}
+	}
+	return s
+}
+
+// raise stops the terms whose bounds, with those stopped before, sum below
+// floor from proposing.
+func (m *maxScore) raise(floor float64) {
+	for m.nonEss < len(m.byBound) && m.below+m.terms[m.byBound[m.nonEss]].ub < floor {
+		m.below += m.terms[m.byBound[m.nonEss]].ub
+		m.nonEss++
+	}
 }
 
 // lexicalPruned ranks the slots of pt's range as lexical's accumulators do,
@@ -70,54 +113,20 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 	if len(terms) < 2 {
 		return false
 	}
-	// order lists the terms in query order; byBound by ascending bound.
-	order := w.pruneOrder[:0]
-	for j := range terms {
-		order = append(order, j)
-	}
-	w.pruneOrder = order
-	byBound := append(w.pruneBound[:0], order...)
-	slices.SortStableFunc(byBound, func(a, b int) int {
-		switch {
-		case terms[a].ub < terms[b].ub:
-			return -1
-		case terms[a].ub > terms[b].ub:
-			return 1
-		}
-		return 0
-	})
-	w.pruneBound = byBound
+	m := newMaxScore(terms, w.pruneBound)
+	w.pruneBound = m.byBound
 	pruned.Add(1)
 	vis := sc.vis
 	x.pruneCount(w, vis, pt, terms)
 
-	// The chunks that may enter the top list, in slot order. byBound[:nonEss]
-	// are the terms whose bounds sum below the floor.
+	// The chunks that may enter the top list, in slot order.
 	alive, length := x.alive, x.length
 	checkAlive := x.dead > 0
 	f := &w.f
 	asOf, fresh, now, maxStale := f.asOf, f.fresh, f.now, f.maxStale
 	floor := pt.top.floor()
-	nonEss, below := 0, 0.0
-	essential := w.pruneEssential[:0]
-	for range terms {
-		essential = append(essential, true)
-	}
-	w.pruneEssential = essential
-	raise := func() {
-		for nonEss < len(byBound) && below+terms[byBound[nonEss]].ub < floor {
-			below += terms[byBound[nonEss]].ub
-			essential[byBound[nonEss]] = false
-			nonEss++
-		}
-	}
 	for {
-		s := int32(math.MaxInt32)
-		for _, j := range byBound[nonEss:] {
-			if t := &terms[j]; t.c < len(t.slots) && t.slots[t.c] < s {
-				s = t.slots[t.c]
-			}
-		}
+		s := m.next()
 		if s == math.MaxInt32 {
 			break
 		}
@@ -125,7 +134,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		// others they bound the score, and most chunks stop there.
 		dl := length[s]
 		partial := 0.0
-		for _, j := range byBound[nonEss:] {
+		for _, j := range m.byBound[m.nonEss:] {
 			t := &terms[j]
 			t.has = t.c < len(t.slots) && t.slots[t.c] == s
 			if t.has {
@@ -134,10 +143,10 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 				t.c++
 			}
 		}
-		if checkAlive && !alive[s] || partial*pruneMargin+below < floor {
+		if checkAlive && !alive[s] || partial*pruneMargin+m.below < floor {
 			continue
 		}
-		for _, j := range byBound[:nonEss] {
+		for _, j := range m.byBound[:m.nonEss] {
 			t := &terms[j]
 			t.c = gallop(t.slots, t.c, s)
 			t.has = t.c < len(t.slots) && t.slots[t.c] == s
@@ -146,7 +155,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 			}
 		}
 		score := 0.0
-		for _, j := range order {
+		for j := range terms {
 			if t := &terms[j]; t.has {
 				score += t.v
 			}
@@ -160,7 +169,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		pt.top.offer(s, score)
 		if fl := pt.top.floor(); fl != floor {
 			floor = fl
-			raise()
+			m.raise(floor)
 		}
 	}
 	return true
