@@ -2,8 +2,11 @@
 // laid out for scoring rather than for reading:
 //
 //   - dense vectors are stored column-wise as int8 (one column per dimension),
-//     so a query touches only its own non-zero dimensions; a chunk with a
-//     component outside int8 keeps its exact vector aside;
+//     so a query touches only its own non-zero dimensions, summed four at
+//     a time into int32 dot products (vectorized with AVX2 on amd64) when
+//     the query's weights keep every partial sum within int32, else into
+//     int64; a chunk with a component outside int8 keeps its exact vector
+//     aside;
 //   - postings are per-term slices of (slot, tf), scored into a reused
 //     accumulator in query-term order;
 //   - entitlement attributes are plain arrays (classification, an interned

@@ -208,3 +208,15 @@ func (x *Index) CheckDocCounts() error {
 // PrunedDocs is the number of lexical parts whose documents docPruned
 // ranked so far.
 func PrunedDocs() int64 { return prunedDocs.Load() }
+
+// DenseKernels are the dense side's kernel choices SetDenseKernels takes:
+// int64 sums, portable int32 sums, and vectorized int32 sums where the CPU
+// has them (else the portable ones).
+var DenseKernels = []string{"int64", "int32", "int32-vectorized"}
+
+// SetDenseKernels makes the dense side use DenseKernels[k] until t ends.
+func SetDenseKernels(t testing.TB, k int) {
+	old32, oldAsm := kernel32, kernelAsm
+	kernel32, kernelAsm = k > 0, k > 1 && haveAsm
+	t.Cleanup(func() { kernel32, kernelAsm = old32, oldAsm })
+}

@@ -136,7 +136,9 @@ type worker struct {
 	f       filter
 	spans   []span
 	touched []int32
-	acc     []int64 // the dense side's dot products of one block
+	acc     []int64  // the dense side's dot products of one block
+	acc32   []int32  // the same as int32s (see fitsInt32)
+	pos     []uint64 // the block's positive dot products, a bit a slot
 	// Per-query caches by chunk length (see lexical).
 	norm, one           []float64
 	normStamp, oneStamp []uint64
@@ -1033,6 +1035,9 @@ type denseQuery struct {
 	qnorm float64
 	dims  []dim
 	over  []int32 // overflow slots, sorted
+	// fits32 says the int32 kernels may score the query, on g32.
+	fits32 bool
+	g32    dims32
 }
 
 // dim is one nonzero dimension of the query: its column and weight.
@@ -1051,6 +1056,9 @@ func (x *Index) denseQuery(q []int32, sc *scratch) *denseQuery {
 		if qv != 0 {
 			dq.dims = append(dq.dims, dim{col: x.cols[d], w: int64(qv)})
 		}
+	}
+	if kernel32 && fitsInt32(dq.dims) {
+		dq.fits32, dq.g32 = true, group32(dq.dims)
 	}
 	// Chunks whose vectors do not fit int8 are scored exactly on their own.
 	over := sc.over[:0]
@@ -1071,7 +1079,8 @@ var denseBlock = 2048
 // by cosine into pt. A block's slots with a positive dot product are
 // counted against the alive bitmap and the principal's visibility bitmap
 // 64 at a time; only the visible ones are checked for freshness and
-// scored.
+// scored. A block holding no overflow slot is scored with int32 sums when
+// the query allows them (see fitsInt32), else with int64 sums.
 func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 	if dq.qn == 0 {
 		return
@@ -1082,62 +1091,87 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 	over = over[k:]
 	block := (max(denseBlock, 1) + 63) &^ 63
 	if len(w.acc) < block {
-		w.acc = make([]int64, block)
+		w.acc, w.acc32, w.pos = make([]int64, block), make([]int32, block), make([]uint64, block/64)
 	}
-	f := &w.f
-	vis := sc.vis.bits
-	alive, asOf, norm := x.vis.alive, x.asOf, x.norm
-	fresh, now, maxStale := f.fresh, f.now, f.maxStale
-	considered, hidden, outdated := 0, 0, 0
-	qnorm := dq.qnorm
-	floor := pt.top.floor()
-	// bar is what a dot product must reach for its cosine to reach floor,
-	// less a margin for rounding: below it, the cosine is below floor and
-	// is not computed.
-	bar := func(s int) float64 { return floor * float64(qnorm*norm[s]) * (1 - 1e-9) }
+	st := denseState{x: x, f: &w.f, vis: sc.vis.bits, qnorm: dq.qnorm, pt: pt, floor: pt.top.floor()}
 	for base := lo; base < hi; base += block {
 		end := min(base+block, hi)
+		pos := w.pos[:(end-base+63)/64]
+		if dq.fits32 && (len(over) == 0 || int(over[0]) >= end) {
+			a := w.acc32[:end-base]
+			dotBlock32(a, dq.g32, base, end)
+			posWords32(a, pos)
+			scoreBlock(&st, a, pos, base)
+			continue
+		}
 		a := w.acc[:end-base]
 		dotBlock(a, dq.dims, base, end)
 		for len(over) > 0 && int(over[0]) < end {
 			a[int(over[0])-base] = hashembed.Dot(dq.q, x.overflow[over[0]])
 			over = over[1:]
 		}
-		for i0 := 0; i0 < len(a); i0 += 64 {
-			g := (base + i0) >> 6
-			var pos uint64
-			for b, dv := range a[i0:min(i0+64, len(a))] {
-				pos |= uint64(b2i(dv > 0)) << b
-			}
-			p := pos & alive[g]
-			if p == 0 {
+		posWords64(a, pos)
+		scoreBlock(&st, a, pos, base)
+	}
+	pt.considered += st.considered
+	pt.hidden += st.hidden
+	pt.outdated += st.outdated
+}
+
+// denseState is what dense's blocks share: the query's filter and norm,
+// the part's floor and its funnel counts.
+type denseState struct {
+	x                            *Index
+	f                            *filter
+	vis                          []uint64
+	qnorm, floor                 float64
+	pt                           *rankPart
+	considered, hidden, outdated int
+}
+
+// scoreBlock counts and scores the block of slots from base whose dot
+// products are a and whose positive ones are the bits of pos.
+func scoreBlock[T int32 | int64](st *denseState, a []T, pos []uint64, base int) {
+	x, f, vis, pt := st.x, st.f, st.vis, st.pt
+	alive, asOf, norm := x.vis.alive, x.asOf, x.norm
+	fresh, now, maxStale := f.fresh, f.now, f.maxStale
+	qnorm, floor := st.qnorm, st.floor
+	considered, hidden, outdated := 0, 0, 0
+	for j, pw := range pos {
+		g := base>>6 + j
+		p := pw & alive[g]
+		if p == 0 {
+			continue
+		}
+		v := p & vis[g]
+		considered += bits.OnesCount64(p)
+		hidden += bits.OnesCount64(p &^ v)
+		for ; v != 0; v &= v - 1 {
+			i := j<<6 + bits.TrailingZeros64(v)
+			s := base + i
+			if fresh && now-asOf[s] > maxStale {
+				outdated++
 				continue
 			}
-			v := p & vis[g]
-			considered += bits.OnesCount64(p)
-			hidden += bits.OnesCount64(p &^ v)
-			for ; v != 0; v &= v - 1 {
-				b := bits.TrailingZeros64(v)
-				s := base + i0 + b
-				if fresh && now-asOf[s] > maxStale {
-					outdated++
-					continue
-				}
-				dv := float64(a[i0+b])
-				if dv < bar(s) {
-					continue
-				}
-				// hashembed.Cosine with both square roots taken once.
-				if score := dv / float64(qnorm*norm[s]); score >= floor {
-					pt.top.offer(int32(s), score)
-					floor = pt.top.floor()
-				}
+			dv := float64(a[i])
+			// qnorm*norm[s]*floor is what the dot product must reach for
+			// the cosine to reach floor; less a margin for rounding,
+			// below it the cosine is below floor and is not computed.
+			den := float64(qnorm * norm[s])
+			if dv < floor*den*(1-1e-9) {
+				continue
+			}
+			// hashembed.Cosine with both square roots taken once.
+			if score := dv / den; score >= floor {
+				pt.top.offer(int32(s), score)
+				floor = pt.top.floor()
 			}
 		}
 	}
-	pt.considered += considered
-	pt.hidden += hidden
-	pt.outdated += outdated
+	st.floor = floor
+	st.considered += considered
+	st.hidden += hidden
+	st.outdated += outdated
 }
 
 // dotBlock sets a to the dot products of the slots [base, end) with the

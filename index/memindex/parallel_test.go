@@ -47,13 +47,16 @@ func overflowScript() []byte {
 
 // TestParallelBlockedRank forces the two-goroutine Rank and tiny dense blocks
 // (so block edges and int8 overflow slots fall everywhere) and compares with
-// the reference.
+// the reference, with each of the dense side's kernels.
 func TestParallelBlockedRank(t *testing.T) {
-	for _, blk := range []int{1, 3, 64} {
-		memindex.SetParallel(t, 0, blk)
-		compare(t, fmt.Sprintf("overflow script, block %d", blk), overflowScript())
-		for seed := uint64(2000); seed < 2100; seed++ {
-			compare(t, fmt.Sprintf("seed %d, block %d", seed, blk), replaygen.Generate(seed, 60))
+	for k, kernels := range memindex.DenseKernels {
+		memindex.SetDenseKernels(t, k)
+		for _, blk := range []int{1, 3, 64} {
+			memindex.SetParallel(t, 0, blk)
+			compare(t, fmt.Sprintf("overflow script, %s kernels, block %d", kernels, blk), overflowScript())
+			for seed := uint64(2000); seed < 2100; seed++ {
+				compare(t, fmt.Sprintf("seed %d, %s kernels, block %d", seed, kernels, blk), replaygen.Generate(seed, 60))
+			}
 		}
 	}
 }

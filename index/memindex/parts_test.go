@@ -258,6 +258,7 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					memindex.SetRankParts(t, math.MaxInt32, 1, 1, false)
 					memindex.SetLexicalPaths(t, []int{1, 8, 2048}[r.IntN(3)], r.IntN(3))
 					memindex.SetPruneMin(t, []int{0, math.MaxInt}[r.IntN(2)])
+					memindex.SetDenseKernels(t, r.IntN(len(memindex.DenseKernels)))
 					serial, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
@@ -270,6 +271,7 @@ func TestRankPartsMatchSerial(t *testing.T) {
 					memindex.SetRankParts(t, 0, lexParts, denseParts, true)
 					memindex.SetLexicalPaths(t, []int{1, 8, 2048}[r.IntN(3)], r.IntN(3))
 					memindex.SetPruneMin(t, []int{0, math.MaxInt}[r.IntN(2)])
+					memindex.SetDenseKernels(t, r.IntN(len(memindex.DenseKernels)))
 					got, err := x.Rank(req)
 					if err != nil {
 						t.Fatal(err)
