@@ -120,3 +120,58 @@ func posWords64(a []int64, pos []uint64) {
 		pos[g] = p
 	}
 }
+
+// barMargin scales the dense side's bar (see scoreBlock) down for
+// rounding.
+const barMargin = 1 - 1e-9
+
+// bar is what a dot product must reach for the cosine with a chunk of
+// norm to reach floor, less barMargin: below it, the cosine is below
+// floor.
+func bar(qnorm, floor, norm float64) float64 {
+	return floor * float64(qnorm*norm) * barMargin
+}
+
+// candWord is the bits of the slots of a (at most 64) whose dot product
+// is not below the bar; k is qnorm, floor and barMargin.
+func candWord(a []int32, norm []float64, k *[3]float64) uint64 {
+	var c uint64
+	for b, v := range a {
+		c |= uint64(b2i(!(float64(v) < bar(k[0], k[1], norm[b])))) << b
+	}
+	return c
+}
+
+// staleWord is the bits of the slots of asOf (at most 64) older than
+// k[0] (now) less k[1] (maxStale).
+func staleWord(asOf []int64, k *[2]int64) uint64 {
+	var o uint64
+	for b, t := range asOf {
+		o |= uint64(b2i(k[0]-t > k[1])) << b
+	}
+	return o
+}
+
+// blockMasks sets cand and stale (when the query has a freshness
+// contract) for the block of dot products a from slot base, with the
+// part's floor so far: a slot outside cand cannot enter the part's top
+// list, and one in stale is outdated.
+func (st *denseState) blockMasks(a []int32, base int, cand, stale []uint64) {
+	x, f := st.x, st.f
+	full := len(a) / 64
+	kc := [3]float64{st.qnorm, st.floor, barMargin}
+	ks := [2]int64{f.now, f.maxStale}
+	if full > 0 {
+		candAsm(&a[0], &x.norm[base], &kc, &cand[0], full)
+		if f.fresh {
+			staleAsm(&x.asOf[base], &ks, &stale[0], full)
+		}
+	}
+	if full < len(cand) {
+		lo := full * 64
+		cand[full] = candWord(a[lo:], x.norm[base+lo:base+len(a)], &kc)
+		if f.fresh {
+			stale[full] = staleWord(x.asOf[base+lo:base+len(a)], &ks)
+		}
+	}
+}

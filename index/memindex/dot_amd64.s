@@ -98,3 +98,82 @@ word:
 end:
 	VZEROUPPER
 	RET
+
+// func candAsm(a *int32, norm *float64, k *[3]float64, cand *uint64, words int)
+// cand[g] bit b = !(float64(a[i]) < k[0]*norm[i]*k[1]*k[2]), i = 64g+b,
+// the products taken as (k[1]*(k[0]*norm[i]))*k[2], for g < words (AVX2).
+TEXT ·candAsm(SB), NOSPLIT, $0-40
+	MOVQ         a+0(FP), SI
+	MOVQ         norm+8(FP), DX
+	MOVQ         k+16(FP), AX
+	MOVQ         cand+24(FP), DI
+	MOVQ         words+32(FP), R8
+	VBROADCASTSD 0(AX), Y10
+	VBROADCASTSD 8(AX), Y11
+	VBROADCASTSD 16(AX), Y12
+
+cword:
+	TESTQ R8, R8
+	JZ    cend
+	XORQ  R9, R9
+	XORQ  CX, CX
+
+cquad:
+	VCVTDQ2PD (SI), Y1
+	VMULPD    (DX), Y10, Y2
+	VMULPD    Y2, Y11, Y2
+	VMULPD    Y12, Y2, Y2
+	VCMPPD    $5, Y2, Y1, Y3
+	VMOVMSKPD Y3, AX
+	SHLQ      CX, AX
+	ORQ       AX, R9
+	ADDQ      $16, SI
+	ADDQ      $32, DX
+	ADDQ      $4, CX
+	CMPQ      CX, $64
+	JLT       cquad
+	MOVQ      R9, (DI)
+	ADDQ      $8, DI
+	DECQ      R8
+	JMP       cword
+
+cend:
+	VZEROUPPER
+	RET
+
+// func staleAsm(asOf *int64, k *[2]int64, stale *uint64, words int)
+// stale[g] bit b = k[0]-asOf[64g+b] > k[1] (wrapping subtraction, signed
+// comparison), for g < words (AVX2).
+TEXT ·staleAsm(SB), NOSPLIT, $0-32
+	MOVQ         asOf+0(FP), SI
+	MOVQ         k+8(FP), AX
+	MOVQ         stale+16(FP), DI
+	MOVQ         words+24(FP), R8
+	VPBROADCASTQ 0(AX), Y10
+	VPBROADCASTQ 8(AX), Y11
+
+sword:
+	TESTQ R8, R8
+	JZ    send
+	XORQ  R9, R9
+	XORQ  CX, CX
+
+squad:
+	VMOVDQU   (SI), Y1
+	VPSUBQ    Y1, Y10, Y1
+	VPCMPGTQ  Y11, Y1, Y1
+	VMOVMSKPD Y1, AX
+	SHLQ      CX, AX
+	ORQ       AX, R9
+	ADDQ      $32, SI
+	ADDQ      $4, CX
+	CMPQ      CX, $64
+	JLT       squad
+	MOVQ      R9, (DI)
+	ADDQ      $8, DI
+	DECQ      R8
+	JMP       sword
+
+send:
+	VZEROUPPER
+	RET

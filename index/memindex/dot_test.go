@@ -106,3 +106,54 @@ func TestFitsInt32(t *testing.T) {
 		}
 	}
 }
+
+// TestMaskKernels: the vectorized candidate and stale masks equal the
+// portable ones, a bit a slot, on random dot products, norms, floors and
+// ticks (wrapping subtractions included).
+func TestMaskKernels(t *testing.T) {
+	if !haveAsm {
+		t.Skip("no vectorized kernel on this CPU")
+	}
+	r := rand.New(rand.NewPCG(4, 25))
+	const words = 5
+	for round := range 500 {
+		a := make([]int32, 64*words)
+		norm := make([]float64, len(a))
+		asOf := make([]int64, len(a))
+		for i := range a {
+			a[i] = int32(r.Uint32()) >> r.IntN(32)
+			norm[i] = math.Sqrt(float64(1 + r.IntN(1<<20)))
+			switch r.IntN(8) {
+			case 0:
+				asOf[i] = math.MinInt64 + r.Int64N(10)
+			case 1:
+				asOf[i] = math.MaxInt64 - r.Int64N(10)
+			default:
+				asOf[i] = r.Int64N(2000) - 500
+			}
+		}
+		// Dot products on the bar of some slots, where rounding decides.
+		kc := [3]float64{math.Sqrt(float64(1 + r.IntN(1<<16))), r.Float64(), barMargin}
+		for range 40 {
+			i := r.IntN(len(a))
+			if b := bar(kc[0], kc[1], norm[i]); b < math.MaxInt32 {
+				a[i] = int32(math.Ceil(b)) - int32(r.IntN(2))
+			}
+		}
+		ks := [2]int64{r.Int64N(2000) - 500, r.Int64N(1000)}
+		if round%7 == 0 {
+			ks[0] = math.MaxInt64 - r.Int64N(5)
+		}
+		cand, stale := make([]uint64, words), make([]uint64, words)
+		candAsm(&a[0], &norm[0], &kc, &cand[0], words)
+		staleAsm(&asOf[0], &ks, &stale[0], words)
+		for g := range words {
+			if want := candWord(a[g*64:g*64+64], norm[g*64:], &kc); cand[g] != want {
+				t.Fatalf("round %d, word %d: candidates %x, want %x", round, g, cand[g], want)
+			}
+			if want := staleWord(asOf[g*64:g*64+64], &ks); stale[g] != want {
+				t.Fatalf("round %d, word %d: stale %x, want %x", round, g, stale[g], want)
+			}
+		}
+	}
+}

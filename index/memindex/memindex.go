@@ -139,6 +139,8 @@ type worker struct {
 	acc     []int64  // the dense side's dot products of one block
 	acc32   []int32  // the same as int32s (see fitsInt32)
 	pos     []uint64 // the block's positive dot products, a bit a slot
+	// The block's candidate and stale slots (see blockMasks).
+	cand, stale []uint64
 	// Per-query caches by chunk length (see lexical).
 	norm, one           []float64
 	normStamp, oneStamp []uint64
@@ -1091,7 +1093,8 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 	over = over[k:]
 	block := (max(denseBlock, 1) + 63) &^ 63
 	if len(w.acc) < block {
-		w.acc, w.acc32, w.pos = make([]int64, block), make([]int32, block), make([]uint64, block/64)
+		w.acc, w.acc32 = make([]int64, block), make([]int32, block)
+		w.pos, w.cand, w.stale = make([]uint64, block/64), make([]uint64, block/64), make([]uint64, block/64)
 	}
 	st := denseState{x: x, f: &w.f, vis: sc.vis.bits, qnorm: dq.qnorm, pt: pt, floor: pt.top.floor()}
 	for base := lo; base < hi; base += block {
@@ -1101,7 +1104,13 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 			a := w.acc32[:end-base]
 			dotBlock32(a, dq.g32, base, end)
 			posWords32(a, pos)
-			scoreBlock(&st, a, pos, base)
+			if kernelAsm {
+				m := &blockMasks{cand: w.cand[:len(pos)], stale: w.stale[:len(pos)]}
+				st.blockMasks(a, base, m.cand, m.stale)
+				scoreBlock(&st, a, pos, m, base)
+				continue
+			}
+			scoreBlock(&st, a, pos, nil, base)
 			continue
 		}
 		a := w.acc[:end-base]
@@ -1111,7 +1120,7 @@ func (x *Index) dense(dq *denseQuery, w *worker, sc *scratch, pt *rankPart) {
 			over = over[1:]
 		}
 		posWords64(a, pos)
-		scoreBlock(&st, a, pos, base)
+		scoreBlock(&st, a, pos, nil, base)
 	}
 	pt.considered += st.considered
 	pt.hidden += st.hidden
@@ -1129,9 +1138,14 @@ type denseState struct {
 	considered, hidden, outdated int
 }
 
+// blockMasks are a block's candidate and stale slots, a bit a slot (see
+// denseState.blockMasks).
+type blockMasks struct{ cand, stale []uint64 }
+
 // scoreBlock counts and scores the block of slots from base whose dot
-// products are a and whose positive ones are the bits of pos.
-func scoreBlock[T int32 | int64](st *denseState, a []T, pos []uint64, base int) {
+// products are a and whose positive ones are the bits of pos; with m, only
+// m's candidates are scored and m's stale bits are the outdated slots.
+func scoreBlock[T int32 | int64](st *denseState, a []T, pos []uint64, m *blockMasks, base int) {
 	x, f, vis, pt := st.x, st.f, st.vis, st.pt
 	alive, asOf, norm := x.vis.alive, x.asOf, x.norm
 	fresh, now, maxStale := f.fresh, f.now, f.maxStale
@@ -1146,21 +1160,28 @@ func scoreBlock[T int32 | int64](st *denseState, a []T, pos []uint64, base int) 
 		v := p & vis[g]
 		considered += bits.OnesCount64(p)
 		hidden += bits.OnesCount64(p &^ v)
+		check := fresh
+		if m != nil {
+			if fresh {
+				o := v & m.stale[j]
+				outdated += bits.OnesCount64(o)
+				v &^= o
+			}
+			v &= m.cand[j]
+			check = false
+		}
 		for ; v != 0; v &= v - 1 {
 			i := j<<6 + bits.TrailingZeros64(v)
 			s := base + i
-			if fresh && now-asOf[s] > maxStale {
+			if check && now-asOf[s] > maxStale {
 				outdated++
 				continue
 			}
 			dv := float64(a[i])
-			// qnorm*norm[s]*floor is what the dot product must reach for
-			// the cosine to reach floor; less a margin for rounding,
-			// below it the cosine is below floor and is not computed.
-			den := float64(qnorm * norm[s])
-			if dv < floor*den*(1-1e-9) {
+			if dv < bar(qnorm, floor, norm[s]) {
 				continue
 			}
+			den := float64(qnorm * norm[s])
 			// hashembed.Cosine with both square roots taken once.
 			if score := dv / den; score >= floor {
 				pt.top.offer(int32(s), score)
