@@ -137,7 +137,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		}
 		wt, idf := req.Weight(i), plan.idf[i]
 		ub := float64(wt * bm25.Term(idf, p.maxDocTF, p.minDocLen, plan.avgdl, params))
-		terms = append(terms, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], wt: wt, idf: idf, ub: ub * pruneMargin})
+		terms = append(terms, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], bits: p.bits, wt: wt, idf: idf, ub: ub * pruneMargin})
 	}
 	hits := pt.docHits[:0]
 	defer func() { pt.docHits = hits }()
@@ -182,12 +182,33 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 			continue
 		}
 		if m.nonEss > 0 {
-			first := s
+			first, end := s, s+1
 			for first > lo && docOf[first-1] == d {
 				first--
 			}
+			for end < hi && docOf[end] == d {
+				end++
+			}
+			// A term whose list keeps a bitmap without the document's
+			// slots adds nothing: the bounds of the others may leave the
+			// score below the floor.
+			below, cut := 0.0, false
 			for _, j := range m.byBound[:m.nonEss] {
 				t := &terms[j]
+				if t.has = t.bits == nil || listHasAny(t.bits, first, end); t.has {
+					below += t.ub
+				} else {
+					cut = true
+				}
+			}
+			if cut && partial*pruneMargin+below < floor {
+				continue
+			}
+			for _, j := range m.byBound[:m.nonEss] {
+				t := &terms[j]
+				if !t.has {
+					continue
+				}
 				t.c = gallop(t.slots, t.c, first)
 				tf := sum(t, d)
 				t.has = tf > 0

@@ -157,3 +157,31 @@ func TestMaskKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestListHasAny: listHas and listHasAny agree with a slot-by-slot look
+// at random bitmaps shorter than the ranges asked, over ranges within a
+// word and across words.
+func TestListHasAny(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 25))
+	for round := range 2000 {
+		b := make([]uint64, r.IntN(5))
+		for i := range b {
+			for range r.IntN(4) {
+				b[i] |= 1 << r.IntN(64)
+			}
+		}
+		has := func(s int32) bool { return int(s>>6) < len(b) && b[s>>6]>>(s&63)&1 != 0 }
+		lo := int32(r.IntN(64 * 6))
+		hi := lo + int32(r.IntN(150))
+		want := false
+		for s := lo; s < hi; s++ {
+			if listHas(b, s) != has(s) {
+				t.Fatalf("round %d: listHas(%x, %d) = %v", round, b, s, !has(s))
+			}
+			want = want || has(s)
+		}
+		if got := listHasAny(b, lo, hi); got != want {
+			t.Fatalf("round %d: listHasAny(%x, %d, %d) = %v, want %v", round, b, lo, hi, got, want)
+		}
+	}
+}

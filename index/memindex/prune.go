@@ -146,8 +146,25 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		if checkAlive && !alive[s] || partial*pruneMargin+m.below < floor {
 			continue
 		}
+		// A term whose list keeps a bitmap without s adds nothing: the
+		// bounds of the others may leave the score below the floor.
+		below, cut := 0.0, false
 		for _, j := range m.byBound[:m.nonEss] {
 			t := &terms[j]
+			if t.has = t.bits == nil || listHas(t.bits, s); t.has {
+				below += t.ub
+			} else {
+				cut = true
+			}
+		}
+		if cut && partial*pruneMargin+below < floor {
+			continue
+		}
+		for _, j := range m.byBound[:m.nonEss] {
+			t := &terms[j]
+			if !t.has {
+				continue
+			}
 			t.c = gallop(t.slots, t.c, s)
 			t.has = t.c < len(t.slots) && t.slots[t.c] == s
 			if t.has {

@@ -59,6 +59,33 @@ func setBit(b []uint64, s int32, on bool) []uint64 {
 // hasBit reports whether bit s of b is set.
 func hasBit(b []uint64, s int32) bool { return b[s>>6]>>(uint(s)&63)&1 != 0 }
 
+// listHas reports whether a posting list's bitmap b, which ends at the
+// list's last slot's word, has slot s.
+func listHas(b []uint64, s int32) bool {
+	w := int(s >> 6)
+	return w < len(b) && b[w]>>(uint(s)&63)&1 != 0
+}
+
+// listHasAny reports whether a posting list's bitmap b has a slot in
+// [lo, hi).
+func listHasAny(b []uint64, lo, hi int32) bool {
+	for s := lo; s < hi; {
+		w := int(s >> 6)
+		if w >= len(b) {
+			return false
+		}
+		word := b[w] >> (uint(s) & 63)
+		if n := min(64-(s&63), hi-s); n < 64 {
+			word &= 1<<uint(n) - 1
+		}
+		if word != 0 {
+			return true
+		}
+		s = int32(w+1) << 6
+	}
+	return false
+}
+
 // maskAdd records the new live slot s in every bitmap.
 func (x *Index) maskAdd(s int32) {
 	m := &x.vis
