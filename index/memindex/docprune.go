@@ -146,7 +146,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 	}
 	m := newMaxScore(terms, w.pruneBound)
 	w.pruneBound = m.byBound
-	alive, asOf, docOf, docLen := x.alive, x.asOf, x.docOf, x.docLen
+	alive, asOf, docOf, docLen := x.vis.alive, x.asOf, x.docOf, x.docLen
 	fresh, now, maxStale := f.fresh, f.now, f.maxStale
 	top := w.docTop[:0]
 	defer func() { w.docTop = top[:0] }()
@@ -166,55 +166,64 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 			break
 		}
 		d := docOf[s]
-		dl := docLen[d]
-		partial := 0.0
+		// Bounds first: the proposing terms holding d, and the others
+		// unless their list's bitmap lacks d's slots. Most documents stop
+		// here, and so does one the principal may not rank (a document's
+		// chunks share its labels and tick).
+		bound, below := 0.0, 0.0
 		for _, j := range m.byBound[m.nonEss:] {
 			t := &terms[j]
-			t.has = false
-			if t.c < len(t.slots) && docOf[t.slots[t.c]] == d {
-				t.v = float64(t.wt * bm25.Term(t.idf, sum(t, d), dl, plan.avgdl, params))
-				t.has = true
-				partial += t.v
+			if t.has = t.c < len(t.slots) && docOf[t.slots[t.c]] == d; t.has {
+				bound += t.ub
 			}
 		}
-		// A document's chunks share its labels and tick.
-		if !alive[s] || !hasBit(vis.bits, s) || fresh && now-asOf[s] > maxStale || partial*pruneMargin+m.below < floor {
-			continue
-		}
+		first := s
 		if m.nonEss > 0 {
-			first, end := s, s+1
+			end := s + 1
 			for first > lo && docOf[first-1] == d {
 				first--
 			}
 			for end < hi && docOf[end] == d {
 				end++
 			}
-			// A term whose list keeps a bitmap without the document's
-			// slots adds nothing: the bounds of the others may leave the
-			// score below the floor.
-			below, cut := 0.0, false
 			for _, j := range m.byBound[:m.nonEss] {
 				t := &terms[j]
 				if t.has = t.bits == nil || listHasAny(t.bits, first, end); t.has {
 					below += t.ub
-				} else {
-					cut = true
 				}
 			}
-			if cut && partial*pruneMargin+below < floor {
+		}
+		if bound+below < floor || !liveVisible(alive, vis.bits, s) || fresh && now-asOf[s] > maxStale {
+			for _, j := range m.byBound[m.nonEss:] {
+				if t := &terms[j]; t.has {
+					sum(t, d)
+				}
+			}
+			continue
+		}
+		// Then the proposing terms' contributions: with the others'
+		// bounds they bound the score.
+		dl := docLen[d]
+		partial := 0.0
+		for _, j := range m.byBound[m.nonEss:] {
+			if t := &terms[j]; t.has {
+				t.v = float64(t.wt * bm25.Term(t.idf, sum(t, d), dl, plan.avgdl, params))
+				partial += t.v
+			}
+		}
+		if partial*pruneMargin+below < floor {
+			continue
+		}
+		for _, j := range m.byBound[:m.nonEss] {
+			t := &terms[j]
+			if !t.has {
 				continue
 			}
-			for _, j := range m.byBound[:m.nonEss] {
-				t := &terms[j]
-				if !t.has {
-					continue
-				}
-				t.c = gallop(t.slots, t.c, first)
-				tf := sum(t, d)
-				t.has = tf > 0
-				if t.has {
-					t.v = float64(t.wt * bm25.Term(t.idf, tf, dl, plan.avgdl, params))
-				}
+			t.c = gallop(t.slots, t.c, first)
+			tf := sum(t, d)
+			t.has = tf > 0
+			if t.has {
+				t.v = float64(t.wt * bm25.Term(t.idf, tf, dl, plan.avgdl, params))
 			}
 		}
 		score := 0.0

@@ -120,8 +120,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 	x.pruneCount(w, vis, pt, terms)
 
 	// The chunks that may enter the top list, in slot order.
-	alive, length := x.alive, x.length
-	checkAlive := x.dead > 0
+	alive, length := x.vis.alive, x.length
 	f := &w.f
 	asOf, fresh, now, maxStale := f.asOf, f.fresh, f.now, f.maxStale
 	floor := pt.top.floor()
@@ -130,34 +129,42 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		if s == math.MaxInt32 {
 			break
 		}
-		// The essential terms' contributions first: with the bounds of the
-		// others they bound the score, and most chunks stop there.
+		// Bounds first: the proposing terms holding s, and the others
+		// unless their list's bitmap lacks s. Most chunks stop here, and
+		// so does a chunk the principal may not see.
+		bound, below := 0.0, 0.0
+		for _, j := range m.byBound[m.nonEss:] {
+			t := &terms[j]
+			if t.has = t.c < len(t.slots) && t.slots[t.c] == s; t.has {
+				bound += t.ub
+			}
+		}
+		for _, j := range m.byBound[:m.nonEss] {
+			t := &terms[j]
+			if t.has = t.bits == nil || listHas(t.bits, s); t.has {
+				below += t.ub
+			}
+		}
+		if bound+below < floor || !liveVisible(alive, vis.bits, s) {
+			for _, j := range m.byBound[m.nonEss:] {
+				if t := &terms[j]; t.has {
+					t.c++
+				}
+			}
+			continue
+		}
+		// Then the proposing terms' contributions: with the others'
+		// bounds they bound the score.
 		dl := length[s]
 		partial := 0.0
 		for _, j := range m.byBound[m.nonEss:] {
-			t := &terms[j]
-			t.has = t.c < len(t.slots) && t.slots[t.c] == s
-			if t.has {
+			if t := &terms[j]; t.has {
 				t.v = float64(t.wt * bm25.TermNorm(t.idf, int64(t.tfs[t.c]), normOf(dl), params))
 				partial += t.v
 				t.c++
 			}
 		}
-		if checkAlive && !alive[s] || partial*pruneMargin+m.below < floor {
-			continue
-		}
-		// A term whose list keeps a bitmap without s adds nothing: the
-		// bounds of the others may leave the score below the floor.
-		below, cut := 0.0, false
-		for _, j := range m.byBound[:m.nonEss] {
-			t := &terms[j]
-			if t.has = t.bits == nil || listHas(t.bits, s); t.has {
-				below += t.ub
-			} else {
-				cut = true
-			}
-		}
-		if cut && partial*pruneMargin+below < floor {
+		if partial*pruneMargin+below < floor {
 			continue
 		}
 		for _, j := range m.byBound[:m.nonEss] {
@@ -180,7 +187,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		if score < floor {
 			continue
 		}
-		if !hasBit(vis.bits, s) || fresh && now-asOf[s] > maxStale {
+		if fresh && now-asOf[s] > maxStale {
 			continue
 		}
 		pt.top.offer(s, score)

@@ -59,6 +59,12 @@ func setBit(b []uint64, s int32, on bool) []uint64 {
 // hasBit reports whether bit s of b is set.
 func hasBit(b []uint64, s int32) bool { return b[s>>6]>>(uint(s)&63)&1 != 0 }
 
+// liveVisible reports whether slot s is alive (alive, the alive bitmap)
+// and visible (vis, a principal's bitmap).
+func liveVisible(alive, vis []uint64, s int32) bool {
+	return (alive[s>>6]&vis[s>>6])>>(uint(s)&63)&1 != 0
+}
+
 // listHas reports whether a posting list's bitmap b, which ends at the
 // list's last slot's word, has slot s.
 func listHas(b []uint64, s int32) bool {
