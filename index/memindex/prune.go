@@ -89,9 +89,12 @@ func (m *maxScore) raise(floor float64) {
 // bits. Every live chunk holding a term is still filtered and counted for
 // the funnel (all contributions are positive, so every such chunk has a
 // score above zero), from a bitmap of the range's postings counted a word
-// at a time against the alive and visibility bitmaps (pruneCount); only a
-// chunk whose score reaches the floor is checked against the filter one
-// by one. It reports false, having done nothing, when some
+// at a time against the alive and visibility bitmaps (pruneCount). A
+// proposed chunk is dropped first by its bounds (the proposing terms
+// holding it, and the others unless their list's bitmap lacks it) or by
+// its alive and visibility bits, before its length or any posting is
+// read; only a chunk whose score reaches the floor is checked for
+// freshness. It reports false, having done nothing, when some
 // term's contribution may not be positive or fewer than two terms have
 // postings in the range.
 func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *worker, sc *scratch, pt *rankPart, spans []span, normOf func(int32) float64) bool {
