@@ -201,9 +201,12 @@ func (h *httpSystem) Query(ctx context.Context, q Query) ([]string, error) {
 
 func (h *httpSystem) BytesPerChunk(context.Context) (float64, bool, error) { return 0, false, nil }
 
-func (h *httpSystem) Close() {
+func (h *httpSystem) Close() error {
 	h.client.CloseIdleConnections()
-	_ = h.srv.Close()
+	if err := h.srv.Close(); err != nil {
+		return fmt.Errorf("the http server: %w", err)
+	}
+	return nil
 }
 
 // Operations of a mix.
@@ -394,4 +397,4 @@ func (s *mixSystem) Ingest(context.Context, *Generator, int, int, func(int64)) (
 	return false, nil
 }
 func (s *mixSystem) BytesPerChunk(context.Context) (float64, bool, error) { return 0, false, nil }
-func (s *mixSystem) Close()                                               {}
+func (s *mixSystem) Close() error                                         { return nil }

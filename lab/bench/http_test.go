@@ -74,6 +74,26 @@ func TestMixSchedule(t *testing.T) {
 // The service path answers every query with exactly the store's top-10
 // list: the HTTP request carries the bench policy and the token the query's
 // principal.
+// TestHTTPCloseReportsServerFailure: a server process that did not shut
+// down cleanly (killed here) makes Close fail, so the bench does not report
+// a run whose server failed.
+func TestHTTPCloseReportsServerFailure(t *testing.T) {
+	h, err := newHTTP(context.Background(), migratedDatabase(t), 2, 1, 16<<20, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := h.srv.(*childServer)
+	if !ok {
+		t.Fatalf("the server is a %T, want a process of its own", h.srv)
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err == nil || !strings.Contains(err.Error(), "the http server") {
+		t.Fatalf("Close after the server process was killed: %v, want its failure", err)
+	}
+}
+
 func TestHTTPMatchesStore(t *testing.T) {
 	ctx := context.Background()
 	dbURL := migratedDatabase(t)
@@ -96,7 +116,12 @@ func TestHTTPMatchesStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer h.Close()
+			// The server shuts down cleanly, in its own process or not.
+			defer func() {
+				if err := h.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			}()
 			if h.srv.Separate() != process {
 				t.Fatalf("the server runs apart: %t, want %t", h.srv.Separate(), process)
 			}
@@ -249,6 +274,10 @@ func BenchmarkRetrieve(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer h.Close()
+	defer func() {
+		if err := h.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
 	run(SystemHTTP, h, h)
 }

@@ -194,8 +194,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		// Each system is closed before the next runs, so what it holds (the
 		// memory store's index, cordon's in-memory path) is not carried into
 		// the next system's measurements.
-		sys.Close()
+		cerr := sys.Close()
 		runtime.GC()
+		if err == nil && cerr != nil {
+			err = fmt.Errorf("closing: %w", cerr)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}

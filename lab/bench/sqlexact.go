@@ -226,4 +226,4 @@ func (s *sqlExactSystem) Query(ctx context.Context, q Query) ([]string, error) {
 // Cordon's index, not an ingest of its own.
 func (s *sqlExactSystem) BytesPerChunk(context.Context) (float64, bool, error) { return 0, false, nil }
 
-func (s *sqlExactSystem) Close() { s.pool.Close() }
+func (s *sqlExactSystem) Close() error { s.pool.Close(); return nil }

@@ -208,4 +208,4 @@ func (s *sqlHybridSystem) BytesPerChunk(ctx context.Context) (float64, bool, err
 	return float64(size-text) / float64(n), true, nil
 }
 
-func (s *sqlHybridSystem) Close() { s.pool.Close() }
+func (s *sqlHybridSystem) Close() error { s.pool.Close(); return nil }

@@ -69,7 +69,10 @@ type System interface {
 	// BytesPerChunk is the storage the system needs per chunk, chunk and
 	// document text excluded; ok is false where it does not apply.
 	BytesPerChunk(ctx context.Context) (bytes float64, ok bool, err error)
-	Close()
+	// Close releases what the system holds; an error is the system's
+	// failure to shut down (the http system's server process exiting with
+	// one).
+	Close() error
 }
 
 // BasePolicy is the policy the retriever-backed systems (memory, cordon,
@@ -197,7 +200,7 @@ func (m *memorySystem) Query(ctx context.Context, q Query) ([]string, error) {
 }
 
 func (m *memorySystem) BytesPerChunk(context.Context) (float64, bool, error) { return 0, false, nil }
-func (m *memorySystem) Close()                                               {}
+func (m *memorySystem) Close() error                                         { return nil }
 
 // cordonSystem is the Postgres store behind the retriever.
 type cordonSystem struct {
@@ -246,7 +249,7 @@ func (c *cordonSQLSystem) Query(ctx context.Context, q Query) ([]string, error) 
 }
 
 func (c *cordonSQLSystem) BytesPerChunk(context.Context) (float64, bool, error) { return 0, false, nil }
-func (c *cordonSQLSystem) Close()                                               { c.st.Close() }
+func (c *cordonSQLSystem) Close() error                                         { c.st.Close(); return nil }
 
 func (c *cordonSystem) Ingest(ctx context.Context, g *Generator, writers, batch int, progress func(int64)) (bool, error) {
 	c.g = g
@@ -387,7 +390,7 @@ func (c *cordonSystem) CompactedBytesPerChunk(ctx context.Context) (float64, err
 	return b, err
 }
 
-func (c *cordonSystem) Close() { c.st.Close() }
+func (c *cordonSystem) Close() error { c.st.Close(); return nil }
 
 // distinct returns the distinct tokens in order of first occurrence.
 func distinct(tokens []string) []string {
