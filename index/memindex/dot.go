@@ -101,17 +101,14 @@ func posWords32(a []int32, pos []uint64) {
 			posAsm(&a[0], &pos[0], full)
 		}
 	}
-	for g := full; g*64 < len(a); g++ {
-		var p uint64
-		for b, v := range a[g*64 : min(g*64+64, len(a))] {
-			p |= uint64(b2i(v > 0)) << b
-		}
-		pos[g] = p
-	}
+	posWords(a[full*64:], pos[full:])
 }
 
 // posWords64 is posWords32 for int64 dot products.
-func posWords64(a []int64, pos []uint64) {
+func posWords64(a []int64, pos []uint64) { posWords(a, pos) }
+
+// posWords is the portable posWords32 and posWords64.
+func posWords[T int32 | int64](a []T, pos []uint64) {
 	for g := 0; g*64 < len(a); g++ {
 		var p uint64
 		for b, v := range a[g*64 : min(g*64+64, len(a))] {
