@@ -286,26 +286,57 @@ func readColumn[T colInt](r *colReader, n int, lo, hi int64) []T {
 	}
 	b := binary.LittleEndian.Uint64(base)
 	out := make([]T, n)
-	for i := range out {
-		var off uint64
-		switch width {
-		case 1:
-			off = uint64(p[i])
-		case 2:
-			off = uint64(binary.LittleEndian.Uint16(p[2*i:]))
-		case 4:
-			off = uint64(binary.LittleEndian.Uint32(p[4*i:]))
-		default:
-			off = binary.LittleEndian.Uint64(p[8*i:])
-		}
-		v := int64(b + off)
-		if v < lo || v > hi {
-			r.err = fmt.Errorf("%w: value %d out of its column's range", errColBlock, v)
-			return nil
-		}
-		out[i] = T(v)
+	if !offsetsInto(out, p, width, b, lo, hi) {
+		r.err = fmt.Errorf("%w: a value out of its column's range", errColBlock)
+		return nil
 	}
 	return out
+}
+
+// offsetsInto sets out[i] to base plus the i-th width-byte offset of p
+// (modulo 2^64), one loop a width, and reports whether every value is in
+// [lo, hi].
+func offsetsInto[T colInt](out []T, p []byte, width int, base uint64, lo, hi int64) bool {
+	le := binary.LittleEndian
+	switch width {
+	case 1:
+		p = p[:len(out)]
+		for i := range out {
+			v := int64(base + uint64(p[i]))
+			if v < lo || v > hi {
+				return false
+			}
+			out[i] = T(v)
+		}
+	case 2:
+		p = p[:2*len(out)]
+		for i := range out {
+			v := int64(base + uint64(le.Uint16(p[2*i:])))
+			if v < lo || v > hi {
+				return false
+			}
+			out[i] = T(v)
+		}
+	case 4:
+		p = p[:4*len(out)]
+		for i := range out {
+			v := int64(base + uint64(le.Uint32(p[4*i:])))
+			if v < lo || v > hi {
+				return false
+			}
+			out[i] = T(v)
+		}
+	default:
+		p = p[:8*len(out)]
+		for i := range out {
+			v := int64(base + le.Uint64(p[8*i:]))
+			if v < lo || v > hi {
+				return false
+			}
+			out[i] = T(v)
+		}
+	}
+	return true
 }
 
 // colReader consumes an encoded block, remembering the first fault.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -491,5 +492,104 @@ func TestColumnsFormat1Read(t *testing.T) {
 	}
 	if got, want := rankOn(s), rankOn(scan); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ranked from the merged blocks:\n%+v\nfrom the chunks table:\n%+v", got, want)
+	}
+}
+
+// TestSQLPathRefusesMalformedRows: on the SQL path, a stored postings row
+// or column block that does not decode fails the query with an error that
+// says so (never a panic or a partial ranking), whichever of the batch's
+// results holds it, and the store's connection stays usable: the same
+// store then ranks the tenant again once the row is repaired.
+func TestSQLPathRefusesMalformedRows(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	s, settings := openAutoCreate(t, dbURL)
+	// One connection: a batch left unread would fail the next query.
+	one, err := Open(ctx, dbURL, Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(one.Close)
+	var docs []cordontype.Document
+	for i := range 30 {
+		docs = append(docs, cordontype.Document{Tenant: "malformed", DocID: fmt.Sprintf("d%02d", i),
+			Text: fmt.Sprintf("wire transfer %d hold release ledger %d margin", i, i%7)})
+	}
+	if _, err := s.PutBatch(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	rank := func() (retrieval.Rankings, error) {
+		text := "wire ledger"
+		r := retrieval.RankRequest{Principal: cordontype.Principal{Tenant: "malformed", Clearance: cordontype.Internal, Barriers: []string{}},
+			Tokens: analysis.Tokenize(text), Terms: analysis.TokenSet(text), NowTick: 10, TopN: 10, Docs: true}
+		q, err := one.EmbedQuery(ctx, settings.Spec(), text, r.Terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Dense = q
+		return one.Rank(ctx, r)
+	}
+	want, err := rank()
+	if err != nil || len(want.Lexical) == 0 || len(want.Dense) == 0 {
+		t.Fatalf("ranked %+v, %v; want hits on both sides", want, err)
+	}
+	for _, c := range []struct {
+		name, corrupt, repair string
+		want                  error
+	}{
+		// A trailing byte is refused by either decoder; taking it off
+		// restores the row as stored.
+		{"postings", `UPDATE cordon_t_malformed.postings SET data = data || '\x00'::bytea WHERE term = 'wire' AND data IS NOT NULL`,
+			`UPDATE cordon_t_malformed.postings SET data = substring(data FROM 1 FOR length(data) - 1) WHERE term = 'wire'`, errPacked},
+		{"column block", `UPDATE cordon_t_malformed.segments SET cols = cols || '\x00'::bytea WHERE cols IS NOT NULL`,
+			`UPDATE cordon_t_malformed.segments SET cols = substring(cols FROM 1 FOR length(cols) - 1) WHERE cols IS NOT NULL`, errColBlock},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tag, err := s.pool.Exec(ctx, c.corrupt)
+			if err != nil || tag.RowsAffected() == 0 {
+				t.Fatalf("corrupting: %v, %d rows", err, tag.RowsAffected())
+			}
+			if rk, err := rank(); !errors.Is(err, c.want) {
+				t.Fatalf("ranked %+v, %v; want an error wrapping %v", rk, err, c.want)
+			}
+			if _, err := s.pool.Exec(ctx, c.repair); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := rank(); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("after the repair: %+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
+}
+
+// TestReadColumnWidths: a column written at each width (1, 2, 4 and 8
+// bytes an offset) reads back as written, and a value just outside the
+// range the reader allows is refused wherever it stands.
+func TestReadColumnWidths(t *testing.T) {
+	for _, c := range []struct {
+		width byte
+		vs    []int64
+	}{
+		{1, []int64{5, 9, 5 + 255}},
+		{2, []int64{-7, -7 + 1000, 3}},
+		{4, []int64{1 << 20, 1<<20 + 70000, 1<<20 + 5}},
+		{8, []int64{-1 << 40, 1 << 41, 0, math.MaxInt64 - 1}},
+	} {
+		enc := appendColumn(nil, c.vs)
+		r := &colReader{buf: enc}
+		if got := readColumn[int64](r, len(c.vs), math.MinInt64, math.MaxInt64); enc[0] != c.width || r.err != nil || !slices.Equal(got, c.vs) || len(r.buf) != 0 {
+			t.Errorf("width %d (want %d): read %v (err %v, %d bytes left), want %v", enc[0], c.width, got, r.err, len(r.buf), c.vs)
+		}
+		lo, hi := slices.Min(c.vs), slices.Max(c.vs)
+		for i := range c.vs {
+			for _, v := range []int64{lo - 1, hi + 1} {
+				out := slices.Clone(c.vs)
+				out[i] = v
+				r := &colReader{buf: appendColumn(nil, out)}
+				if got := readColumn[int64](r, len(out), lo, hi); !errors.Is(r.err, errColBlock) {
+					t.Errorf("width %d: %v, value %d outside [%d, %d]: read %v, err %v", c.width, out, i, lo, hi, got, r.err)
+				}
+			}
+		}
 	}
 }

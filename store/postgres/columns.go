@@ -494,29 +494,36 @@ func rebuildColumns(ctx context.Context, tx pgx.Tx, tb tables) error {
 	return classify(err)
 }
 
-// scanColumns is scanChunks over the column blocks: the same chunkScan,
-// computed in Go from one statement that reads every block's cols and
-// the slices of its dims on the query's nonzero dimensions. The dense
-// side is every candidate tied with the top_n-th (fetchChunks orders and
-// cuts), where scanChunks returns exactly top_n; with docs, the documents
-// come numbered (chunkScan.docNames), with their lengths and the scope's
-// count. Blocks are decoded and scanned on every core.
-func scanColumns(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankRequest, q []int32, ids []int64, docs bool) (chunkScan, error) {
-	var sc chunkScan
-	qn := hashembed.NormSq(q)
-	var qdims []int32
-	var qw []int64
-	if qn > 0 {
+// queryDims is a query vector's nonzero dimensions and their weights
+// (none when the vector is zero), and its squared norm.
+type queryDims struct {
+	dims []int32
+	w    []int64
+	norm int64
+}
+
+func newQueryDims(q []int32) queryDims {
+	qd := queryDims{norm: hashembed.NormSq(q)}
+	if qd.norm > 0 {
 		for d, x := range q {
 			if x != 0 {
-				qdims, qw = append(qdims, int32(d)), append(qw, int64(x))
+				qd.dims, qd.w = append(qd.dims, int32(d)), append(qd.w, int64(x))
 			}
 		}
 	}
-	blocks, err := readColumns(ctx, tx, t.tables, qdims)
-	if err != nil {
-		return sc, err
-	}
+	return qd
+}
+
+// scanColumns is scanChunks over the column blocks: the same chunkScan,
+// computed in Go from blocks, every column block of the tenant with the
+// slices of its dims on the query's nonzero dimensions qd
+// (readPostingsAndColumns). The dense side is every candidate tied with
+// the top_n-th (fetchChunks orders and cuts), where scanChunks returns
+// exactly top_n; with docs, the documents come numbered
+// (chunkScan.docNames), with their lengths and the scope's count. Blocks
+// are scanned on every core.
+func scanColumns(t tenantInfo, req retrieval.RankRequest, qd queryDims, ids []int64, docs bool, blocks []colBlock) chunkScan {
+	var sc chunkScan
 	var gone []int64
 	totalDocs := 0
 	for i := range blocks {
@@ -544,7 +551,7 @@ func scanColumns(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 		}
 		sc.docLens = make([]int64, totalDocs)
 	}
-	ss := &colScan{req: &req, qn: qn, qw: qw, ids: ids, gone: gone, docs: docs, sc: &sc}
+	ss := &colScan{req: &req, qn: qd.norm, qw: qd.w, ids: ids, gone: gone, docs: docs, sc: &sc}
 	// Each block in parts of about colPart chunks, every part on its own.
 	type part struct {
 		block  int
@@ -564,7 +571,7 @@ func scanColumns(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 		ss.part(&blocks[pt.block], bases[pt.block], pt.lo, pt.hi, &pt.out)
 	})
 	var kept []candidate
-	if len(qw) > 0 {
+	if len(qd.w) > 0 {
 		n := 0
 		for i := range parts {
 			n += len(parts[i].out.kept)
@@ -603,19 +610,31 @@ func scanColumns(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 		}
 	}
 	sc.dense = topWithTies(kept, req.TopN)
-	return sc, nil
+	return sc
 }
 
-// readColumns reads every column block of the tenant, with the slices of
-// its dims on the dimensions qdims.
+// readPostingsAndColumns reads, in one batch, the postings rows of terms
+// (none when terms is empty; readQueryPostings) and every column block of
+// the tenant with the slices of its dims on the dimensions qdims. It
+// returns the query's postings, the chunk ids they name (queryPostings.chunks)
+// and the blocks.
 //
-// The blocks' cols and their dims slices are read by two statements sent
-// together, in block order: read by one statement, the two cost
-// PostgreSQL more than twice their sum (15.7 against 4.7 + 1.4 ms at 100k
-// chunks, docs/benchmarks.md). Each block's cols is decoded as it
-// arrives, while PostgreSQL computes the second statement.
-func readColumns(ctx context.Context, tx pgx.Tx, tb tables, qdims []int32) ([]colBlock, error) {
+// The postings rows are copied as they arrive and decoded on a goroutine
+// of their own while the column blocks arrive and are decoded here, so the
+// two decodings, and PostgreSQL's reading of the blocks, overlap.
+//
+// The blocks' cols and their dims slices are read by two statements: read
+// by one statement, the two cost PostgreSQL more than twice their sum
+// (15.7 against 4.7 + 1.4 ms at 100k chunks, docs/benchmarks.md). Each
+// block's cols is decoded as it arrives, while PostgreSQL computes the
+// second statement.
+func readPostingsAndColumns(ctx context.Context, tx pgx.Tx, tb tables, terms []string, qdims []int32) (queryPostings, []int64, []colBlock, error) {
+	var qp queryPostings
 	batch := &pgx.Batch{}
+	if len(terms) > 0 {
+		sql, keys := postingsStatement(tb, terms)
+		batch.Queue(sql, keys)
+	}
 	batch.Queue(`SELECT s.block, s.cols, s.cols_n, s.cols_width FROM ` + tb.segments + ` s WHERE s.cols IS NOT NULL ORDER BY s.block`)
 	batch.Queue(`
 		SELECT s.block, ARRAY(SELECT substring(s.dims FROM u.d * s.cols_n * s.cols_width + 1 FOR s.cols_n * s.cols_width)
@@ -623,6 +642,46 @@ func readColumns(ctx context.Context, tx pgx.Tx, tb tables, qdims []int32) ([]co
 		FROM `+tb.segments+` s WHERE s.cols IS NOT NULL ORDER BY s.block`, qdims)
 	br := tx.SendBatch(ctx, batch)
 	defer br.Close()
+	var ids []int64
+	var done chan error
+	if len(terms) > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return qp, nil, nil, classify(err)
+		}
+		raws, err := copyPostingsRows(rows)
+		if err != nil {
+			return qp, nil, nil, err
+		}
+		done = make(chan error, 1)
+		go func() {
+			var err error
+			if qp, err = decodeQueryPostings(raws, terms); err == nil {
+				ids = qp.chunks()
+			}
+			done <- err
+		}()
+	}
+	blocks, err := readColumnResults(br, qdims)
+	if err == nil {
+		err = classify(br.Close())
+	}
+	if done != nil {
+		// The goroutine is waited for on every path: qp and ids are its.
+		if perr := <-done; err == nil {
+			err = perr
+		}
+	}
+	if err != nil {
+		return queryPostings{}, nil, nil, err
+	}
+	return qp, ids, blocks, nil
+}
+
+// readColumnResults reads the results of readPostingsAndColumns's two
+// column statements from br: every block's cols, decoded, then its dims
+// slices on qdims.
+func readColumnResults(br pgx.BatchResults, qdims []int32) ([]colBlock, error) {
 	var blocks []colBlock
 	var numbers []int64
 	rows, err := br.Query()
@@ -699,9 +758,6 @@ func readColumns(ctx context.Context, tx pgx.Tx, tb tables, qdims []int32) ([]co
 	}
 	if i != len(blocks) {
 		return nil, fmt.Errorf("%w: dimension slices of %d blocks for %d", errColBlock, i, len(blocks))
-	}
-	if err := br.Close(); err != nil {
-		return nil, classify(err)
 	}
 	return blocks, nil
 }

@@ -251,15 +251,21 @@ func (d *rowReader) read(rows pgx.Rows, first int) ([][]byte, error) {
 		return nil, err
 	}
 	raw := rows.RawValues()
+	return raw, d.decode(raw, first)
+}
+
+// decode is read of a row's raw values, already checked to be in binary
+// format.
+func (d *rowReader) decode(raw [][]byte, first int) error {
 	d.chunks, d.tfs, d.runs = d.chunks[:0], d.tfs[:0], d.runs[:0]
 	if err := decodeRow(&d.chunks, &d.tfs, &d.runs, &d.names, raw[first:first+4]); err != nil {
-		return nil, err
+		return err
 	}
 	d.bucket = len(d.runs) > 0
 	if !d.bucket {
 		d.runs = append(d.runs, termRun{term: raw[0], n: len(d.chunks)})
 	}
-	return raw, nil
+	return nil
 }
 
 // postingsCols are the columns decodeRow takes, in its order.

@@ -234,20 +234,13 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 	if err != nil {
 		return rk, err
 	}
-	var qp queryPostings
+	var terms []string
 	if len(req.Terms) > 0 && n > 0 {
-		if qp, err = readQueryPostings(ctx, tx, t.tables, req.Terms); err != nil {
-			return rk, err
-		}
+		terms = req.Terms
 	}
 	filterArgs := []any{int16(req.Principal.Clearance), req.Principal.Barriers, req.NowTick, req.MaxStaleTicks}
 	docs := req.Docs && n > 0 && len(req.Terms) > 0
-	var sc chunkScan
-	if st.colsOK {
-		sc, err = scanColumns(ctx, tx, t, req, q, qp.chunks(), docs)
-	} else {
-		sc, err = scanChunks(ctx, tx, t, req, q, st.maxAbs, filterArgs, qp.chunks(), docs)
-	}
+	qp, sc, err := scanTx(ctx, tx, t, st, req, q, terms, filterArgs, docs)
 	if err != nil {
 		return rk, err
 	}
@@ -274,6 +267,30 @@ func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retri
 		rk.Docs = []retrieval.DocHit{} // no terms: no document holds one
 	}
 	return rk, err
+}
+
+// scanTx reads the postings of terms (none when terms is empty) and scans
+// the tenant's chunks for the query vector q (nil: none): over the column
+// blocks when the tenant has them (st.colsOK), postings and blocks read in
+// one batch, else over the chunks table (scanChunks, with filterArgs).
+func scanTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retrieval.RankRequest, q []int32, terms []string, filterArgs []any, docs bool) (queryPostings, chunkScan, error) {
+	if st.colsOK {
+		qd := newQueryDims(q)
+		qp, ids, blocks, err := readPostingsAndColumns(ctx, tx, t.tables, terms, qd.dims)
+		if err != nil {
+			return qp, chunkScan{}, err
+		}
+		return qp, scanColumns(t, req, qd, ids, docs, blocks), nil
+	}
+	var qp queryPostings
+	if len(terms) > 0 {
+		var err error
+		if qp, err = readQueryPostings(ctx, tx, t.tables, terms); err != nil {
+			return qp, chunkScan{}, err
+		}
+	}
+	sc, err := scanChunks(ctx, tx, t, req, q, st.maxAbs, filterArgs, qp.chunks(), docs)
+	return qp, sc, err
 }
 
 // scopeTotals is N and the length sum of p's statistics scope: the
@@ -305,23 +322,73 @@ type queryPostings struct {
 // come back as stored, packed (or, written before packing, as arrays), and
 // are decoded here.
 func readQueryPostings(ctx context.Context, tx pgx.Tx, tb tables, terms []string) (queryPostings, error) {
-	qp := queryPostings{runs: make([][]postingList, len(terms))}
-	ords := make(map[string][]int, len(terms))
+	sql, keys := postingsStatement(tb, terms)
+	rows, err := tx.Query(ctx, sql, keys)
+	if err != nil {
+		return queryPostings{}, classify(err)
+	}
+	raws, err := copyPostingsRows(rows)
+	if err != nil {
+		return queryPostings{}, err
+	}
+	return decodeQueryPostings(raws, terms)
+}
+
+// postingsStatement is the statement that reads the postings rows of
+// terms, and its argument: each term's key and its bucket's key.
+func postingsStatement(tb tables, terms []string) (string, []string) {
 	keys := make([]string, 0, 2*len(terms))
-	for i, t := range terms {
-		ords[t] = append(ords[t], i)
+	for _, t := range terms {
 		keys = append(keys, t, bucketKey(t))
 	}
-	rows, err := tx.Query(ctx, `SELECT term, `+postingsCols+` FROM `+tb.postings+` WHERE term = ANY($1::text[])`, keys)
-	if err != nil {
-		return qp, classify(err)
-	}
+	return `SELECT term, ` + postingsCols + ` FROM ` + tb.postings + ` WHERE term = ANY($1::text[])`, keys
+}
+
+// copyPostingsRows copies each row of rows (the key, then postingsCols, in
+// binary format) as it arrives, and closes rows.
+func copyPostingsRows(rows pgx.Rows) ([][][]byte, error) {
 	defer rows.Close()
-	var d rowReader
+	var out [][][]byte
 	for rows.Next() {
+		if err := binaryFields(rows, 1); err != nil {
+			return nil, err
+		}
+		out = append(out, copyRaw(rows.RawValues()))
+	}
+	return out, classify(rows.Err())
+}
+
+// copyRaw copies a row's raw values (valid only until the next row) into
+// one allocation, a NULL staying nil.
+func copyRaw(raw [][]byte) [][]byte {
+	size := 0
+	for _, v := range raw {
+		size += len(v)
+	}
+	buf := make([]byte, 0, size)
+	out := make([][]byte, len(raw))
+	for i, v := range raw {
+		if v != nil {
+			buf = append(buf, v...)
+			out[i] = buf[len(buf)-len(v) : len(buf) : len(buf)]
+		}
+	}
+	return out
+}
+
+// decodeQueryPostings decodes the postings rows raws of terms (as
+// copyPostingsRows returns them) and keeps, of a bucket row, the postings
+// that name a query term.
+func decodeQueryPostings(raws [][][]byte, terms []string) (queryPostings, error) {
+	qp := queryPostings{runs: make([][]postingList, len(terms))}
+	ords := make(map[string][]int, len(terms))
+	for i, t := range terms {
+		ords[t] = append(ords[t], i)
+	}
+	var d rowReader
+	for _, raw := range raws {
 		d.chunks, d.tfs = nil, nil // kept in qp
-		raw, err := d.read(rows, 1)
-		if err != nil {
+		if err := d.decode(raw, 1); err != nil {
 			return qp, err
 		}
 		if !d.bucket {
@@ -342,7 +409,7 @@ func readQueryPostings(ctx context.Context, tx pgx.Tx, tb tables, terms []string
 			lo = hi
 		}
 	}
-	return qp, classify(rows.Err())
+	return qp, nil
 }
 
 // chunks is the chunk ids of all the postings, ascending, each once.
@@ -910,18 +977,9 @@ func idfTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, p cordonty
 	if err != nil || n == 0 || len(terms) == 0 {
 		return idf, err
 	}
-	qp, err := readQueryPostings(ctx, tx, t.tables, terms)
-	if err != nil {
-		return nil, err
-	}
 	// No freshness contract: the verdicts only tell hidden from visible.
 	filterArgs := []any{int16(p.Clearance), p.Barriers, int64(0), (*int64)(nil)}
-	var sc chunkScan
-	if st.colsOK {
-		sc, err = scanColumns(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, qp.chunks(), false)
-	} else {
-		sc, err = scanChunks(ctx, tx, t, retrieval.RankRequest{Principal: p}, nil, 0, filterArgs, qp.chunks(), false)
-	}
+	qp, sc, err := scanTx(ctx, tx, t, st, retrieval.RankRequest{Principal: p}, nil, terms, filterArgs, false)
 	if err != nil {
 		return nil, err
 	}
