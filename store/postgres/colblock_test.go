@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -591,5 +592,95 @@ func TestReadColumnWidths(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSQLPathPartsMatchOnePart: the SQL path's lexical side scored in
+// many parts (of a few chunks each) ranks exactly as in one part and as
+// the in-memory query path, every score to the bit, for principals that
+// see all, some or few of the chunks, with and without a freshness
+// contract, over a tenant with deleted and replaced chunks.
+func TestSQLPathPartsMatchOnePart(t *testing.T) {
+	defer func(n int, f func() int) { lexicalPart, lexicalParts = n, f }(lexicalPart, lexicalParts)
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	s, settings := openAutoCreate(t, dbURL)
+	cached, err := Open(ctx, dbURL, Options{CacheBytes: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cached.Close)
+	rng := rand.New(rand.NewPCG(7, 11))
+	words := []string{"wire", "ledger", "margin", "swap", "desk", "hold", "release", "fee", "loan", "rate", "bond", "fx"}
+	var docs []cordontype.Document
+	for i := range 120 {
+		var text []string
+		for range 20 + rng.IntN(60) {
+			text = append(text, words[int(float64(len(words))*rng.Float64()*rng.Float64())])
+		}
+		var barriers []string
+		if i%5 == 0 {
+			barriers = []string{"mna"}
+		}
+		docs = append(docs, cordontype.Document{Tenant: "parts", DocID: fmt.Sprintf("d%03d", i), Text: strings.Join(text, " "),
+			Classification: cordontype.Classification(i % 3), Barriers: barriers, AsOfTick: int64(i % 40)})
+	}
+	if _, err := s.PutBatch(ctx, docs[:60]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutBatch(ctx, docs[60:]); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 120; i += 9 {
+		if _, err := s.Delete(ctx, "parts", fmt.Sprintf("d%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs[4].Text += " wire wire fx"
+	if _, err := s.Put(ctx, docs[4]); err != nil {
+		t.Fatal(err)
+	}
+	stale := int64(15)
+	principals := []cordontype.Principal{
+		{Tenant: "parts", Clearance: cordontype.Confidential, Barriers: []string{"mna"}},
+		{Tenant: "parts", Clearance: cordontype.Internal, Barriers: []string{}},
+		{Tenant: "parts", Clearance: cordontype.Public, Barriers: []string{}},
+	}
+	queries := []string{"wire ledger", "fx bond rate loan", "swap", "desk hold release fee margin wire"}
+	rank := func(st *Store, p cordontype.Principal, text string, maxStale *int64) retrieval.Rankings {
+		t.Helper()
+		r := retrieval.RankRequest{Principal: p, Tokens: analysis.Tokenize(text), Terms: analysis.TokenSet(text),
+			NowTick: 40, MaxStaleTicks: maxStale, TopN: 10, Docs: true}
+		q, err := st.EmbedQuery(ctx, settings.Spec(), text, r.Terms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Dense = q
+		rk, err := st.Rank(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rk
+	}
+	compared := 0
+	for _, p := range principals {
+		for _, text := range queries {
+			for _, maxStale := range []*int64{nil, &stale} {
+				lexicalPart, lexicalParts = 1<<30, func() int { return 1 }
+				one := rank(s, p, text, maxStale)
+				lexicalPart, lexicalParts = 3, func() int { return 9 }
+				many := rank(s, p, text, maxStale)
+				mem := rank(cached, p, text, maxStale)
+				if !reflect.DeepEqual(many, one) || !reflect.DeepEqual(mem, one) {
+					t.Fatalf("%+v %q stale %v:\nin parts %+v\nin one   %+v\nin memory %+v", p, text, maxStale, many, one, mem)
+				}
+				if len(one.Lexical) > 0 {
+					compared++
+				}
+			}
+		}
+	}
+	if compared < len(principals)*len(queries) {
+		t.Errorf("only %d rankings had lexical hits", compared)
 	}
 }

@@ -80,12 +80,7 @@ func (r *packedReader) uvarint(what string) uint64 {
 	if r.err != nil {
 		return 0
 	}
-	if len(r.buf) > 0 && r.buf[0] < 0x80 { // the common one-byte case
-		v := r.buf[0]
-		r.buf = r.buf[1:]
-		return uint64(v)
-	}
-	v, n := binary.Uvarint(r.buf)
+	v, n := uvarintAt(r.buf)
 	if n <= 0 {
 		r.err = fmt.Errorf("%w: bad %s", errPacked, what)
 		return 0
@@ -94,9 +89,12 @@ func (r *packedReader) uvarint(what string) uint64 {
 	return v
 }
 
-func (r *packedReader) varint(what string) int64 {
-	u := r.uvarint(what)
-	return int64(u>>1) ^ -int64(u&1)
+// uvarintAt is binary.Uvarint with the common one-byte case first.
+func uvarintAt(buf []byte) (uint64, int) {
+	if len(buf) > 0 && buf[0] < 0x80 {
+		return uint64(buf[0]), 1
+	}
+	return binary.Uvarint(buf)
 }
 
 // decodePacked appends the postings of one packed row to *chunks and
@@ -127,9 +125,18 @@ func decodePacked(chunks *[]int64, tfs *[]int32, runs *[]termRun, data []byte) e
 // decodePackedInto decodes the postings after the count n into cs and ts
 // (n long each) and the term runs into *runs.
 func decodePackedInto(cs []int64, ts []int32, runs *[]termRun, r *packedReader, n uint64) error {
+	// The two long loops read from a local slice by position: updating
+	// r.buf through a pointer each value costs a write barrier while the
+	// collector runs.
+	buf, at := r.buf, 0
 	prev := int64(0)
 	for i := range cs {
-		d := r.varint("chunk id")
+		u, k := uvarintAt(buf[at:])
+		if k <= 0 {
+			return fmt.Errorf("%w: bad chunk id", errPacked)
+		}
+		at += k
+		d := int64(u>>1) ^ -int64(u&1)
 		if (d > 0 && prev > math.MaxInt64-d) || (d < 0 && prev < math.MinInt64-d) {
 			return fmt.Errorf("%w: chunk id out of range", errPacked)
 		}
@@ -137,12 +144,17 @@ func decodePackedInto(cs []int64, ts []int32, runs *[]termRun, r *packedReader, 
 		cs[i] = prev
 	}
 	for i := range ts {
-		tf := r.uvarint("tf")
-		if r.err == nil && (tf == 0 || tf > math.MaxInt32) {
+		tf, k := uvarintAt(buf[at:])
+		if k <= 0 {
+			return fmt.Errorf("%w: bad tf", errPacked)
+		}
+		at += k
+		if tf == 0 || tf > math.MaxInt32 {
 			return fmt.Errorf("%w: tf %d", errPacked, tf)
 		}
 		ts[i] = int32(tf)
 	}
+	r.buf = buf[at:]
 	nr := r.uvarint("run count")
 	if r.err == nil && nr > n {
 		return fmt.Errorf("%w: %d runs of %d postings", errPacked, nr, n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -713,33 +714,47 @@ func (qp queryPostings) positions(sc chunkScan, entitled bool) (at [][][]int32, 
 	at = make([][][]int32, len(qp.runs))
 	df = make([]int64, len(qp.runs))
 	rank := newIDRank(sc.ids)
-	for i, runs := range qp.runs {
-		at[i] = make([][]int32, len(runs))
-		for j, r := range runs {
-			pos := make([]int32, len(r.chunks))
-			lo := 0
-			for k, id := range r.chunks {
-				// sc.ids holds every posting's chunk (qp.chunks()).
-				var p int
-				var found bool
-				if rank.words != nil {
-					lo, found = rank.of(id)
-				} else {
-					// A run is ascending: search on from the last one.
-					p, found = slices.BinarySearch(sc.ids[lo:], id)
-					lo += p
-				}
-				if !found || sc.verdicts[lo] == verdictGone {
-					pos[k] = -1
-					continue
-				}
-				pos[k] = int32(lo)
-				if !entitled || sc.verdicts[lo] != verdictHidden {
-					df[i]++
-				}
-			}
-			at[i][j] = pos
+	// Each run on its own, on every core; df summed per term after.
+	type run struct {
+		i, j int
+		df   int64
+	}
+	var runs []run
+	for i := range qp.runs {
+		at[i] = make([][]int32, len(qp.runs[i]))
+		for j := range qp.runs[i] {
+			runs = append(runs, run{i: i, j: j})
 		}
+	}
+	parallel(len(runs), func(x int) {
+		rn := &runs[x]
+		r := qp.runs[rn.i][rn.j]
+		pos := make([]int32, len(r.chunks))
+		lo := 0
+		for k, id := range r.chunks {
+			// sc.ids holds every posting's chunk (qp.chunks()).
+			var p int
+			var found bool
+			if rank.words != nil {
+				lo, found = rank.of(id)
+			} else {
+				// A run is ascending: search on from the last one.
+				p, found = slices.BinarySearch(sc.ids[lo:], id)
+				lo += p
+			}
+			if !found || sc.verdicts[lo] == verdictGone {
+				pos[k] = -1
+				continue
+			}
+			pos[k] = int32(lo)
+			if !entitled || sc.verdicts[lo] != verdictHidden {
+				rn.df++
+			}
+		}
+		at[rn.i][rn.j] = pos
+	})
+	for _, rn := range runs {
+		df[rn.i] += rn.df
 	}
 	return at, df
 }
@@ -761,33 +776,70 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 	rk.IDF = w.IDF
 	avgdl := bm25.AvgDL(sumLen, n)
 	score := make([]float64, len(sc.ids))
-	for i, runs := range qp.runs {
-		weight, idf := req.Weight(i), w.Lex[i]
-		for j, r := range runs {
-			for k, p := range at[i][j] {
-				if p >= 0 {
-					score[p] += float64(weight * bm25.Term(idf, int64(r.tfs[k]), int64(sc.lengths[p]), avgdl, settings.BM25))
+	// The chunks in parts of ascending ids, each part on its own: a part
+	// takes from every run, in query term order, the postings of its
+	// chunks, so each chunk's score sums its terms in the same order as
+	// one pass would.
+	type part struct {
+		kept                      []candidate
+		considered, hidden, stale int
+	}
+	parts := make([]part, min(len(sc.ids)/lexicalPart+1, lexicalParts()))
+	parallel(len(parts), func(x int) {
+		pt := &parts[x]
+		plo, phi := x*len(sc.ids)/len(parts), (x+1)*len(sc.ids)/len(parts)
+		if plo == phi {
+			return
+		}
+		idLo, idHi := sc.ids[plo], sc.ids[phi-1]
+		for i, runs := range qp.runs {
+			weight, idf := req.Weight(i), w.Lex[i]
+			for j, r := range runs {
+				klo, _ := slices.BinarySearch(r.chunks, idLo)
+				khi, found := slices.BinarySearch(r.chunks, idHi)
+				if found {
+					khi++
+				}
+				for k := klo; k < khi; k++ {
+					if p := at[i][j][k]; p >= 0 {
+						score[p] += float64(weight * bm25.Term(idf, int64(r.tfs[k]), int64(sc.lengths[p]), avgdl, settings.BM25))
+					}
 				}
 			}
 		}
-	}
+		for p := plo; p < phi; p++ {
+			s := score[p]
+			if !(s > 0) { // a gone chunk's score stays 0
+				continue
+			}
+			pt.considered++
+			switch sc.verdicts[p] {
+			case verdictHidden:
+				pt.hidden++
+			case verdictStale:
+				pt.stale++
+			default:
+				pt.kept = keepTop(pt.kept, candidate{id: sc.ids[p], score: s}, req.TopN)
+			}
+		}
+	})
 	var kept []candidate
-	for p, s := range score {
-		if !(s > 0) { // a gone chunk's score stays 0
-			continue
-		}
-		rk.Considered++
-		switch sc.verdicts[p] {
-		case verdictHidden:
-			rk.ExcludedByEntitlement++
-		case verdictStale:
-			rk.ExcludedByFreshness++
-		default:
-			kept = keepTop(kept, candidate{id: sc.ids[p], score: s}, req.TopN)
-		}
+	for _, pt := range parts {
+		rk.Considered += pt.considered
+		rk.ExcludedByEntitlement += pt.hidden
+		rk.ExcludedByFreshness += pt.stale
+		kept = append(kept, pt.kept...)
 	}
 	return topWithTies(kept, req.TopN)
 }
+
+// lexicalPart is about how many chunks one part of lexical scores at
+// least (a smaller query is scored in one part), and lexicalParts how many
+// parts it makes at most (variables for the tests).
+var (
+	lexicalPart  = 16384
+	lexicalParts = func() int { return runtime.GOMAXPROCS(0) }
+)
 
 // keepTop appends x to kept, a list bound for topWithTies(kept, k): when
 // kept is full (and holds at least 8k), it first drops in place what
