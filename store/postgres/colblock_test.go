@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -682,5 +683,90 @@ func TestSQLPathPartsMatchOnePart(t *testing.T) {
 	}
 	if compared < len(principals)*len(queries) {
 		t.Errorf("only %d rankings had lexical hits", compared)
+	}
+	// The same queries at once, from eight goroutines: buffers reused from
+	// query to query are never shared by two.
+	lexicalPart, lexicalParts = 3, func() int { return 4 }
+	type ask struct {
+		p        cordontype.Principal
+		text     string
+		maxStale *int64
+	}
+	var asks []ask
+	for _, p := range principals {
+		for _, text := range queries {
+			asks = append(asks, ask{p, text, nil}, ask{p, text, &stale})
+		}
+	}
+	want := make([]retrieval.Rankings, len(asks))
+	for i, a := range asks {
+		want[i] = rank(s, a.p, a.text, a.maxStale)
+	}
+	errs := make(chan string, 8)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for round := range 3 {
+				for k := range asks {
+					i := (k + g*5 + round) % len(asks)
+					a := asks[i]
+					r := retrieval.RankRequest{Principal: a.p, Tokens: analysis.Tokenize(a.text), Terms: analysis.TokenSet(a.text),
+						NowTick: 40, MaxStaleTicks: a.maxStale, TopN: 10, Docs: true}
+					q, err := s.EmbedQuery(ctx, settings.Spec(), a.text, r.Terms)
+					if err == nil {
+						r.Dense = q
+						var got retrieval.Rankings
+						if got, err = s.Rank(ctx, r); err == nil && !reflect.DeepEqual(got, want[i]) {
+							err = fmt.Errorf("%+v %q stale %v: ranked at once with others, the ranking differs from the one ranked alone", a.p, a.text, a.maxStale)
+						}
+					}
+					if err != nil {
+						errs <- err.Error()
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestColSlab: blocks decoded one after another into a slab that starts
+// too small for them decode exactly as without one, each keeping its
+// columns when the slab grows past it, and again once the slab is reused.
+func TestColSlab(t *testing.T) {
+	var encs [][]byte
+	var want []colBlock
+	for k := range 4 {
+		var ids []int64
+		for i := range 50 + 40*k {
+			ids = append(ids, int64(1000*k+3*i))
+		}
+		b, _, _ := testBlock(ids, []int64{int64(k)}, nil)
+		var w colBlock
+		if err := decodeCols(b.encode(), &w); err != nil {
+			t.Fatal(err)
+		}
+		encs, want = append(encs, b.encode()), append(want, w)
+	}
+	slab := &colSlab{i64: make([]int64, 10)}
+	for round := range 2 {
+		slab.used = [5]int{}
+		got := make([]colBlock, len(encs))
+		for k, enc := range encs {
+			if err := decodeColsIn(enc, &got[k], slab); err != nil {
+				t.Fatal(err)
+			}
+			got[k].qdims = [][]byte{slab.bytes([]byte{byte(k), 1, 2})}
+		}
+		for k := range got {
+			if !sameColumns(&got[k], &want[k]) || !bytes.Equal(got[k].qdims[0], []byte{byte(k), 1, 2}) {
+				t.Fatalf("round %d, block %d: decoded into the slab %+v, want %+v", round, k, got[k], want[k])
+			}
+		}
 	}
 }

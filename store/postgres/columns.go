@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -617,7 +616,7 @@ func scanColumns(t tenantInfo, req retrieval.RankRequest, qd queryDims, ids []in
 // (none when terms is empty; readQueryPostings) and every column block of
 // the tenant with the slices of its dims on the dimensions qdims. It
 // returns the query's postings, the chunk ids they name (queryPostings.chunks)
-// and the blocks.
+// and the blocks, their columns in slab (when not nil).
 //
 // The postings rows are copied as they arrive and decoded on a goroutine
 // of their own while the column blocks arrive and are decoded here, so the
@@ -628,7 +627,7 @@ func scanColumns(t tenantInfo, req retrieval.RankRequest, qd queryDims, ids []in
 // (15.7 against 4.7 + 1.4 ms at 100k chunks, docs/benchmarks.md). Each
 // block's cols is decoded as it arrives, while PostgreSQL computes the
 // second statement.
-func readPostingsAndColumns(ctx context.Context, tx pgx.Tx, tb tables, terms []string, qdims []int32) (queryPostings, []int64, []colBlock, error) {
+func readPostingsAndColumns(ctx context.Context, tx pgx.Tx, tb tables, terms []string, qdims []int32, slab *colSlab) (queryPostings, []int64, []colBlock, error) {
 	var qp queryPostings
 	batch := &pgx.Batch{}
 	if len(terms) > 0 {
@@ -662,7 +661,7 @@ func readPostingsAndColumns(ctx context.Context, tx pgx.Tx, tb tables, terms []s
 			done <- err
 		}()
 	}
-	blocks, err := readColumnResults(br, qdims)
+	blocks, err := readColumnResults(br, qdims, slab)
 	if err == nil {
 		err = classify(br.Close())
 	}
@@ -681,7 +680,7 @@ func readPostingsAndColumns(ctx context.Context, tx pgx.Tx, tb tables, terms []s
 // readColumnResults reads the results of readPostingsAndColumns's two
 // column statements from br: every block's cols, decoded, then its dims
 // slices on qdims.
-func readColumnResults(br pgx.BatchResults, qdims []int32) ([]colBlock, error) {
+func readColumnResults(br pgx.BatchResults, qdims []int32, slab *colSlab) ([]colBlock, error) {
 	var blocks []colBlock
 	var numbers []int64
 	rows, err := br.Query()
@@ -701,7 +700,7 @@ func readColumnResults(br pgx.BatchResults, qdims []int32) ([]colBlock, error) {
 			return nil, classify(err)
 		}
 		var b colBlock
-		if err := decodeCols(rows.RawValues()[1], &b); err != nil {
+		if err := decodeColsIn(rows.RawValues()[1], &b, slab); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -748,7 +747,7 @@ func readColumnResults(br pgx.BatchResults, qdims []int32) ([]colBlock, error) {
 				rows.Close()
 				return nil, fmt.Errorf("%w: a dimension slice of %d bytes for %d chunks", errColBlock, len(p), len(b.ids))
 			}
-			parts[k] = bytes.Clone(p) // raw values last until the next row
+			parts[k] = slab.bytes(p) // raw values last until the next row
 		}
 		b.qdims = parts
 	}
