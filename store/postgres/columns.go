@@ -573,7 +573,7 @@ func scanColumns(t tenantInfo, req retrieval.RankRequest, qd queryDims, ids []in
 	if len(qd.w) > 0 {
 		n := 0
 		for i := range parts {
-			n += len(parts[i].out.kept)
+			n += len(parts[i].out.kept.kept)
 		}
 		kept = make([]candidate, 0, n)
 	}
@@ -587,7 +587,7 @@ func scanColumns(t tenantInfo, req retrieval.RankRequest, qd queryDims, ids []in
 			sc.positive += o.positive
 			sc.hidden += o.hidden
 			sc.stale += o.stale
-			kept = append(kept, o.kept...)
+			kept = append(kept, o.kept.kept...)
 			if !docs {
 				continue
 			}
@@ -803,7 +803,7 @@ type colScan struct {
 // not see, 2 a visible one).
 type colScanOut struct {
 	positive, hidden, stale int64
-	kept                    []candidate
+	kept                    topKeeper
 	docLen                  []int64
 	seen                    []uint8
 }
@@ -875,7 +875,7 @@ func (ss *colScan) part(b *colBlock, base int32, lo, hi int, out *colScanOut) {
 			case verdictStale:
 				out.stale++
 			default:
-				out.kept = keepTop(out.kept, candidate{id: id, score: hashembed.Cosine(acc[i-lo], ss.qn, b.norms[i])}, ss.req.TopN)
+				out.kept.add(candidate{id: id, score: hashembed.Cosine(acc[i-lo], ss.qn, b.norms[i])}, ss.req.TopN)
 			}
 		}
 		for a < len(ids) && ids[a] < id {

@@ -30,9 +30,11 @@ import (
 // stats row in one statement, lookupTenant in tenants.go) and answers on
 // the in-memory index (cache.go) when it is current, else in SQL in one
 // read-only snapshot: rankTx reads the scope's totals, the query terms'
-// postings rows, one scan of the chunks (the dense side and the verdicts
-// the lexical side needs), scores BM25 in Go, reads the candidates' texts,
-// and ranks documents when asked. IDF, for query expansion, comes last.
+// postings rows and the column blocks in one batch (or, for a tenant
+// without blocks, the postings, then one scan of the chunks table), scans
+// the blocks (the dense side and the verdicts the lexical side needs),
+// scores BM25 in Go, reads the candidates' texts, and ranks documents when
+// asked. IDF, for query expansion, comes last.
 
 // TenantModel implements [retrieval.QueryEmbedder]: tenant's embedding
 // model as the read path last read it, or, for a tenant it has not read
@@ -866,7 +868,7 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 	// chunks, so each chunk's score sums its terms in the same order as
 	// one pass would.
 	type part struct {
-		kept                      []candidate
+		kept                      topKeeper
 		considered, hidden, stale int
 	}
 	parts := make([]part, min(len(sc.ids)/lexicalPart+1, lexicalParts()))
@@ -904,7 +906,7 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 			case verdictStale:
 				pt.stale++
 			default:
-				pt.kept = keepTop(pt.kept, candidate{id: sc.ids[p], score: s}, req.TopN)
+				pt.kept.add(candidate{id: sc.ids[p], score: s}, req.TopN)
 			}
 		}
 	})
@@ -913,7 +915,7 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 		rk.Considered += pt.considered
 		rk.ExcludedByEntitlement += pt.hidden
 		rk.ExcludedByFreshness += pt.stale
-		kept = append(kept, pt.kept...)
+		kept = append(kept, pt.kept.kept...)
 	}
 	return topWithTies(kept, req.TopN)
 }
@@ -926,18 +928,36 @@ var (
 	lexicalParts = func() int { return runtime.GOMAXPROCS(0) }
 )
 
-// keepTop appends x to kept, a list bound for topWithTies(kept, k): when
-// kept is full (and holds at least 8k), it first drops in place what
-// topWithTies would drop, so that kept stays a few k long however many
-// candidates pass through it, and each drop passes over about 8/7 as
-// many candidates as were appended since the last. What it drops scores
-// below the k best of kept, hence below the k best of any superset:
-// topWithTies of the whole is unchanged.
-func keepTop(kept []candidate, x candidate, k int) []candidate {
-	if len(kept) == cap(kept) && len(kept) >= 8*k {
-		kept = topWithTies(kept, k)
+// topKeeper keeps candidates bound for topWithTies(kept, k). When kept is
+// full (and holds at least 8k), add first drops in place what topWithTies
+// would drop, so that kept stays a few k long however many candidates
+// pass through it, and each drop passes over about 8/7 as many candidates
+// as were appended since the last. What it drops scores below the k best
+// of kept, hence below the k best of any superset: topWithTies of the
+// whole is unchanged. After a drop, the k-th best score of kept is a
+// floor: a candidate scoring below it is below the k best of the whole,
+// and is not appended at all.
+type topKeeper struct {
+	kept  []candidate
+	floor float64
+	cut   bool // floor is set
+}
+
+func (t *topKeeper) add(x candidate, k int) {
+	if k <= 0 || t.cut && x.score < t.floor {
+		return // topWithTies of k <= 0 is empty
 	}
-	return append(kept, x)
+	if len(t.kept) == cap(t.kept) && len(t.kept) >= 8*k {
+		t.kept = topWithTies(t.kept, k)
+		t.floor, t.cut = t.kept[0].score, true
+		for _, y := range t.kept {
+			t.floor = min(t.floor, y.score)
+		}
+		if x.score < t.floor {
+			return
+		}
+	}
+	t.kept = append(t.kept, x)
 }
 
 // topWithTies returns the k best of c by score, and every other one whose

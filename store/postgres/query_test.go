@@ -66,9 +66,9 @@ func TestQueryPostingsChunks(t *testing.T) {
 	}
 }
 
-// TestKeepTop: candidates passed one by one through keepTop leave exactly
-// the list topWithTies makes of all of them, on random inputs with many
-// ties and with none, and keepTop's list stays a few k long.
+// TestKeepTop: candidates passed one by one through a topKeeper leave
+// exactly the list topWithTies makes of all of them, on random inputs with
+// many ties and with none, and the keeper's list stays a few k long.
 func TestKeepTop(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 8))
 	for trial := range 400 {
@@ -78,13 +78,14 @@ func TestKeepTop(t *testing.T) {
 			levels = 1 << 30 // ties are rare
 		}
 		all := make([]candidate, n)
-		var kept []candidate
+		var keeper topKeeper
 		longest := 0
 		for i := range all {
 			all[i] = candidate{id: int64(i), score: float64(r.IntN(levels))}
-			kept = keepTop(kept, all[i], k)
-			longest = max(longest, len(kept))
+			keeper.add(all[i], k)
+			longest = max(longest, len(keeper.kept))
 		}
+		kept := keeper.kept
 		ids := func(c []candidate) []int64 {
 			out := make([]int64, len(c))
 			for i, x := range c {
@@ -98,7 +99,7 @@ func TestKeepTop(t *testing.T) {
 			t.Fatalf("trial %d (n %d, k %d, %d levels): kept %v, want %v", trial, n, k, levels, got, want)
 		}
 		if levels == 1<<30 && longest > 16*max(k, 1)+8 {
-			t.Fatalf("trial %d: keepTop's list grew to %d for k %d", trial, longest, k)
+			t.Fatalf("trial %d: the keeper's list grew to %d for k %d", trial, longest, k)
 		}
 	}
 }
