@@ -26,7 +26,8 @@
 //     measured apart from its clients'), queried with
 //     POST /v1/tenants/{t}/retrieve under the same policy with an HS256
 //     token per principal; its report carries its qps over cordon's
-//     (qps_ratio_to_cordon) and, with [Options.Mix], a mixed run of
+//     (qps_ratio_to_cordon), its CPU per query over cordon's and the CPU
+//     it adds a query ([CPUOverCordon]) and, with [Options.Mix], a mixed run of
 //     retrieve, ground, assemble and document puts with each operation's
 //     latency. It runs only when named;
 //   - "memory": [memory.Store], the reference store (exact);

@@ -87,6 +87,13 @@ type SystemResult struct {
 	// same corpus, queries and clients: what the service path keeps of the
 	// store's throughput (http only, when cordon ran).
 	QPSRatioToCordon *float64 `json:"qps_ratio_to_cordon,omitempty"`
+	// CPURatioToCordon is the http system's CPU per query over the cordon
+	// system's, each its CPUMsPerQuery plus its DBCPUMsPerQuery (http
+	// only, when both systems' CPU was measured, PostgreSQL's for both or
+	// for neither): what a retrieve through the service costs over the
+	// store's. AddedCPUMsPerQuery is the difference, in ms a query.
+	CPURatioToCordon   *float64 `json:"cpu_ratio_to_cordon,omitempty"`
+	AddedCPUMsPerQuery *float64 `json:"added_cpu_ms_per_query,omitempty"`
 	// Connections is how many connections the http system's server had
 	// accepted by the end of the measured run, warm-up included: with
 	// keep-alive, at most one per client (http only).

@@ -45,3 +45,31 @@ func TestReportPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestCPUOverCordon: the service path's CPU over the store's counts
+// PostgreSQL's CPU for both systems or for neither, and is not reported
+// when either system's CPU was not measured.
+func TestCPUOverCordon(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tt := range []struct {
+		name               string
+		h, c               SystemResult
+		wantRatio, wantAdd float64
+		none               bool
+	}{
+		{"with PostgreSQL", SystemResult{CPUMsPerQuery: f(1.0), DBCPUMsPerQuery: f(0.25)}, SystemResult{CPUMsPerQuery: f(0.5), DBCPUMsPerQuery: f(0.125)}, 2, 0.625, false},
+		{"without PostgreSQL", SystemResult{CPUMsPerQuery: f(1.5)}, SystemResult{CPUMsPerQuery: f(1.0)}, 1.5, 0.5, false},
+		{"PostgreSQL for one only", SystemResult{CPUMsPerQuery: f(1.0), DBCPUMsPerQuery: f(0.25)}, SystemResult{CPUMsPerQuery: f(0.5)}, 0, 0, true},
+		{"no http CPU", SystemResult{}, SystemResult{CPUMsPerQuery: f(0.5)}, 0, 0, true},
+		{"no cordon CPU", SystemResult{CPUMsPerQuery: f(1.0)}, SystemResult{}, 0, 0, true},
+		{"zero cordon CPU", SystemResult{CPUMsPerQuery: f(1.0)}, SystemResult{CPUMsPerQuery: f(0)}, 0, 0, true},
+	} {
+		r, a := CPUOverCordon(&tt.h, &tt.c)
+		switch {
+		case tt.none && (r != nil || a != nil):
+			t.Errorf("%s: %v, %v; want none", tt.name, r, a)
+		case !tt.none && (r == nil || a == nil || *r != tt.wantRatio || *a != tt.wantAdd):
+			t.Errorf("%s: %v, %v; want %v, %v", tt.name, r, a, tt.wantRatio, tt.wantAdd)
+		}
+	}
+}

@@ -221,6 +221,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		r := h.QPS / c.QPS
 		h.QPSRatioToCordon = &r
 	}
+	if h, c := rep.Systems[SystemHTTP], rep.Systems[SystemCordon]; h != nil && c != nil {
+		h.CPURatioToCordon, h.AddedCPUMsPerQuery = CPUOverCordon(h, c)
+	}
 	for name, l := range lists {
 		if ref == "" {
 			break
@@ -655,4 +658,23 @@ func maxRSS() int64 {
 		return 0
 	}
 	return ru.Maxrss * 1024 // Linux reports KiB
+}
+
+// CPUOverCordon is the CPU per query of system h over that of c, each its
+// CPUMsPerQuery plus its DBCPUMsPerQuery, as a ratio and as the ms a query
+// h adds; nil when either was not measured, or PostgreSQL's CPU was
+// measured for one only.
+func CPUOverCordon(h, c *SystemResult) (ratio, added *float64) {
+	if h.CPUMsPerQuery == nil || c.CPUMsPerQuery == nil || (h.DBCPUMsPerQuery == nil) != (c.DBCPUMsPerQuery == nil) {
+		return nil, nil
+	}
+	hc, cc := *h.CPUMsPerQuery, *c.CPUMsPerQuery
+	if h.DBCPUMsPerQuery != nil {
+		hc, cc = hc+*h.DBCPUMsPerQuery, cc+*c.DBCPUMsPerQuery
+	}
+	if !(cc > 0) {
+		return nil, nil
+	}
+	r, a := hc/cc, hc-cc
+	return &r, &a
 }

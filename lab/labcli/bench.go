@@ -92,7 +92,11 @@ PostgreSQL backends of the bench database (db_cpu_ms_per_query, when the
 cluster runs on this machine). For http, cpu_ms_per_query is the server
 process's alone (server_process: true) and client_cpu_ms_per_query the
 bench process's, its clients'; with --http-server local, the bench
-process's, server and clients together. --cpuprofile FILE profiles the
+process's, server and clients together. With http and cordon,
+cpu_ratio_to_cordon is http's CPU per query over cordon's, each system's
+cpu_ms_per_query plus its db_cpu_ms_per_query, and added_cpu_ms_per_query
+their difference: what a retrieve through the service costs over the
+store's. --cpuprofile FILE profiles the
 bench process, and the http server process into FILE.server (with
 --http-server local the one profile covers the server).
 
@@ -298,6 +302,9 @@ func writeBenchTable(w io.Writer, rep *bench.Report) {
 	}
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.QPSRatioToCordon != nil {
 		fmt.Fprintf(w, "\nhttp/cordon qps at %d clients: %.2f\n", rep.Concurrency, *h.QPSRatioToCordon)
+	}
+	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.CPURatioToCordon != nil && h.AddedCPUMsPerQuery != nil {
+		fmt.Fprintf(w, "http/cordon CPU per query at %d clients: %.2f (%.3f ms added a query)\n", rep.Concurrency, *h.CPURatioToCordon, *h.AddedCPUMsPerQuery)
 	}
 	if h := rep.Systems[bench.SystemHTTP]; h != nil && h.Connections != nil {
 		fmt.Fprintf(w, "http connections: %d; audit records per commit: %s\n", *h.Connections, opt(h.AuditRecordsPerCommit, "%.2f"))

@@ -187,6 +187,19 @@ func TestBenchHTTP(t *testing.T) {
 	if h.QPSRatioToCordon == nil || *h.QPSRatioToCordon != h.QPS/c.QPS {
 		t.Errorf("http: qps_ratio_to_cordon %v, want %v / %v", h.QPSRatioToCordon, h.QPS, c.QPS)
 	}
+	// The CPU of both systems is measured here (Linux, PostgreSQL on this
+	// machine): the service path's cost over the store's is reported.
+	if h.CPUMsPerQuery == nil || c.CPUMsPerQuery == nil || h.CPURatioToCordon == nil || h.AddedCPUMsPerQuery == nil {
+		t.Fatalf("http: cpu %v, cordon cpu %v, cpu_ratio_to_cordon %v, added_cpu_ms_per_query %v; want all",
+			h.CPUMsPerQuery, c.CPUMsPerQuery, h.CPURatioToCordon, h.AddedCPUMsPerQuery)
+	}
+	hc, cc := *h.CPUMsPerQuery, *c.CPUMsPerQuery
+	if h.DBCPUMsPerQuery != nil && c.DBCPUMsPerQuery != nil {
+		hc, cc = hc+*h.DBCPUMsPerQuery, cc+*c.DBCPUMsPerQuery
+	}
+	if *h.CPURatioToCordon != hc/cc || *h.AddedCPUMsPerQuery != hc-cc {
+		t.Errorf("http: cpu_ratio_to_cordon %v, added_cpu_ms_per_query %v; want %v / %v and their difference", *h.CPURatioToCordon, *h.AddedCPUMsPerQuery, hc, cc)
+	}
 	// Keep-alive: each client holds one connection for all its requests.
 	if h.Connections == nil || *h.Connections < 1 || *h.Connections > int64(rep.Concurrency) {
 		n := "none"
@@ -241,7 +254,7 @@ func TestBenchHTTP(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("table run: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"\nhttp ", "http/cordon qps at 2 clients:", "\n  http "} {
+	for _, want := range []string{"\nhttp ", "http/cordon qps at 2 clients:", "http/cordon CPU per query at 2 clients:", "\n  http "} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table has no %q:\n%s", want, table)
 		}
