@@ -648,16 +648,20 @@ func TestSQLPathPartsMatchOnePart(t *testing.T) {
 		{Tenant: "parts", Clearance: cordontype.Public, Barriers: []string{}},
 	}
 	queries := []string{"wire ledger", "fx bond rate loan", "swap", "desk hold release fee margin wire"}
-	rank := func(st *Store, p cordontype.Principal, text string, maxStale *int64) retrieval.Rankings {
-		t.Helper()
+	// rankOf may run on any goroutine; rank fails the test on an error.
+	rankOf := func(st *Store, p cordontype.Principal, text string, maxStale *int64) (retrieval.Rankings, error) {
 		r := retrieval.RankRequest{Principal: p, Tokens: analysis.Tokenize(text), Terms: analysis.TokenSet(text),
 			NowTick: 40, MaxStaleTicks: maxStale, TopN: 10, Docs: true}
 		q, err := st.EmbedQuery(ctx, settings.Spec(), text, r.Terms)
 		if err != nil {
-			t.Fatal(err)
+			return retrieval.Rankings{}, err
 		}
 		r.Dense = q
-		rk, err := st.Rank(ctx, r)
+		return st.Rank(ctx, r)
+	}
+	rank := func(st *Store, p cordontype.Principal, text string, maxStale *int64) retrieval.Rankings {
+		t.Helper()
+		rk, err := rankOf(st, p, text, maxStale)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -710,15 +714,9 @@ func TestSQLPathPartsMatchOnePart(t *testing.T) {
 				for k := range asks {
 					i := (k + g*5 + round) % len(asks)
 					a := asks[i]
-					r := retrieval.RankRequest{Principal: a.p, Tokens: analysis.Tokenize(a.text), Terms: analysis.TokenSet(a.text),
-						NowTick: 40, MaxStaleTicks: a.maxStale, TopN: 10, Docs: true}
-					q, err := s.EmbedQuery(ctx, settings.Spec(), a.text, r.Terms)
-					if err == nil {
-						r.Dense = q
-						var got retrieval.Rankings
-						if got, err = s.Rank(ctx, r); err == nil && !reflect.DeepEqual(got, want[i]) {
-							err = fmt.Errorf("%+v %q stale %v: ranked at once with others, the ranking differs from the one ranked alone", a.p, a.text, a.maxStale)
-						}
+					got, err := rankOf(s, a.p, a.text, a.maxStale)
+					if err == nil && !reflect.DeepEqual(got, want[i]) {
+						err = fmt.Errorf("%+v %q stale %v: ranked at once with others, the ranking differs from the one ranked alone", a.p, a.text, a.maxStale)
 					}
 					if err != nil {
 						errs <- err.Error()
