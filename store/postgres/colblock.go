@@ -352,9 +352,9 @@ type colReader struct {
 // colSlab is room for the integer columns of the blocks one query
 // decodes, reused from query to query (colSlabs): at 100k chunks a query's
 // blocks decode to about 3.8 MB of columns, otherwise left to the
-// collector. take hands out consecutive windows; a slab that runs out
-// goes on in a new array, leaving the windows already taken where they
-// are.
+// collector. slabTake and bytes hand out consecutive windows
+// (slabWindow); a slab that runs out goes on in a new array, leaving the
+// windows already taken where they are.
 type colSlab struct {
 	i64  []int64
 	i32  []int32
