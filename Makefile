@@ -47,12 +47,14 @@ test: ## run every test (installs the local embedding model first), against a th
 	@set -euo pipefail; \
 	bash scripts/model-install.sh; \
 	if [ -n "$${CORDON_TEST_DATABASE_URL:-}" ]; then \
+		bash scripts/compat-check.sh "$$CORDON_TEST_DATABASE_URL"; \
 		CORDON_REQUIRE_MODEL=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
 	else \
 		url=$$(bash scripts/db.sh start); \
 		trap 'bash scripts/db.sh stop >/dev/null 2>&1 || true; bash scripts/citus-cluster.sh stop >/dev/null 2>&1 || true' EXIT; \
 		citus=$$(bash scripts/citus-cluster.sh start); \
 		echo "using throwaway PostgreSQL at $$url and a Citus cluster (coordinator and two workers) at $$citus"; \
+		bash scripts/compat-check.sh "$$url"; \
 		CORDON_TEST_DATABASE_URL=$$url CORDON_REQUIRE_DB=1 CORDON_TEST_CITUS_URL=$$citus CORDON_REQUIRE_CITUS=1 CORDON_REQUIRE_MODEL=1 $(GO) test $(GOFLAGS) -count=1 -timeout 60m $(PKGS); \
 	fi; \
 	if command -v qemu-aarch64-static >/dev/null; then \
@@ -60,6 +62,17 @@ test: ## run every test (installs the local embedding model first), against a th
 		GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(PORTABLE_PKGS); \
 	else \
 		echo "qemu-user-static not installed: skipping the arm64 run (apt-get install qemu-user-static)"; \
+	fi
+
+.PHONY: test/compat
+test/compat: ## the previous release (.ci/previous-release) replays its golden scripts against this tree's migrations (scripts/compat-check.sh; part of test)
+	@set -euo pipefail; \
+	if [ -n "$${CORDON_TEST_DATABASE_URL:-}" ]; then \
+		bash scripts/compat-check.sh "$$CORDON_TEST_DATABASE_URL"; \
+	else \
+		url=$$(bash scripts/db.sh start); \
+		trap 'bash scripts/db.sh stop >/dev/null 2>&1 || true' EXIT; \
+		bash scripts/compat-check.sh "$$url"; \
 	fi
 
 .PHONY: test/citus

@@ -167,6 +167,14 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, cordontype.ErrInvalid), errors.Is(err, retrieval.ErrInvalidPolicy),
 		errors.Is(err, grounding.ErrInvalidThreshold), errors.Is(err, assemble.ErrInvalidBudget):
 		return errf(http.StatusBadRequest, "bad_request", "%s", err.Error())
+	case errors.Is(err, postgres.ErrSchemaTooNew):
+		// The binary must not answer from a layout it does not
+		// understand; the log has the migrations on both sides.
+		return errf(http.StatusServiceUnavailable, "schema_incompatible",
+			"this server's release is older than the tenant's database schema and does not answer from it: retry later, when a newer release serves")
+	case errors.Is(err, postgres.ErrSchemaBehind):
+		return errf(http.StatusServiceUnavailable, "schema_incompatible",
+			"the database's schema is older than this server's release: retry later, when the migrations have run")
 	case errors.Is(err, postgres.ErrOwnerRequired):
 		return errf(http.StatusForbidden, "forbidden", "%s", err.Error())
 	case errors.Is(err, postgres.ErrTenantSettings):

@@ -531,7 +531,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		logInfo(r.Context()).err = err
 		msg := "the database is unavailable"
 		if errors.Is(err, postgres.ErrNotReady) {
-			msg = "the database schema is not at this binary's version: run 'cordon migrate'"
+			msg = "the database schema is not one this binary serves (the log says why): run 'cordon migrate', or roll out the newer release"
 		}
 		writeError(w, errf(http.StatusServiceUnavailable, "not_ready", "%s", msg))
 		return

@@ -99,11 +99,13 @@ type cachedTenant struct {
 	mu      sync.RWMutex
 	x       *memindex.Index
 	version int64
-	// incarnation is the OID of the tenant's stats table: a tenant dropped
-	// and created again starts over at version 0 with a new OID, so its old
-	// index can never pass for the new one.
-	incarnation int64
-	settings    index.Settings
+	// built is the incarnation x was built from: x answers only queries of
+	// that incarnation. A tenant dropped and created again is another
+	// incarnation (it starts over at version 0), so its old index can never
+	// pass for the new one. built is set with x by install alone and
+	// cleared with it by drop: no other path may relabel an index.
+	built    incarnation
+	settings index.Settings
 	// bytes is the accounted size of x (in cache.used); changed only with
 	// both mu and cache.mu held.
 	bytes   int64
@@ -111,9 +113,11 @@ type cachedTenant struct {
 	// lastUsed is when the tenant was last queried, and retryAt when a
 	// load that found no room may be tried again (both under cache.mu).
 	lastUsed, retryAt time.Time
-	// tooBig records that the tenant exceeded the budget at this chunk count;
-	// it is retried only once the tenant has shrunk.
-	tooBig int64
+	// tooBig records that incarnation tooBigOf of the tenant exceeded the
+	// budget at this chunk count; it is retried only once it has shrunk.
+	// It says nothing of x.
+	tooBig   int64
+	tooBigOf incarnation
 	// loading is set while a background load of the tenant runs (under
 	// cache.mu).
 	loading bool
@@ -299,25 +303,50 @@ func (c *cache) release(n int64) {
 	c.mu.Unlock()
 }
 
-// drop removes ct's index and gives back its bytes (ct's lock is held).
+// drop removes ct's index and gives back its bytes (ct's lock is held);
+// ct then answers no incarnation until install.
 func (c *cache) drop(ct *cachedTenant) {
 	c.mu.Lock()
 	c.used -= ct.bytes
 	ct.bytes = 0
 	c.mu.Unlock()
-	ct.x = nil
+	ct.x, ct.version, ct.built = nil, 0, incarnation{}
+}
+
+// serves reports whether ct holds an index built from incarnation inc
+// with settings that build the same index as s (ct's lock is held, read
+// or write).
+func (ct *cachedTenant) serves(inc incarnation, s index.Settings) bool {
+	return ct.x != nil && ct.built == inc && sameIndex(ct.settings, s)
+}
+
+// knownTooBig reports whether incarnation inc with n chunks is known not
+// to fit the budget (ct's lock is held).
+func (ct *cachedTenant) knownTooBig(inc incarnation, n int64) bool {
+	return ct.tooBig > 0 && ct.tooBigOf == inc && n >= ct.tooBig
+}
+
+// markTooBig records that incarnation inc did not fit at n chunks (ct's
+// lock is held). Any index of another incarnation is dropped: it can
+// never answer again.
+func (c *cache) markTooBig(ct *cachedTenant, inc incarnation, n int64) {
+	if ct.x != nil && ct.built != inc {
+		c.drop(ct)
+	}
+	ct.tooBig, ct.tooBigOf = max(n, 1), inc
 }
 
 // install makes x, built with reserved bytes, ct's index at version (ct's
 // lock is held), giving back the bytes of the index it replaces.
-func (c *cache) install(ct *cachedTenant, x *memindex.Index, reserved, version, incarnation int64, settings index.Settings) {
+func (c *cache) install(ct *cachedTenant, x *memindex.Index, reserved, version int64, inc incarnation, settings index.Settings) {
 	c.mu.Lock()
 	c.used -= ct.bytes
 	ct.bytes = reserved
 	c.seenBytes += reserved
 	c.seenChunks += int64(x.Len())
 	c.mu.Unlock()
-	ct.x, ct.version, ct.incarnation, ct.settings, ct.tooBig = x, version, incarnation, settings, 0
+	ct.x, ct.version, ct.built, ct.settings = x, version, inc, settings
+	ct.tooBig, ct.tooBigOf = 0, incarnation{}
 }
 
 // forget empties the schema's cache entry, giving back its bytes: the next
@@ -330,7 +359,7 @@ func (c *cache) forget(schema string) {
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	c.drop(ct)
-	ct.version, ct.incarnation = 0, 0
+	ct.tooBig, ct.tooBigOf = 0, incarnation{}
 }
 
 // bytesPerChunk estimates one cached chunk's memory: its int8 vector column
@@ -371,7 +400,7 @@ func (c *cache) current(t tenantInfo, st statsRow, use func(*memindex.Index)) (v
 	}
 	ct.mu.RLock()
 	defer ct.mu.RUnlock()
-	if ct.x == nil || ct.incarnation != st.incarnation || ct.settings != t.settings || ct.version < st.version {
+	if ct.x == nil || ct.built != st.incarnation || ct.settings != t.settings || ct.version < st.version {
 		return 0, false
 	}
 	use(ct.x)
@@ -388,7 +417,7 @@ func (c *cache) current(t tenantInfo, st statsRow, use func(*memindex.Index)) (v
 func (c *cache) use(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, use func(*memindex.Index)) (ok, load bool, err error) {
 	ct := c.entry(t.schema, true)
 	current := func() bool {
-		return ct.x != nil && ct.version == st.version && ct.incarnation == st.incarnation && ct.settings == t.settings
+		return ct.x != nil && ct.version == st.version && ct.built == st.incarnation && ct.settings == t.settings
 	}
 	ct.mu.RLock()
 	if !current() {
@@ -416,25 +445,30 @@ func (c *cache) use(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, u
 // unusable (x nil) when the tenant does not fit, and untouched when ct is
 // already newer than this snapshot. With background loads it loads nothing
 // whole: load asks the caller to start a background load instead.
-func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant, version, n, incarnation int64) (load bool, err error) {
-	if ct.x != nil && ct.incarnation == incarnation && ct.settings != t.settings && sameIndex(ct.settings, t.settings) {
+func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant, version, n int64, inc incarnation) (load bool, err error) {
+	if ct.x != nil && ct.built != inc {
+		// The index is of a tenant that was dropped (or moved): it can
+		// never answer again.
+		c.drop(ct)
+	}
+	if ct.serves(inc, t.settings) && ct.settings != t.settings {
 		// Only the statistics scope changed: it is a query-time choice
 		// over the same index, so nothing is reloaded.
 		ct.x.SetStatistics(t.settings.Statistics)
 		ct.settings = t.settings
 	}
-	same := ct.x != nil && ct.settings == t.settings && ct.incarnation == incarnation
+	same := ct.serves(inc, t.settings)
 	switch {
 	case same && ct.version == version:
 		return false, nil // another query refreshed it
 	case same && ct.version > version:
 		return false, nil // newer than this snapshot: this query uses SQL
-	case ct.incarnation == incarnation && ct.tooBig > 0 && n >= ct.tooBig:
+	case ct.knownTooBig(inc, n):
 		return false, nil
 	}
 	if bytesPerChunk(t.settings.Dims, 0)*n > c.budget {
 		c.drop(ct)
-		ct.tooBig, ct.incarnation = max(n, 1), incarnation
+		c.markTooBig(ct, inc, n)
 		return false, nil
 	}
 	if same {
@@ -466,12 +500,15 @@ func (c *cache) refresh(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cached
 	// The index is replaced whole: its bytes are free for the new one.
 	c.drop(ct)
 	start := time.Now()
-	x, reserved, err := c.build(ctx, tx, t, ct, n, incarnation)
+	x, reserved, tooBig, err := c.build(ctx, tx, t, n)
 	c.counted(start, x != nil)
+	if tooBig {
+		c.markTooBig(ct, inc, n)
+	}
 	if err != nil || x == nil {
 		return false, err
 	}
-	c.install(ct, x, reserved, version, incarnation, t.settings)
+	c.install(ct, x, reserved, version, inc, t.settings)
 	return false, nil
 }
 
@@ -488,20 +525,21 @@ func (c *cache) counted(start time.Time, installed bool) {
 }
 
 // build reads every document of t in tx's snapshot into a new index,
-// reserving its bytes as it goes. x is nil when the tenant does not fit
-// (ct.tooBig is then set when it exceeds the budget by itself; ct's lock
-// is held).
-func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTenant, n, incarnation int64) (x *memindex.Index, reserved int64, err error) {
+// reserving its bytes as it goes (evicting other tenants' indexes, never
+// one of t's). x is nil when the tenant does not fit; tooBig then says it
+// exceeds the budget by itself. build touches no cache entry: the caller
+// installs x, or records tooBig, for the incarnation it read.
+func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, n int64) (x *memindex.Index, reserved int64, tooBig bool, err error) {
 	rows, err := tx.Query(ctx, chunkRowsSQL(t, ""), binaryRows)
 	if err != nil {
-		return nil, 0, classify(err)
+		return nil, 0, false, classify(err)
 	}
-	alone := false
+	var building cachedTenant // reserve's keep: evicts any other entry
 	builder := memindex.NewBuilder(t.settings, int(n))
 	err = forEachStoredDoc(rows, t, false, func(d *storedDoc) error {
 		b := docBytes(t.settings.Dims, d.pcs)
-		if !c.reserve(ct, b, false) {
-			alone = reserved+b > c.budget
+		if !c.reserve(&building, b, false) {
+			tooBig = reserved+b > c.budget
 			return errTooBig
 		}
 		reserved += b
@@ -511,14 +549,11 @@ func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTe
 	if err != nil {
 		c.release(reserved)
 		if errors.Is(err, errTooBig) {
-			if alone {
-				ct.tooBig, ct.incarnation = max(n, 1), incarnation
-			}
-			return nil, 0, nil
+			return nil, 0, tooBig, nil
 		}
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	return builder.Index(), reserved, nil
+	return builder.Index(), reserved, false, nil
 }
 
 // startLoad loads tenant (whose cache entry is that of schema) in the
@@ -571,15 +606,15 @@ func (s *Store) load(tenant string, ct *cachedTenant) (start time.Time, ok, trie
 	installed := false
 	_, err := s.inSnapshot(c.ctx, tenant, func(tx pgx.Tx, t tenantInfo, st statsRow) error {
 		ct.mu.RLock()
-		have := ct.x != nil && ct.incarnation == st.incarnation && sameIndex(ct.settings, t.settings) && ct.version >= st.version
-		tooBig := ct.incarnation == st.incarnation && ct.tooBig > 0 && st.nChunks >= ct.tooBig
+		have := ct.serves(st.incarnation, t.settings) && ct.version >= st.version
+		tooBig := ct.knownTooBig(st.incarnation, st.nChunks)
 		ct.mu.RUnlock()
 		if have || tooBig {
 			return nil
 		}
 		if bytesPerChunk(t.settings.Dims, 0)*st.nChunks > c.budget {
 			ct.mu.Lock()
-			ct.tooBig, ct.incarnation = max(st.nChunks, 1), st.incarnation
+			c.markTooBig(ct, st.incarnation, st.nChunks)
 			ct.mu.Unlock()
 			return nil
 		}
@@ -590,22 +625,31 @@ func (s *Store) load(tenant string, ct *cachedTenant) (start time.Time, ok, trie
 		if c.hook != nil {
 			c.hook(tenant)
 		}
-		// ct's lock is not held while building (queries of an older
-		// version still answer from ct), so tooBig is set afterwards.
-		var probe cachedTenant
-		x, reserved, err := c.build(c.ctx, tx, t, &probe, st.nChunks, st.incarnation)
+		// The index ct holds is behind this snapshot, or of another
+		// incarnation or settings: no query at this version or later can
+		// use it, and admit counted its bytes as free, so it is dropped
+		// now. (Kept, it could not be evicted for the new one: the query
+		// that started this load has just marked ct used.)
+		ct.mu.Lock()
+		if ct.x != nil && !(ct.serves(st.incarnation, t.settings) && ct.version >= st.version) {
+			c.drop(ct)
+		}
+		ct.mu.Unlock()
+		// ct's lock is not held while building: a query may bring an
+		// index forward meanwhile, which is checked below.
+		x, reserved, tooBig, err := c.build(c.ctx, tx, t, st.nChunks)
 		if err != nil {
 			return err
 		}
 		ct.mu.Lock()
 		defer ct.mu.Unlock()
 		if x == nil {
-			if probe.tooBig > 0 {
-				ct.tooBig, ct.incarnation = probe.tooBig, probe.incarnation
+			if tooBig {
+				c.markTooBig(ct, st.incarnation, st.nChunks)
 			}
 			return nil
 		}
-		if ct.x != nil && ct.incarnation == st.incarnation && sameIndex(ct.settings, t.settings) && ct.version >= st.version {
+		if ct.serves(st.incarnation, t.settings) && ct.version >= st.version {
 			c.release(reserved) // a query brought ct this far meanwhile
 			return nil
 		}

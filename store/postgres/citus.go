@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -145,16 +144,6 @@ const nodeSQL = `coalesce(host(inet_server_addr()), '') || ':' || coalesce(inet_
 // maxPlacementAttempts bounds the reads taken again after moves.
 const maxPlacementAttempts = 3
 
-// placementIncarnation makes the stats table's OID name the node too: a
-// tenant moved to another worker is another incarnation for the in-memory
-// path (an OID alone may repeat on another node), so its cached index is
-// reloaded, never continued from a change log read on the other node.
-func placementIncarnation(oid int64, node string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(node))
-	return oid ^ int64(h.Sum64()&^0xffffffff)
-}
-
 // checkPlacement reads the stats table's OID and node again, as the
 // statement routed last: errPlacementMoved when they are not st's.
 func checkPlacement(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow) error {
@@ -163,7 +152,7 @@ func checkPlacement(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow) e
 	if err := tx.QueryRow(ctx, `SELECT s.tableoid::bigint, `+nodeSQL+` FROM `+t.tables.stats+` s`).Scan(&oid, &node); err != nil {
 		return classify(err)
 	}
-	if placementIncarnation(oid, node) != st.incarnation {
+	if oid != st.oid || node != st.node {
 		return errPlacementMoved
 	}
 	return nil

@@ -72,8 +72,8 @@
 //
 // With Options.CacheBytes, a tenant's index is also kept in process memory
 // (package memindex, texts included; cache.go) and checked against the
-// committed stats.version and the stats table's OID (the tenant's
-// incarnation) by the same lookup statement, sent alone outside a
+// committed stats.version and the tenant's incarnation (the registry's
+// never-reused incarnation number) by the same lookup statement, sent alone outside a
 // transaction: a current cache answers in that one round trip. A cache that
 // is behind is brought forward from the change log in a snapshot, one that
 // does not fit falls back to SQL.

@@ -34,6 +34,14 @@ var (
 	// reachable but its migrations or tenant schemas are behind this
 	// binary.
 	ErrNotReady = errors.New("database not ready")
+	// ErrSchemaTooNew is returned by every operation on a tenant whose
+	// registry row says that it needs a binary built with later
+	// migrations than this one's (cordon.tenants.reader_min): this binary
+	// does not answer from a layout it does not understand.
+	ErrSchemaTooNew = errors.New("the database's schema is newer than this binary understands")
+	// ErrSchemaBehind is returned when the database's migrations are
+	// older than this binary's: run 'cordon migrate'.
+	ErrSchemaBehind = errors.New("the database's schema is older than this binary")
 	// errTooBig ends a cache load or refresh whose bytes do not fit the
 	// budget.
 	errTooBig = errors.New("tenant exceeds the cache budget")

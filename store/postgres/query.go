@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgvector/pgvector-go"
 
@@ -137,7 +138,7 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 			return 0, nil
 		}
 		if s.citus {
-			st.incarnation = placementIncarnation(st.incarnation, st.node)
+			st.incarnation.node = st.node
 		}
 		if err == nil {
 			s.models.Store(tenant, t.settings.Spec())
@@ -189,7 +190,7 @@ func snapshotOn(ctx context.Context, c *pgxpool.Conn, tenant string, moved func(
 			if moved == nil {
 				return fn(tx, t, st)
 			}
-			st.incarnation = placementIncarnation(st.incarnation, st.node)
+			st.incarnation.node = st.node
 			if err := fn(tx, t, st); err != nil {
 				return err
 			}
@@ -202,11 +203,25 @@ func snapshotOn(ctx context.Context, c *pgxpool.Conn, tenant string, moved func(
 		if errors.Is(err, errNoTenant) {
 			return false, nil
 		}
+		if isTransientConflict(err) && attempt < maxPlacementAttempts {
+			// A read-only snapshot that lost a deadlock (a tenant drop
+			// taking its tables) or a serialization check is taken again.
+			found = false
+			continue
+		}
 		if !errors.Is(err, errPlacementMoved) || attempt == maxPlacementAttempts {
 			return found, err
 		}
 		moved(movedFrom)
 	}
+}
+
+// isTransientConflict reports whether err is a deadlock or serialization
+// failure: PostgreSQL rolled the transaction back whole, and running it
+// again is safe.
+func isTransientConflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 // inSnapshot runs fn in one read-only REPEATABLE READ transaction, given

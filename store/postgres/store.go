@@ -265,8 +265,22 @@ func (s *Store) Ready(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("readiness: %w", classify(err))
 	}
-	if latest := migrate.Latest(); current != latest {
+	latest := migrate.Latest()
+	if current < latest {
 		return fmt.Errorf("%w: database at migration %d, this binary needs %d: run 'cordon migrate'", ErrNotReady, current, latest)
+	}
+	if current > latest {
+		// Newer migrations: this binary serves the tenants they left
+		// readable by it (cordon.tenants.reader_min) and refuses the rest.
+		var n int64
+		var first string
+		if err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(min(name), '') FROM cordon.tenants WHERE reader_min > $1`, latest).Scan(&n, &first); err != nil {
+			return fmt.Errorf("readiness: %w", classify(err))
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: database at migration %d, this binary has migrations up to %d, and %d tenants (%s first) need a newer binary: roll out the newer release",
+				ErrNotReady, current, latest, n, first)
+		}
 	}
 	var behind int64
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM cordon.tenants WHERE schema_version <> cordon.tenant_latest_version()`).Scan(&behind); err != nil {

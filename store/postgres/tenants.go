@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
 // SchemaName maps a validated tenant name to its schema. The migrations'
@@ -35,6 +36,19 @@ type tenantInfo struct {
 	// writes store vectors of both.
 	reembed string
 	next    *embed.Spec
+	// readerMin is the lowest migration a binary must have to read and
+	// write the tenant (cordon.tenants.reader_min, migration 00016).
+	readerMin int64
+}
+
+// incarnation names one life of a tenant: cordon.tenants.incarnation, a
+// number a sequence draws when the tenant is created and never draws
+// again, and on Citus the node that holds the tenant's schema (empty
+// elsewhere), so that a tenant moved to another worker is reloaded rather
+// than continued from a change log read on the other node.
+type incarnation struct {
+	id   int64
+	node string
 }
 
 // tables holds a tenant's quoted, schema-qualified table names.
@@ -63,10 +77,13 @@ type statsRow struct {
 	// maxAbs bounds every vector component (the dense side's exactness
 	// check).
 	maxAbs int32
-	// incarnation is the stats table's OID: a tenant dropped and created
-	// again starts over at version 0 with a new OID. On Citus it also
-	// names the node that answered (see placementIncarnation).
-	incarnation int64
+	// incarnation names the life of the tenant this row belongs to (and,
+	// on Citus, its node): the in-memory path serves an index only for the
+	// incarnation it was built from.
+	incarnation incarnation
+	// oid is the stats table's OID, which checkPlacement reads again on
+	// Citus to detect a move during a read.
+	oid int64
 	// node is the address of the server that read the stats row (on
 	// Citus, the tenant's worker): "host:port", host empty over a socket.
 	node string
@@ -91,23 +108,33 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t 
 	var nextModel *string
 	var nextDims *int
 	sql := `SELECT t.schema_name, t.dims, t.k1, t.b, t.max_words, t.overlap_words, t.tokenizer_version, t.bm25_statistics,
-		t.embed_model, t.reembed_state, t.next_model, t.next_dims`
+		t.embed_model, t.reembed_state, t.next_model, t.next_dims, t.reader_min`
 	from := ` FROM cordon.tenants t`
 	dest := []any{&t.schema, &t.settings.Dims, &t.settings.BM25.K1, &t.settings.BM25.B,
 		&t.settings.Chunking.MaxWords, &t.settings.Chunking.OverlapWords, &tok, &t.settings.Statistics,
-		&t.settings.Model, &t.reembed, &nextModel, &nextDims}
+		&t.settings.Model, &t.reembed, &nextModel, &nextDims, &t.readerMin}
 	if st != nil {
-		sql += `, s.version, s.n_chunks, s.sum_len, s.max_abs, s.tableoid::bigint, ` + nodeSQL + `, s.cols_ok`
+		sql += `, t.incarnation, s.version, s.n_chunks, s.sum_len, s.max_abs, s.tableoid::bigint, ` + nodeSQL + `, s.cols_ok`
 		from += `, ` + tablesFor(schema).stats + ` s`
-		dest = append(dest, &st.version, &st.nChunks, &st.sumLen, &st.maxAbs, &st.incarnation, &st.node, &st.colsOK)
+		dest = append(dest, &st.incarnation.id, &st.version, &st.nChunks, &st.sumLen, &st.maxAbs, &st.oid, &st.node, &st.colsOK)
 	}
 	err = db.QueryRow(ctx, sql+from+` WHERE t.name = $1`, tenant).Scan(dest...)
 	var pe *pgconn.PgError
 	if errors.Is(err, pgx.ErrNoRows) || st != nil && errors.As(err, &pe) && pe.Code == "42P01" {
 		return t, false, nil
 	}
+	if errors.As(err, &pe) && pe.Code == "42703" {
+		// An undefined column: the registry predates this binary's
+		// migrations.
+		return t, false, fmt.Errorf("%w: look up tenant %q: %s: the database's migrations are older than this binary's (%d): run 'cordon migrate'",
+			ErrSchemaBehind, tenant, pe.Message, migrate.Latest())
+	}
 	if err != nil {
 		return t, false, fmt.Errorf("look up tenant %q: %w", tenant, classify(err))
+	}
+	if t.readerMin > migrate.Latest() {
+		return t, false, fmt.Errorf("%w: tenant %q needs a binary built with migration %d or later, and this one has migrations up to %d: roll out the newer release (CHANGELOG.md names the releases that need a stop)",
+			ErrSchemaTooNew, tenant, t.readerMin, migrate.Latest())
 	}
 	if nextModel != nil && nextDims != nil {
 		t.next = &embed.Spec{Model: *nextModel, Dims: *nextDims}
@@ -186,7 +213,21 @@ func (s *Store) DropTenant(ctx context.Context, tenant string) (bool, error) {
 		return false, err
 	}
 	var dropped bool
-	err := s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped)
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = s.pool.QueryRow(ctx, `SELECT cordon.drop_tenant($1)`, tenant).Scan(&dropped)
+		// DROP SCHEMA takes the tenant's tables one by one, in an order
+		// that reads and writes in flight may hold the other way round:
+		// PostgreSQL then rolls one side back, and a drop that lost is
+		// run again.
+		if !isTransientConflict(err) || attempt == maxPlacementAttempts {
+			break
+		}
+	}
+	if err == nil && dropped && s.cache != nil {
+		schema, _ := SchemaName(tenant) // validated above
+		s.cache.forget(schema)
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42501" {
 		return false, fmt.Errorf("%w: the database role may not drop tenant %q (%s): drop it as the owner role, with 'cordon tenant drop --yes %s'",
