@@ -40,6 +40,9 @@ type Vocabulary struct {
 	tf    []int32
 	order []int32
 	buf   []byte
+	// stems holds, by token id, the id of its stem term + 1, -1 when it
+	// has none, 0 when not yet computed (AppendStemIDs).
+	stems []int32
 }
 
 // shortEntry is a token of at most 8 bytes (key, 0 if empty) and its id.

@@ -21,6 +21,7 @@ type tenantJSON struct {
 	MaxWords       int     `json:"max_words"`
 	OverlapWords   int     `json:"overlap_words"`
 	BM25Statistics string  `json:"bm25_statistics"`
+	Analyzer       string  `json:"analyzer"`
 	Chunks         int64   `json:"chunks"`
 	Reembed        string  `json:"reembed"`
 }
@@ -44,7 +45,7 @@ func writeTenantsJSON(w io.Writer, ts []postgres.TenantInfo, roles []string) err
 	for _, t := range ts {
 		out.Tenants = append(out.Tenants, tenantJSON{Name: t.Name, Schema: t.Schema, Model: t.Settings.Spec().Model,
 			Dims: t.Settings.Dims, K1: t.Settings.BM25.K1, B: t.Settings.BM25.B, MaxWords: t.Settings.Chunking.MaxWords,
-			OverlapWords: t.Settings.Chunking.OverlapWords, BM25Statistics: string(t.Settings.Statistics), Chunks: t.Chunks,
+			OverlapWords: t.Settings.Chunking.OverlapWords, BM25Statistics: string(t.Settings.Statistics), Analyzer: analyzerName(t), Chunks: t.Chunks,
 			Reembed: t.Reembed})
 	}
 	return writeJSON(w, out)

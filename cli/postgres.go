@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/chunk"
 	"github.com/cordon-rag/cordon/embed"
@@ -192,7 +193,7 @@ Example:
 Lists the tenants with their settings and chunk counts, and the service
 roles. --json prints one object: {"tenants": [{"name", "schema", "model",
 "dims", "k1", "b", "max_words", "overlap_words", "bm25_statistics",
-"chunks", "reembed"}], "service_roles": [...]}.
+"chunks", "reembed", "analyzer"}], "service_roles": [...]}.
 ` + databaseHelp + `
 Example:
   cordon tenant list
@@ -327,7 +328,11 @@ func settingsFlags(fs *flag.FlagSet) func() (index.Settings, error) {
 	maxWords := fs.Int("max-words", chunk.DefaultMaxWords, "words per chunk window")
 	overlap := fs.Int("overlap-words", chunk.DefaultOverlapWords, "words shared by consecutive windows (< max-words)")
 	scope := fs.String("bm25-statistics", string(bm25.DefaultScope), `BM25 statistics scope: "entitled" or "tenant"`)
+	analyzer := fs.String("analyzer", analysis.AnalyzerEnglish, `analyzer: "english" (each word and its English stem, so "contribution" finds "contribute") or "exact" (each word as written)`)
 	return func() (index.Settings, error) {
+		if err := analysis.ValidateAnalyzer(*analyzer); err != nil {
+			return index.Settings{}, fmt.Errorf("%w: --analyzer: %w", cmdline.ErrUsage, err)
+		}
 		d := *dims
 		if d == 0 {
 			known, ok := modelDims(*model)
@@ -337,8 +342,17 @@ func settingsFlags(fs *flag.FlagSet) func() (index.Settings, error) {
 			d = known
 		}
 		return index.Settings{Model: *model, Dims: d, BM25: bm25.Params{K1: *k1, B: *b}, Chunking: chunk.Options{MaxWords: *maxWords, OverlapWords: *overlap},
-			Statistics: bm25.Scope(*scope)}, nil
+			Statistics: bm25.Scope(*scope), Analyzer: *analyzer}, nil
 	}
+}
+
+// analyzerName is a listed tenant's analyzer, or its recorded tokenizer
+// version when this binary has no analyzer that produces it.
+func analyzerName(t postgres.TenantInfo) string {
+	if t.Settings.Analyzer != "" {
+		return t.Settings.Analyzer
+	}
+	return "unknown (" + t.Tokenizer + ")"
 }
 
 func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
@@ -349,6 +363,7 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	var (
 		settings func() (index.Settings, error)
 		scope    *string
+		analyzer *string
 		yes      *bool
 		asJSON   *bool
 	)
@@ -356,7 +371,8 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	case "create":
 		settings = settingsFlags(fs)
 	case "set":
-		scope = fs.String("bm25-statistics", "", `BM25 statistics scope: "entitled" or "tenant" (required: set changes only what a flag names)`)
+		scope = fs.String("bm25-statistics", "", `BM25 statistics scope: "entitled" or "tenant" (set changes only what a flag names)`)
+		analyzer = fs.String("analyzer", "", `analyzer: "english" or "exact"; re-indexes every document of the tenant in one transaction (set changes only what a flag names)`)
 	case "drop":
 		yes = fs.Bool("yes", false, "confirm: the tenant's documents are deleted for good")
 	case "list":
@@ -381,11 +397,18 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		}
 		created = s
 	case "set":
-		if *scope == "" {
-			return fmt.Errorf("%w: set changes nothing without a flag: give --bm25-statistics entitled|tenant", cmdline.ErrUsage)
+		if *scope == "" && *analyzer == "" {
+			return fmt.Errorf("%w: set changes nothing without a flag: give --bm25-statistics entitled|tenant or --analyzer english|exact", cmdline.ErrUsage)
 		}
-		if _, err := bm25.ParseScope(*scope); err != nil {
-			return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
+		if *scope != "" {
+			if _, err := bm25.ParseScope(*scope); err != nil {
+				return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
+			}
+		}
+		if *analyzer != "" {
+			if err := analysis.ValidateAnalyzer(*analyzer); err != nil {
+				return fmt.Errorf("%w: --analyzer: %w", cmdline.ErrUsage, err)
+			}
 		}
 	case "drop":
 		if !*yes {
@@ -427,15 +450,27 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 			fmt.Fprintf(env.Stdout, "tenant %s is distributed already: %d tables on %s\n", fs.Arg(0), p.Tables, p.Node)
 		}
 	case "set":
-		scope := bm25.Scope(*scope)
-		found, err := st.SetStatistics(ctx, fs.Arg(0), scope)
-		if err != nil {
-			return err
+		if *scope != "" {
+			scope := bm25.Scope(*scope)
+			found, err := st.SetStatistics(ctx, fs.Arg(0), scope)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("tenant %q does not exist", fs.Arg(0))
+			}
+			fmt.Fprintf(env.Stdout, "tenant %s: bm25_statistics %s\n", fs.Arg(0), scope)
 		}
-		if !found {
-			return fmt.Errorf("tenant %q does not exist", fs.Arg(0))
+		if *analyzer != "" {
+			start := time.Now()
+			n, err := st.SetAnalyzer(ctx, fs.Arg(0), *analyzer, func(done, total int64) {
+				fmt.Fprintf(env.Stderr, "re-indexed %d of %d documents (%.1fs)\n", done, total, time.Since(start).Seconds())
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "tenant %s: analyzer %s (%d documents re-indexed in %.1fs)\n", fs.Arg(0), *analyzer, n, time.Since(start).Seconds())
 		}
-		fmt.Fprintf(env.Stdout, "tenant %s: bm25_statistics %s\n", fs.Arg(0), scope)
 	case "drop":
 		dropped, err := st.DropTenant(ctx, fs.Arg(0))
 		if err != nil {
@@ -457,10 +492,10 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		if *asJSON {
 			return writeTenantsJSON(env.Stdout, ts, roles)
 		}
-		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s %-16s %s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "MODEL", "REEMBED")
+		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s %-16s %-8s %s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "MODEL", "REEMBED", "ANALYZER")
 		for _, t := range ts {
-			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d %-16s %s\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
-				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Settings.Spec().Model, t.Reembed)
+			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d %-16s %-8s %s\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
+				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Settings.Spec().Model, t.Reembed, analyzerName(t))
 		}
 		if len(roles) > 0 {
 			fmt.Fprintf(env.Stdout, "service roles: %s\n", strings.Join(roles, ", "))

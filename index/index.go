@@ -30,13 +30,21 @@ type Settings struct {
 	// Statistics is the BM25 statistics scope. It changes scores, not what
 	// is stored, so a tenant can switch it without re-indexing.
 	Statistics bm25.Scope
+	// Analyzer is what a chunk's terms are: analysis.AnalyzerExact (or
+	// "", the same) its distinct tokens, analysis.AnalyzerEnglish those and
+	// their English stem terms. Changing it re-indexes the tenant.
+	Analyzer string
 }
 
 // DefaultSettings returns dims 256, k1 1.5, b 0.75, 200-word windows with 40
-// words of overlap, and the entitled statistics scope.
+// words of overlap, the entitled statistics scope and the English analyzer.
 func DefaultSettings() Settings {
-	return Settings{Model: embed.Hash, Dims: hashembed.DefaultDims, BM25: bm25.DefaultParams(), Chunking: chunk.DefaultOptions(), Statistics: bm25.DefaultScope}
+	return Settings{Model: embed.Hash, Dims: hashembed.DefaultDims, BM25: bm25.DefaultParams(), Chunking: chunk.DefaultOptions(),
+		Statistics: bm25.DefaultScope, Analyzer: analysis.AnalyzerEnglish}
 }
+
+// Stems reports whether the settings index stem terms.
+func (s Settings) Stems() bool { return s.Analyzer == analysis.AnalyzerEnglish }
 
 // Validate checks every setting.
 func (s Settings) Validate() error {
@@ -54,6 +62,11 @@ func (s Settings) Validate() error {
 	if _, err := bm25.ParseScope(string(s.Statistics)); err != nil {
 		return err
 	}
+	if s.Analyzer != "" {
+		if err := analysis.ValidateAnalyzer(s.Analyzer); err != nil {
+			return fmt.Errorf("%w: %w", cordontype.ErrInvalid, err)
+		}
+	}
 	return s.Chunking.Validate()
 }
 
@@ -69,8 +82,10 @@ func (s Settings) Spec() embed.Spec {
 // PreparedChunk is one chunk ready to store.
 type PreparedChunk struct {
 	Chunk cordontype.Chunk
-	// Terms are the chunk's distinct tokens in first-occurrence order, with
-	// their frequencies in TF (same index).
+	// Terms are the chunk's distinct tokens in first-occurrence order,
+	// then, under the English analyzer, their stem terms
+	// ([analysis.Stemmer.AppendStems]), with their frequencies in TF (same
+	// index).
 	Terms  []string
 	TF     []int32
 	Vector []int32
@@ -97,6 +112,10 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 	// [Vectorize] gives it.
 	hashed := s.Spec().IsHash()
 	counter := analysis.NewCounter()
+	var stemmer *analysis.Stemmer
+	if s.Stems() {
+		stemmer = analysis.NewStemmer()
+	}
 	for i, p := range pieces {
 		pc := PreparedChunk{
 			Chunk: cordontype.Chunk{
@@ -114,16 +133,18 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 			},
 		}
 		pc.Terms, pc.TF = counter.Count(p.Text)
-		if !hashed {
-			out[i] = pc
-			continue
+		if hashed {
+			// The vector hashes the tokens alone, whatever the analyzer.
+			v, err := hashVector(hashembed.Shared(s.Dims), s.Dims, pc.Terms, pc.TF)
+			if err != nil {
+				return nil, fmt.Errorf("document %q chunk %d: %w", doc.DocID, i, err)
+			}
+			pc.Vector = v
+			pc.NormSq = hashembed.NormSq(pc.Vector)
 		}
-		v, err := hashVector(hashembed.Shared(s.Dims), s.Dims, pc.Terms, pc.TF)
-		if err != nil {
-			return nil, fmt.Errorf("document %q chunk %d: %w", doc.DocID, i, err)
+		if stemmer != nil {
+			pc.Terms, pc.TF = stemmer.AppendStems(pc.Terms, pc.TF)
 		}
-		pc.Vector = v
-		pc.NormSq = hashembed.NormSq(pc.Vector)
 		out[i] = pc
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/internal/jsonstrict"
 	"io"
 	"slices"
@@ -45,6 +46,9 @@ type config struct {
 	// other model needs a provider (RunWithModels) and dims equal to its
 	// vector length.
 	Model *string `json:"model"`
+	// Analyzer is "english" (the default: tokens and their stem terms) or
+	// "exact" (tokens only).
+	Analyzer *string `json:"analyzer"`
 }
 
 // ParseSettings reads a script's config object (nil or null gives defaults).
@@ -65,6 +69,12 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 	}
 	if c.Model != nil {
 		s.Model = *c.Model
+	}
+	if c.Analyzer != nil {
+		if err := analysis.ValidateAnalyzer(*c.Analyzer); err != nil {
+			return s, err
+		}
+		s.Analyzer = *c.Analyzer
 	}
 	if c.K1.Set {
 		s.BM25.K1 = c.K1.V

@@ -37,6 +37,8 @@ type PolicyPatch struct {
 	PRFWeight *float64 `json:"prf_weight,omitempty"`
 	// QTFK3 weighs repeated query terms (0: off).
 	QTFK3 *float64 `json:"qtf_k3,omitempty"`
+	// StemWeight weighs the query's stem terms (0: none).
+	StemWeight *float64 `json:"stem_weight,omitempty"`
 	// IDF is the lexical idf formula ("plus1" or "rsj").
 	IDF *string `json:"idf,omitempty"`
 	// StopWords is the query stop list ("", "none" or "english").
@@ -89,6 +91,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	setv(&pol.PRFTerms, p.PRFTerms)
 	setv(&pol.PRFWeight, p.PRFWeight)
 	setv(&pol.QTFK3, p.QTFK3)
+	setv(&pol.StemWeight, p.StemWeight)
 	if p.IDF != nil {
 		pol.IDF = bm25.IDFKind(*p.IDF)
 	}
@@ -125,6 +128,7 @@ func (p Policy) Patch() *PolicyPatch {
 		PRFTerms:        &p.PRFTerms,
 		PRFWeight:       &p.PRFWeight,
 		QTFK3:           &p.QTFK3,
+		StemWeight:      &p.StemWeight,
 		RerankMinScore:  &p.RerankMinScore,
 		RerankBudgetMS:  &p.RerankBudgetMS,
 	}

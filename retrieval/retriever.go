@@ -84,7 +84,8 @@ type Query struct {
 	// is known once the store has ranked, so ModelPolicy must rank as
 	// Policy does: the fields that decide what the store ranks, and query
 	// expansion (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight,
-	// qtf_k3, idf, stop_words), must be equal, or the query is invalid.
+	// qtf_k3, idf, stop_words, stem_weight), must be equal, or the query is
+	// invalid.
 	ModelPolicy *Policy
 	// Reserve is the time the caller needs once the retrieval returns (the
 	// service's audit append): the model reranker's call ends Reserve
@@ -95,19 +96,21 @@ type Query struct {
 
 // RankRequest is what q asks the store to rank before any query expansion:
 // the query text's tokens; its terms, the tokens the policy's stop list
-// keeps, distinct in order of first occurrence, with their qtf weights;
-// and the policy's fields that decide the rankings. The stop list reduces
-// the terms every later stage reads; the dense side hashes (or embeds) the
+// keeps, distinct in order of first occurrence, with their qtf weights,
+// followed by their stem terms under stem_weight ([WithStems]); and the
+// policy's fields that decide the rankings. The stop list reduces the
+// terms every later stage reads; the dense side hashes (or embeds) the
 // full query, which the retriever adds.
 func (q Query) RankRequest() RankRequest {
 	tokens := analysis.Tokenize(q.Text)
 	kept := Stop(tokens, q.Policy.StopWords)
 	terms := distinct(kept)
+	terms, weights := WithStems(terms, QueryTermWeights(kept, terms, q.Policy.QTFK3), q.Policy.StemWeight)
 	return RankRequest{
 		Principal:     q.Principal,
 		Tokens:        tokens,
 		Terms:         terms,
-		Weights:       QueryTermWeights(kept, terms, q.Policy.QTFK3),
+		Weights:       weights,
 		IDF:           q.Policy.IDF,
 		NowTick:       q.NowTick,
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
@@ -138,10 +141,10 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		return Result{}, 0, err
 	}
 	if q.ModelPolicy != nil && !ranksAs(*q.ModelPolicy, q.Policy) {
-		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3, idf and stop_words equal, rrf_weights.doc both 0 or both > 0)", ErrInvalidPolicy)
+		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3, idf, stop_words and stem_weight equal, rrf_weights.doc both 0 or both > 0)", ErrInvalidPolicy)
 	}
 	req := q.RankRequest()
-	terms := req.Terms
+	terms := req.Terms[:queryTerms(req.Terms)] // the reranker's: without stem terms
 	rk, version, req, denseErr, err := r.rankDense(ctx, req, q.Text, q.Policy)
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("rank: %w", err)
@@ -186,7 +189,7 @@ func ranksAs(p, q Policy) bool {
 	stale := p.MaxStaleTicks == q.MaxStaleTicks ||
 		p.MaxStaleTicks != nil && q.MaxStaleTicks != nil && *p.MaxStaleTicks == *q.MaxStaleTicks
 	return stale && p.TopN == q.TopN && p.PRFDocs == q.PRFDocs && p.PRFTerms == q.PRFTerms &&
-		p.PRFWeight == q.PRFWeight && p.QTFK3 == q.QTFK3 && p.IDF == q.IDF &&
+		p.PRFWeight == q.PRFWeight && p.QTFK3 == q.QTFK3 && p.IDF == q.IDF && p.StemWeight == q.StemWeight &&
 		p.StopWords.effective() == q.StopWords.effective() &&
 		(p.RRFWeights.Doc > 0) == (q.RRFWeights.Doc > 0)
 }
@@ -252,6 +255,9 @@ func tail(rk Rankings, fused []Scored, terms, tokens []string, p Policy, scores 
 		if p.RerankDoc > 0 && p.RRFWeights.Doc > 0 {
 			// Without rrf_weights.doc the store ranks no document.
 			in.Doc, in.Docs = p.RerankDoc, rk.Docs
+		}
+		if rk.Stemmed {
+			in.StemWeight = p.StemWeight
 		}
 		res.Chunks = Rerank(res.Chunks, in)
 	} else {
@@ -376,6 +382,10 @@ type RerankInput struct {
 	// chunks (same index); a chunk without one is dropped, as beyond the
 	// depth. Other kinds do not read it.
 	Scores []float64
+	// StemWeight, the policy's stem_weight, is what the overlap kinds
+	// count for a query term the chunk holds only in another form (a
+	// token with the same stem term); 0 counts exact matches only.
+	StemWeight float64
 }
 
 // Rerank scores the first in.Depth fused chunks by their overlap with the
@@ -396,8 +406,23 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 	}
 	out := make([]Scored, 0, len(fused))
 	var m *analysis.Matcher
+	var sm *analysis.StemMatcher
 	if in.Kind != RerankModel {
 		m = analysis.NewMatcher(in.Terms)
+		if in.StemWeight > 0 {
+			sm = analysis.NewStemMatcher(in.Terms)
+		}
+	}
+	// credit is what query term i counts for the chunk last scanned: 1
+	// found as it is, StemWeight found in another form, else 0.
+	credit := func(i int) float64 {
+		switch {
+		case m.Has(i):
+			return 1
+		case sm.Has(i):
+			return in.StemWeight
+		}
+		return 0
 	}
 	var pairs *analysis.PairMatcher
 	if in.Proximity > 0 {
@@ -416,11 +441,21 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 			keep = ov >= in.MinScore
 		case RerankIDFOverlap:
 			m.Scan(s.Chunk.Text)
-			ov = idfOverlap(in.Terms, in.IDF, m.Has)
+			if sm != nil {
+				sm.Scan(s.Chunk.Text)
+				ov = idfOverlapCredit(in.Terms, in.IDF, credit)
+			} else {
+				ov = idfOverlap(in.Terms, in.IDF, m.Has)
+			}
 			keep = ov > 0 && ov >= in.MinScore
 		default:
 			m.Scan(s.Chunk.Text)
-			ov = overlap(in.Terms, m.Has)
+			if sm != nil {
+				sm.Scan(s.Chunk.Text)
+				ov = overlapCredit(in.Terms, credit)
+			} else {
+				ov = overlap(in.Terms, m.Has)
+			}
 			keep = ov > 0 && ov >= in.MinScore
 		}
 		if keep {
@@ -520,6 +555,37 @@ func idfOverlap(query []string, idf []float64, has func(i int) bool) float64 {
 		return 0
 	}
 	return num / den
+}
+
+// idfOverlapCredit is idfOverlap with each term's idf counted credit(i)
+// times (in [0, 1]): num sums float64(idf * credit) in term order.
+func idfOverlapCredit(query []string, idf []float64, credit func(i int) float64) float64 {
+	var num, den float64
+	for i := range query {
+		var w float64
+		if i < len(idf) {
+			w = idf[i]
+		}
+		den += w
+		num += float64(w * credit(i))
+	}
+	if den == 0 {
+		return 0
+	}
+	return num / den
+}
+
+// overlapCredit is overlap with each term counted credit(i): the credits'
+// sum in term order over the number of terms.
+func overlapCredit(query []string, credit func(i int) float64) float64 {
+	if len(query) == 0 {
+		return 0
+	}
+	var n float64
+	for i := range query {
+		n += credit(i)
+	}
+	return n / float64(len(query))
 }
 
 // holds returns has(i): whether chunk holds query[i].

@@ -84,6 +84,10 @@ type Hit struct {
 type Rankings struct {
 	Lexical []Hit
 	Dense   []Hit
+	// Stemmed says the tenant indexes stem terms (the English analyzer):
+	// only then do the overlap rerankers credit a query word found in
+	// another form (stem_weight).
+	Stemmed bool
 	// IDF holds idf(t) of each of the request's Terms (same index) under the
 	// principal's statistics scope, for the idf_overlap reranker; nil or
 	// all zero when the scope holds no chunk.

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/bm25"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
@@ -42,6 +43,13 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, id Identit
 		return
 	}
 	settings.Statistics = scope
+	if req.Analyzer != nil {
+		if err := analysis.ValidateAnalyzer(*req.Analyzer); err != nil {
+			s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
+			return
+		}
+		settings.Analyzer = *req.Analyzer
+	}
 	created, err := s.store.CreateTenant(r.Context(), *req.Tenant, settings)
 	if err != nil {
 		s.fail(w, r, err)

@@ -14,6 +14,8 @@ import (
 type CreateTenantRequest struct {
 	Tenant         *string `json:"tenant"`
 	BM25Statistics *string `json:"bm25_statistics"`
+	// Analyzer is "english" (the default) or "exact".
+	Analyzer *string `json:"analyzer"`
 }
 
 // UpdateTenantRequest is the body of PATCH /v1/tenants/{tenant}: the

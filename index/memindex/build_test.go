@@ -90,6 +90,9 @@ func TestBuilderIsPut(t *testing.T) {
 				for j := range pcs {
 					// As a load counts: ids, and no names.
 					ids[j], pcs[j].TF = v.CountIDs(pcs[j].Chunk.Text)
+					if s.Stems() {
+						ids[j], pcs[j].TF = v.AppendStemIDs(ids[j], pcs[j].TF)
+					}
 					pcs[j].Terms = nil
 					if terms := v.Names(ids[j]); !reflect.DeepEqual(terms, d.pcs[j].Terms) || !reflect.DeepEqual(pcs[j].TF, d.pcs[j].TF) {
 						t.Fatalf("doc %s chunk %d: the vocabulary counts %v %v, Prepare %v %v", d.id, j, terms, pcs[j].TF, d.pcs[j].Terms, d.pcs[j].TF)

@@ -695,6 +695,7 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	case req.Docs:
 		rk.Docs = x.docRanking(&req, st, workers, sc, lexN)
 	}
+	rk.Stemmed = x.settings.Stems()
 	return rk, nil
 }
 

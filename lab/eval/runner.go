@@ -214,6 +214,7 @@ type PolicyInfo struct {
 	RerankBlend     float64              `json:"rerank_blend"`
 	RerankProximity float64              `json:"rerank_proximity,omitempty"`
 	RerankDoc       float64              `json:"rerank_doc,omitempty"`
+	StemWeight      float64              `json:"stem_weight,omitempty"`
 	// The model reranker's floor and budget, given for rerank "model"
 	// only.
 	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
@@ -223,7 +224,7 @@ type PolicyInfo struct {
 func policyInfo(p retrieval.Policy) PolicyInfo {
 	in := PolicyInfo{EnableRerank: p.EnableRerank, MinScore: p.MinScore, TopN: p.TopN, RerankDepth: p.RerankDepth,
 		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend,
-		RerankProximity: p.RerankProximity, RerankDoc: p.RerankDoc}
+		RerankProximity: p.RerankProximity, RerankDoc: p.RerankDoc, StemWeight: p.StemWeight}
 	in.RRFWeights.BM25, in.RRFWeights.Cosine, in.RRFWeights.Doc = p.RRFWeights.BM25, p.RRFWeights.Cosine, p.RRFWeights.Doc
 	if p.Rerank == retrieval.RerankModel {
 		floor := p.RerankMinScore
@@ -557,19 +558,21 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		idf  bm25.IDFKind
 		docs bool
 		stop retrieval.StopWords
+		stem float64
 	}
 	ranked := make(map[rankKey]retrieval.Rankings)
 	// rank ranks as the Retriever does: the stop list reduces the terms
 	// (and the tokens qtf weights count), the dense side keeps the query.
-	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords) (retrieval.Rankings, error) {
-		key := rankKey{topN, k3, idf, docs, stop}
+	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords, stem float64) (retrieval.Rankings, error) {
+		key := rankKey{topN, k3, idf, docs, stop, stem}
 		if rk, ok := ranked[key]; ok {
 			return rk, nil
 		}
 		kept := retrieval.Stop(tokens, stop)
 		terms := retrieval.Stop(allTerms, stop)
+		terms, weights := retrieval.WithStems(terms, retrieval.QueryTermWeights(kept, terms, k3), stem)
 		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
-			Weights: retrieval.QueryTermWeights(kept, terms, k3), IDF: idf, Dense: dense, TopN: topN, Docs: docs})
+			Weights: weights, IDF: idf, Dense: dense, TopN: topN, Docs: docs})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
@@ -593,14 +596,14 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		qr.Chunks = make(map[Pipeline][]Hit, len(specs))
 	}
 	for _, s := range specs {
-		k3, idf, withDocs, stop := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0, s.Policy.StopWords
+		k3, idf, withDocs, stop, stem := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0, s.Policy.StopWords, s.Policy.StemWeight
 		if s.Mode != Hybrid {
 			// BM25 alone is SPEC section 4's: every distinct term once,
-			// the plus-one idf, no stop list.
-			k3, idf, withDocs, stop = 0, bm25.IDFPlusOne, false, ""
+			// the plus-one idf, no stop list, no stem terms.
+			k3, idf, withDocs, stop, stem = 0, bm25.IDFPlusOne, false, "", 0
 		}
 		terms := retrieval.Stop(allTerms, stop)
-		rk, err := rank(s.Policy.TopN, k3, idf, withDocs, stop)
+		rk, err := rank(s.Policy.TopN, k3, idf, withDocs, stop, stem)
 		if err != nil {
 			return QueryResult{}, err
 		}

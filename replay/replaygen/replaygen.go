@@ -19,6 +19,10 @@ var (
 		"account", "card", "dispute", "refund", "fraud", "limit", "wire", "SWIFT", "tx4096",
 		"compliance", "officer", "approval", "deal", "falcon", "merger", "client", "retail",
 		"Überweisung", "ČSOB", "番号", "٣٤", "naïve", "risk", "the", "a", "of", "and", "is",
+		// Other forms of words above: the English analyzer's stem terms
+		// join them.
+		"payments", "holds", "holding", "released", "releases", "screened", "accounts",
+		"disputed", "approvals", "approve", "officers", "merging",
 	}
 	headings   = []string{"Overview", "Release rules", "Escalation", "  Spaced  ", "", "Notes ##"}
 	tenants    = []string{"wholesale", "retail", "compliance"}
@@ -48,6 +52,10 @@ func Generate(seed uint64, steps int) []byte {
 	// Both statistics scopes, and the default (entitled) by omission.
 	if x := r.IntN(3); x > 0 {
 		cfg["bm25_statistics"] = []string{"entitled", "tenant"}[x-1]
+	}
+	// Both analyzers, and the default (english) by omission.
+	if x := r.IntN(3); x > 0 {
+		cfg["analyzer"] = []string{"english", "exact"}[x-1]
 	}
 	var out []any
 	for i := 0; i < steps; i++ {
@@ -238,6 +246,10 @@ func (g gen) retrieve() map[string]any {
 	// holds some of its words.
 	if g.r.IntN(3) == 0 {
 		pol["stop_words"] = []string{"", "none", "english", "english"}[g.r.IntN(4)]
+	}
+	// The stem terms' weight, drawn last for the same reason.
+	if g.r.IntN(2) == 0 {
+		pol["stem_weight"] = []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
 	}
 	return step
 }

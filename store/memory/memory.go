@@ -151,6 +151,7 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 	st := t.stats(req, s.settings.Statistics)
 	rk := retrieval.Funnel(req, t.lexical(&req, st, s.settings.BM25), t.dense(q))
 	rk.IDF = st.idf
+	rk.Stemmed = s.settings.Stems()
 	if req.Docs {
 		rk.Docs = t.docRanking(&req, st, s.settings)
 	}

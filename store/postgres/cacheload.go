@@ -244,6 +244,9 @@ func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]
 	}
 	pc.NormSq = hashembed.NormSq(pc.Vector)
 	*ids, pc.TF = vocab.CountIDs(c.Text)
+	if t.settings.Stems() {
+		*ids, pc.TF = vocab.AppendStemIDs(*ids, pc.TF)
+	}
 	return nil
 }
 

@@ -97,6 +97,7 @@ func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (ret
 			rk, err := rankTx(ctx, tx, t, st, req)
 			if err == nil {
 				out = rk
+				out.Stemmed = t.settings.Stems()
 			}
 			return err
 		})

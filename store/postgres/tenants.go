@@ -142,9 +142,12 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t 
 	if t.schema != schema {
 		return t, false, fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, t.schema, schema)
 	}
-	if tok != analysis.TokenizerVersion {
-		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s: re-index the tenant (drop, create, re-ingest)", tenant, tok, analysis.TokenizerVersion)
+	analyzer, ok := analysis.AnalyzerOf(tok)
+	if !ok {
+		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s (analyzer exact) and %s (analyzer english): re-index the tenant (drop, create, re-ingest)",
+			tenant, tok, analysis.Version(analysis.AnalyzerExact), analysis.Version(analysis.AnalyzerEnglish))
 	}
+	t.settings.Analyzer = analyzer
 	t.tables = tablesFor(t.schema)
 	t.name = tenant
 	return t, true, nil
@@ -191,7 +194,7 @@ func createTenant(ctx context.Context, db DBTX, tenant string, st index.Settings
 	var created bool
 	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		tenant, st.Dims, st.BM25.K1, st.BM25.B, st.Chunking.MaxWords, st.Chunking.OverlapWords,
-		analysis.TokenizerVersion, string(st.Statistics), st.Spec().Model).Scan(&created)
+		analysis.Version(st.Analyzer), string(st.Statistics), st.Spec().Model).Scan(&created)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "CD001" {
 		return false, fmt.Errorf("%w: %s", ErrTenantSettings, pe.Message)
@@ -269,12 +272,14 @@ type TenantInfo struct {
 	Chunks   int64
 	// Reembed is the re-embedding state: "none", "backfill" or "cutover".
 	Reembed string
+	// Tokenizer is the recorded tokenizer version (analysis.Version).
+	Tokenizer string
 }
 
 // Tenants lists registered tenants in name order.
 func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT name, schema_name, dims, k1, b, max_words, overlap_words, bm25_statistics, embed_model, reembed_state
+		SELECT name, schema_name, dims, k1, b, max_words, overlap_words, bm25_statistics, embed_model, reembed_state, tokenizer_version
 		FROM cordon.tenants ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tenants: %w", classify(err))
@@ -284,10 +289,11 @@ func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
 		var t TenantInfo
 		if err := rows.Scan(&t.Name, &t.Schema, &t.Settings.Dims, &t.Settings.BM25.K1, &t.Settings.BM25.B,
 			&t.Settings.Chunking.MaxWords, &t.Settings.Chunking.OverlapWords, &t.Settings.Statistics,
-			&t.Settings.Model, &t.Reembed); err != nil {
+			&t.Settings.Model, &t.Reembed, &t.Tokenizer); err != nil {
 			rows.Close()
 			return nil, err
 		}
+		t.Settings.Analyzer, _ = analysis.AnalyzerOf(t.Tokenizer) // "" when this binary has it not
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {

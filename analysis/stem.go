@@ -1,0 +1,254 @@
+package analysis
+
+import (
+	"fmt"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// Analyzers: how a tenant's chunks are indexed beyond their tokens.
+const (
+	// AnalyzerExact indexes each token as it is (SPEC section 1): the
+	// terms of a chunk are its distinct tokens.
+	AnalyzerExact = "exact"
+	// AnalyzerEnglish indexes each token as it is and, for a token of
+	// ASCII letters only, its English stem as a second term: StemPrefix
+	// followed by the Snowball English (Porter2) stem. A chunk's stem
+	// term counts every token of the chunk with that stem; the chunk's
+	// length stays its number of tokens.
+	AnalyzerEnglish = "english"
+)
+
+// StemPrefix starts every stem term. It is not a token rune, so no token
+// is ever a stem term.
+const StemPrefix = "~"
+
+// StemmerVersion names the stemmer's rules: github.com/kljensen/snowball's
+// English stemmer at the version go.mod pins. Bump it with that module.
+const StemmerVersion = "porter2-snowball-0.10.0"
+
+// Version is what a tenant records as its tokenizer version
+// (cordon.tenants.tokenizer_version) under analyzer: TokenizerVersion for
+// the exact analyzer, followed by "/english-" and StemmerVersion for the
+// English one. A binary serves only the versions it produces, so one
+// without the English analyzer (or with another stemmer) refuses such a
+// tenant instead of indexing it differently.
+func Version(analyzer string) string {
+	if analyzer == AnalyzerEnglish {
+		return TokenizerVersion + "/english-" + StemmerVersion
+	}
+	return TokenizerVersion
+}
+
+// AnalyzerOf is the analyzer of a recorded tokenizer version; ok is false
+// when this binary does not produce that version.
+func AnalyzerOf(version string) (analyzer string, ok bool) {
+	switch version {
+	case Version(AnalyzerExact):
+		return AnalyzerExact, true
+	case Version(AnalyzerEnglish):
+		return AnalyzerEnglish, true
+	}
+	return "", false
+}
+
+// ValidateAnalyzer checks an analyzer's name.
+func ValidateAnalyzer(a string) error {
+	if a != AnalyzerExact && a != AnalyzerEnglish {
+		return fmt.Errorf("analyzer %q: want %q or %q", a, AnalyzerExact, AnalyzerEnglish)
+	}
+	return nil
+}
+
+// IsStemTerm reports whether term is a stem term.
+func IsStemTerm(term string) bool { return len(term) > 0 && term[0] == StemPrefix[0] }
+
+// Stem returns the stem term of tok, a token: StemPrefix and the Snowball
+// English (Porter2) stem of tok, stop words stemmed like any word, when
+// tok is made of the ASCII letters a-z only; ok is false for any other
+// token (one with a digit or a letter outside a-z), which has no stem
+// term.
+func Stem(tok string) (term string, ok bool) {
+	if !stemmable(tok) {
+		return "", false
+	}
+	return StemPrefix + english.Stem(tok, true), true
+}
+
+// stemmable reports whether tok is non-empty and made of a-z only.
+func stemmable(tok string) bool {
+	if tok == "" {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// Stemmer gives stem terms, remembering each token's: a document's
+// chunks repeat their words. A Stemmer is for one goroutine.
+type Stemmer struct {
+	memo map[string]string // token -> stem term, "" for none
+}
+
+// NewStemmer returns an empty Stemmer.
+func NewStemmer() *Stemmer { return &Stemmer{memo: map[string]string{}} }
+
+// Stem is [Stem], remembered.
+func (s *Stemmer) Stem(tok string) (string, bool) {
+	if t, ok := s.memo[tok]; ok {
+		return t, t != ""
+	}
+	t, ok := Stem(tok)
+	if len(s.memo) >= stemMemoMax {
+		clear(s.memo)
+	}
+	s.memo[tok] = t
+	return t, ok
+}
+
+// stemMemoMax bounds a Stemmer's memory.
+const stemMemoMax = 1 << 16
+
+// AppendStems returns terms and tf, a text's distinct tokens in order of
+// first occurrence with their counts, followed by their stem terms: one for
+// each distinct stem of the tokens that have one, in order of the first
+// token with that stem, counting every token with it. The tokens' entries
+// are unchanged; with no stemmable token the slices are returned as they
+// are.
+func (s *Stemmer) AppendStems(terms []string, tf []int32) ([]string, []int32) {
+	n := len(terms)
+	var at map[string]int
+	for j := range n {
+		st, ok := s.Stem(terms[j])
+		if !ok {
+			continue
+		}
+		if at == nil {
+			at = make(map[string]int, n)
+		}
+		if k, seen := at[st]; seen {
+			tf[k] += tf[j]
+			continue
+		}
+		at[st] = len(terms)
+		terms = append(terms, st)
+		tf = append(tf, tf[j])
+	}
+	return terms, tf
+}
+
+// AppendStemIDs is [Stemmer.AppendStems] over ids in v, as CountIDs
+// gives them: the stem terms are numbered in v too, and each token's stem
+// is computed once per Vocabulary.
+func (v *Vocabulary) AppendStemIDs(ids, tf []int32) ([]int32, []int32) {
+	n := len(ids)
+	for j := range n {
+		st := v.stemID(ids[j])
+		if st < 0 {
+			continue
+		}
+		if v.tf[st] == 0 {
+			ids = append(ids, st)
+		}
+		v.tf[st] += tf[j]
+	}
+	if len(ids) == n {
+		return ids, tf
+	}
+	for _, id := range ids[n:] {
+		tf = append(tf, v.tf[id])
+		v.tf[id] = 0
+	}
+	return ids, tf
+}
+
+// stemID returns the id of the stem term of token id, or -1 when it has
+// none, computing it once per id.
+func (v *Vocabulary) stemID(id int32) int32 {
+	for int(id) >= len(v.stems) {
+		v.stems = append(v.stems, 0)
+	}
+	switch s := v.stems[id]; {
+	case s > 0:
+		return s - 1
+	case s < 0:
+		return -1
+	}
+	st, ok := Stem(v.terms[id])
+	if !ok {
+		v.stems[id] = -1
+		return -1
+	}
+	sid := v.id([]byte(st))
+	v.stems[id] = sid + 1
+	return sid
+}
+
+// StemMatcher finds which of a fixed list of tokens occur in a text in any
+// form: whether the text holds a token with the same stem term. A token
+// without a stem term (see [Stem]) is never found by it. A token of the
+// text is stemmed only when its first byte is the first byte of one of
+// the list's stemmable tokens: Porter2 never changes a word's first letter,
+// so no other token can share a stem with them. A StemMatcher is for one
+// goroutine.
+type StemMatcher struct {
+	slot    map[string]int // stem term -> slot
+	of      []int          // tokens[i] -> its slot, -1 without a stem
+	found   []bool         // per slot, for the text being matched
+	first   [256]bool
+	stemmer *Stemmer
+	buf     []byte
+}
+
+// NewStemMatcher returns a StemMatcher for tokens (repetitions allowed).
+func NewStemMatcher(tokens []string) *StemMatcher {
+	m := &StemMatcher{slot: make(map[string]int, len(tokens)), of: make([]int, len(tokens)), stemmer: NewStemmer(), buf: make([]byte, 0, 32)}
+	for i, t := range tokens {
+		st, ok := m.stemmer.Stem(t)
+		if !ok {
+			m.of[i] = -1
+			continue
+		}
+		j, seen := m.slot[st]
+		if !seen {
+			j = len(m.slot)
+			m.slot[st] = j
+		}
+		m.of[i] = j
+		m.first[t[0]] = true
+	}
+	m.found = make([]bool, len(m.slot))
+	return m
+}
+
+// Scan scans s; afterwards Has(i) reports whether s holds a token with the
+// stem term of the i-th token NewStemMatcher was given.
+func (m *StemMatcher) Scan(s string) {
+	clear(m.found)
+	left := len(m.found)
+	if left == 0 {
+		return
+	}
+	scanTokens(s, m.buf, func(tok []byte) bool {
+		if !m.first[tok[0]] {
+			return true
+		}
+		st, ok := m.stemmer.Stem(string(tok))
+		if !ok {
+			return true
+		}
+		if j, ok := m.slot[st]; ok && !m.found[j] {
+			m.found[j] = true
+			left--
+		}
+		return left > 0
+	})
+}
+
+// Has reports whether the text of the last Scan holds a token with the
+// stem term of the i-th token NewStemMatcher was given.
+func (m *StemMatcher) Has(i int) bool { return m.of[i] >= 0 && m.found[m.of[i]] }

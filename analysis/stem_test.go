@@ -1,0 +1,100 @@
+package analysis
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestStem(t *testing.T) {
+	for _, tt := range []struct {
+		tok, want string
+		ok        bool
+	}{
+		// Porter2 (Snowball English) vectors.
+		{"contribution", "~contribut", true},
+		{"contribute", "~contribut", true},
+		{"provided", "~provid", true},
+		{"provide", "~provid", true},
+		{"running", "~run", true},
+		{"generously", "~generous", true},
+		{"happiness", "~happi", true},
+		{"dying", "~die", true}, // a special word: the stem differs after the first letter
+		{"news", "~news", true},
+		{"the", "~the", true}, // stop words are stemmed like any word
+		{"a", "~a", true},
+		// No stem term: a digit, or a letter outside a-z.
+		{"pmt771", "", false},
+		{"771", "", false},
+		{"café", "", false},
+		{"данные", "", false},
+		{"", "", false},
+	} {
+		got, ok := Stem(tt.tok)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("Stem(%q) = %q, %v; want %q, %v", tt.tok, got, ok, tt.want, tt.ok)
+		}
+		if ok && (!IsStemTerm(got) || HasToken(got[:1])) {
+			t.Errorf("Stem(%q) = %q: not a stem term, or its prefix is a token", tt.tok, got)
+		}
+	}
+}
+
+func TestAppendStems(t *testing.T) {
+	terms, tf := NewCounter().Count("Contribution contributes to the contributor's 771 contribution")
+	exact := slices.Clone(terms)
+	terms, tf = NewStemmer().AppendStems(terms, tf)
+	wantTerms := append(exact, "~contribut", "~to", "~the", "~s")
+	// contribution 2 + contributes 1; contributor stems to contributor.
+	wantTerms = []string{"contribution", "contributes", "to", "the", "contributor", "s", "771",
+		"~contribut", "~to", "~the", "~contributor", "~s"}
+	wantTF := []int32{2, 1, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1}
+	if !slices.Equal(terms, wantTerms) || !slices.Equal(tf, wantTF) {
+		t.Fatalf("AppendStems = %q %v, want %q %v", terms, tf, wantTerms, wantTF)
+	}
+	if !slices.Equal(terms[:len(exact)], exact) {
+		t.Fatalf("the tokens' entries changed")
+	}
+}
+
+// TestVocabularyStemsAsStemmer: a Vocabulary's stem ids name the same
+// terms with the same counts as a Stemmer's, text after text (the stems
+// remembered from earlier texts included).
+func TestVocabularyStemsAsStemmer(t *testing.T) {
+	v := NewVocabulary()
+	st := NewStemmer()
+	c := NewCounter()
+	for _, text := range []string{
+		"Running runs ran; the runner's run",
+		"provided providing provides PROVIDE 42 x9",
+		"running ahead: contributions contribute",
+		"",
+		"данные café run",
+	} {
+		ids, tf := v.CountIDs(text)
+		ids, tf = v.AppendStemIDs(ids, tf)
+		terms, wtf := c.Count(text)
+		terms, wtf = st.AppendStems(terms, wtf)
+		if got := v.Names(ids); !slices.Equal(got, terms) || !slices.Equal(tf, wtf) {
+			t.Fatalf("%q: vocabulary %q %v, stemmer %q %v", text, got, tf, terms, wtf)
+		}
+	}
+}
+
+func TestStemMatcher(t *testing.T) {
+	m := NewStemMatcher([]string{"contribution", "771", "provided", "dying", "contribution"})
+	m.Scan("They contribute what the study provides; 771 dies.")
+	want := []bool{true, false, true, false, true} // 771 has no stem term; dies stems to die, but dying is a special word (~die) too
+	m.Scan("They contribute what the study provides; 771 died, the man dying.")
+	want = []bool{true, false, true, true, true}
+	for i, w := range want {
+		if m.Has(i) != w {
+			t.Errorf("Has(%d) = %v, want %v", i, m.Has(i), w)
+		}
+	}
+	m.Scan("nothing here")
+	for i := range want {
+		if m.Has(i) {
+			t.Errorf("after another scan Has(%d) = true", i)
+		}
+	}
+}
