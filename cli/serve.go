@@ -276,7 +276,7 @@ func (c *serveConfig) resolveRetrieveLimits() error {
 	// A request that sets none of these fields takes the service
 	// profile's values, which must be within the limits.
 	var le *retrieval.LimitError
-	if err := retrieval.New(nil, retrieval.WithLimits(c.policyLimit)).Validate(retrieval.ServicePolicy()); errors.As(err, &le) {
+	if err := c.policyLimit.Check(retrieval.ServicePolicy()); errors.As(err, &le) {
 		return fmt.Errorf("%w: --max-%s %d is below the service profile's %s %d, which every request that sets no %s takes",
 			cmdline.ErrUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
 	}
