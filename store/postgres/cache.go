@@ -496,6 +496,11 @@ func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *cachedTe
 	if err != nil {
 		return nil, 0, classify(err)
 	}
+	return c.buildRows(rows, t, ct, n, incarnation)
+}
+
+// buildRows is build over the rows of its chunkRowsSQL query.
+func (c *cache) buildRows(rows pgx.Rows, t tenantInfo, ct *cachedTenant, n, incarnation int64) (x *memindex.Index, reserved int64, err error) {
 	alone := false
 	builder := memindex.NewBuilder(t.settings, int(n))
 	err = forEachStoredDoc(rows, t, false, func(d *storedDoc) error {
