@@ -1,10 +1,17 @@
 package postgres
 
 import (
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"math"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -12,6 +19,7 @@ import (
 
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/internal/adversarial"
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 // chargeTolerance is how far the budget's charge for a loaded tenant may
@@ -129,3 +137,117 @@ func (r *storedRows) Values() ([]any, error) { panic("not used") }
 func (r *storedRows) RawValues() [][]byte    { return r.rows[r.at-1] }
 func (r *storedRows) Conn() *pgx.Conn        { return nil }
 func (r *storedRows) TypeMap() *pgtype.Map   { return nil }
+
+// TestCacheBudgetHoldsAdversarialTenant: a tenant of long unique tokens
+// whose chunks a charge per chunk priced at a quarter of their memory
+// (5.4 MB for 24 MB of live heap: a 12 MiB budget admitted it) is refused
+// by a 12 MiB budget: its load gives up within the budget, it is ranked in
+// SQL with the SQL path's answer, and the live heap does not grow by more
+// than the budget. Under a budget with room for it, the store's charge is
+// within 20% of the live heap the load added.
+func TestCacheBudgetHoldsAdversarialTenant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and loads a tenant of tens of MB")
+	}
+	f := newCacheFixture(t)
+	ctx := context.Background()
+	c := adversarial.LongUniqueTokens("lut", 400)
+	for docs := c.Docs; len(docs) > 0; {
+		n := min(len(docs), 50)
+		if _, err := f.write.PutBatch(ctx, docs[:n]); err != nil {
+			t.Fatal(err)
+		}
+		docs = docs[n:]
+	}
+	q := cacheQuery("lut", c.Docs[7].Text[:200])
+	want := retrieveJSON(t, f.sql, q)
+	for _, tt := range []struct {
+		name   string
+		budget int64
+		held   bool
+	}{
+		{"12 MiB", 12 << 20, false},
+		{"256 MiB", 256 << 20, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := f.open(Options{CacheBytes: tt.budget})
+			before := liveHeap()
+			rss := peakRSS()
+			got := retrieveJSON(t, s, q)
+			peak := rss()
+			heap := liveHeap() - before
+			st := s.CacheStats()
+			t.Logf("%+v; live heap grew %d bytes, RSS by %d at most", st, heap, peak)
+			if got != want {
+				t.Fatalf("the cached store answered\n  %s\nwant (SQL path)\n  %s", got, want)
+			}
+			if st.PeakBytes > st.Budget {
+				t.Errorf("%+v: more than the budget", st)
+			}
+			if !tt.held {
+				if st.Tenants != 0 || st.MemoryAnswers != 0 || heap > tt.budget {
+					t.Fatalf("%+v, live heap grew %d bytes: want nothing held, the query in SQL, the heap within the budget", st, heap)
+				}
+				return
+			}
+			if st.Tenants != 1 || st.MemoryAnswers == 0 {
+				t.Fatalf("%+v: want the tenant held", st)
+			}
+			if math.Abs(float64(st.Bytes-heap)) > chargeTolerance*float64(heap) {
+				t.Errorf("charged %d bytes, want within 20%% of the live heap the load added, %d", st.Bytes, heap)
+			}
+		})
+	}
+}
+
+// retrieveJSON is q's answer from s as JSON.
+func retrieveJSON(t *testing.T, s *Store, q retrieval.Query) string {
+	t.Helper()
+	r, err := retrieval.New(s).Retrieve(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// peakRSS samples the process's resident set every millisecond until the
+// function it returns is called, which returns the most it grew by (a
+// measurement to log: the collector's pacing and memory freed earlier but
+// still mapped make it no bound).
+func peakRSS() func() int64 {
+	read := func() int64 {
+		b, err := os.ReadFile("/proc/self/statm")
+		if err != nil {
+			return 0
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			return 0
+		}
+		pages, _ := strconv.ParseInt(f[1], 10, 64)
+		return pages * int64(os.Getpagesize())
+	}
+	base := read()
+	var most atomic.Int64
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			most.Store(max(most.Load(), read()-base))
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return most.Load()
+	}
+}
