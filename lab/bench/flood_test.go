@@ -24,6 +24,7 @@ var (
 	floodChunks    = flag.Int("flood-chunks", 1000, "BenchmarkTenantFlood: chunk ids each of tenant A's grounds names")
 	floodRetrieves = flag.Int("flood-retrieves", 400, "BenchmarkTenantFlood: tenant B's retrieves measured alone and under the flood, per iteration")
 	floodConns     = flag.Int("flood-max-conns", 0, "BenchmarkTenantFlood: the server's database pool (0: pgxpool's default, as cordon serve)")
+	floodPolite    = flag.Bool("flood-retry-after", false, "BenchmarkTenantFlood: tenant A's clients wait the Retry-After delay after a 429 (default: they send again at once)")
 )
 
 // BenchmarkTenantFlood measures what one tenant's flood of ground requests
@@ -35,7 +36,8 @@ var (
 // sends tenant B's -flood-retrieves retrieves one after another alone,
 // then again while -flood-clients clients of tenant A send grounds naming
 // -flood-chunks chunk ids each, back to back (a refused ground is sent
-// again at once, as a client that ignores Retry-After would). It reports
+// again at once, as a client that ignores Retry-After would, or after the
+// Retry-After delay with -flood-retry-after). It reports
 // B's p50 and p99 alone and under the flood, the ratio of the p99s
 // (p99-ratio), and A's grounds answered and refused per second of the
 // flood.
@@ -137,6 +139,12 @@ func BenchmarkTenantFlood(b *testing.B) {
 						answered.Add(1)
 					case errors.As(err, &se) && se.code == http.StatusTooManyRequests:
 						refused.Add(1)
+						if *floodPolite {
+							select {
+							case <-fctx.Done():
+							case <-time.After(time.Second): // the server's Retry-After: 1
+							}
+						}
 					case fctx.Err() != nil:
 					default:
 						errc <- err
