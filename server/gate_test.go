@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -211,7 +213,8 @@ func TestDefaultTenantRequests(t *testing.T) {
 // requests get past the gate (to a 400 here: no store); a request without
 // a valid token takes no slot.
 func TestAdmissionEveryCostlyOperation(t *testing.T) {
-	srv := newRerankServer(t, Config{TenantRequests: 1, TenantQueue: -1})
+	var logs bytes.Buffer
+	srv := newRerankServer(t, Config{TenantRequests: 1, TenantQueue: -1, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	release, err := srv.admission.enter(context.Background(), "wholesale")
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +271,13 @@ func TestAdmissionEveryCostlyOperation(t *testing.T) {
 	}
 	if !strings.Contains(m, "cordon_retrieves_refused_total 1\n") {
 		t.Errorf("metrics lack cordon_retrieves_refused_total 1")
+	}
+	// The limits are logged at start, and each refusal says why.
+	for _, want := range []string{`"msg":"tenant admission","tenant_requests":1,"tenant_queue":0,"db_pool_conns":0,"max_chunk_ids":1000`,
+		`"route":"POST /v1/tenants/{tenant}/ground","status":429`, `"refused":"tenant_limit"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s: %s", want, logs.String())
+		}
 	}
 }
 
