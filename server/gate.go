@@ -42,7 +42,8 @@ const (
 // database connection at a time, so with the default limit (half the pool)
 // one tenant's requests leave the rest of the pool, and the process, to the
 // other tenants. The gate is passed before the body is read: a refusal
-// costs the token check and nothing more.
+// costs the token check and the discarding of the unread body, no
+// decoding and no database work.
 func (s *Server) admit(op string, h func(http.ResponseWriter, *http.Request, Identity)) func(http.ResponseWriter, *http.Request, Identity) {
 	return func(w http.ResponseWriter, r *http.Request, id Identity) {
 		release, err := s.admission.enter(r.Context(), id.Tenant)
