@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -104,17 +103,6 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, e)
 		return
 	}
-	release, err := s.retrieves.enter(r.Context(), id.Tenant)
-	if errors.Is(err, errTenantBusy) {
-		s.metrics.retrievesRefused.Inc()
-		s.fail(w, r, errTooManyRetrieves)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("%w: %w", errQueueTimedOut, err))
-		return
-	}
-	defer release()
 	now := s.cfg.Now().Unix()
 	if req.NowTick != nil {
 		now = *req.NowTick
