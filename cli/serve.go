@@ -71,10 +71,14 @@ default for it); other tenants answer 503 then unless a request asks.
 
 What one retrieve may cost is bounded: --max-top-n, --max-rerank-depth,
 --max-limit, --max-prf-docs and --max-prf-terms are the largest policy
-values a request may give (400 beyond, naming the flag). At most
---tenant-retrieves retrieves of one tenant run at once and
---tenant-retrieve-queue more wait; any beyond are refused with 429 and
-Retry-After, while other tenants are still served.
+values a request may give (400 beyond, naming the flag); a ground or
+assemble names at most --max-chunk-ids chunks. At most --tenant-requests
+costly requests of one tenant (retrieve, ground, assemble, document PUT,
+DELETE and batch) run at once, by default half the database pool (at most
+2 x GOMAXPROCS), so one tenant never holds the whole pool; --tenant-queue
+more wait; any beyond are refused with 429 and Retry-After, while other
+tenants are still served. (--tenant-retrieves and --tenant-retrieve-queue
+are the old names of the two.)
 
 Examples:
   export CORDON_DATABASE_URL=postgres://cordon@127.0.0.1:5432/cordon
@@ -114,7 +118,8 @@ type serveConfig struct {
 	rerankBudget                              string
 	fallbackTenants, tenantBudgets            cmdline.RepeatFlag
 	limits                                    []limitFlag
-	tenantRetrieves, tenantQueue              int64
+	tenantRequests, tenantQueue               int64
+	maxChunkIDs                               int64
 
 	// envErrs are the environment's values the flags refused.
 	envErrs []error
@@ -124,7 +129,7 @@ type serveConfig struct {
 	secret      string // $CORDON_JWT_HS256_SECRET, never logged
 	keys        *audit.Keyring
 	policyLimit retrieval.Limits
-	queue       int // server.Config.TenantQueue: -1 when none wait
+	queue       int // server.Config.TenantQueue: -1 when none wait, 0 for 4 x the requests
 	budget      time.Duration
 	budgets     map[string]time.Duration
 	cacheBudget int64
@@ -205,8 +210,13 @@ func (c *serveConfig) register(fs *flag.FlagSet, env Env) {
 		envName := "CORDON_" + strings.ToUpper(strings.ReplaceAll(f.name, "-", "_"))
 		i64(&f.value, f.name, envName, int64(*f.field(&def)), usage)
 	}
-	i64(&c.tenantRetrieves, "tenant-retrieves", "CORDON_TENANT_RETRIEVES", int64(d.TenantRetrieves), "retrieves of one tenant in progress at once (default: 2 x GOMAXPROCS)")
-	i64(&c.tenantQueue, "tenant-retrieve-queue", "CORDON_TENANT_RETRIEVE_QUEUE", -1, "retrieves of one tenant that wait for one in progress before the next is refused with 429 (-1: 4 x --tenant-retrieves; 0: none wait)")
+	i64(&c.maxChunkIDs, "max-chunk-ids", "CORDON_MAX_CHUNK_IDS", int64(d.MaxChunkIDs), fmt.Sprintf("most chunk_ids one ground or assemble may name (1 to %d)", postgres.MaxLoadChunks))
+	// The old names first, so that the new names' variables win when both
+	// are set; on the command line the last flag given wins.
+	i64(&c.tenantRequests, "tenant-retrieves", "CORDON_TENANT_RETRIEVES", 0, "old name of --tenant-requests")
+	i64(&c.tenantQueue, "tenant-retrieve-queue", "CORDON_TENANT_RETRIEVE_QUEUE", -1, "old name of --tenant-queue")
+	i64(&c.tenantRequests, "tenant-requests", "CORDON_TENANT_REQUESTS", c.tenantRequests, "costly requests (retrieve, ground, assemble, document writes) of one tenant in progress at once (0: half the database pool, at most 2 x GOMAXPROCS; less than the pool)")
+	i64(&c.tenantQueue, "tenant-queue", "CORDON_TENANT_QUEUE", c.tenantQueue, "requests of one tenant that wait for one in progress before the next is refused with 429 (-1: 4 x --tenant-requests; 0: none wait)")
 }
 
 // resolve checks the flags and derives what serve runs with: the database
@@ -264,8 +274,8 @@ func (c *serveConfig) resolve(env Env) error {
 	return nil
 }
 
-// resolveRetrieveLimits checks the --max-* policy limits and the
-// per-tenant retrieve limits.
+// resolveRetrieveLimits checks the --max-* policy limits, the chunk id cap
+// and the per-tenant request limits.
 func (c *serveConfig) resolveRetrieveLimits() error {
 	for _, f := range c.limits {
 		if f.value < 1 || f.value > retrieval.MaxLimit {
@@ -276,22 +286,41 @@ func (c *serveConfig) resolveRetrieveLimits() error {
 	// A request that sets none of these fields takes the service
 	// profile's values, which must be within the limits.
 	var le *retrieval.LimitError
-	if err := retrieval.New(nil, retrieval.WithLimits(c.policyLimit)).Validate(retrieval.ServicePolicy()); errors.As(err, &le) {
+	if err := c.policyLimit.Check(retrieval.ServicePolicy()); errors.As(err, &le) {
 		return fmt.Errorf("%w: --max-%s %d is below the service profile's %s %d, which every request that sets no %s takes",
 			cmdline.ErrUsage, strings.ReplaceAll(le.Field, "_", "-"), le.Max, le.Field, le.Value, le.Field)
 	}
-	if c.tenantRetrieves < 1 || c.tenantRetrieves > 10000 {
-		return fmt.Errorf("%w: --tenant-retrieves %d: want 1 to 10000", cmdline.ErrUsage, c.tenantRetrieves)
+	if c.maxChunkIDs < 1 || c.maxChunkIDs > postgres.MaxLoadChunks {
+		return fmt.Errorf("%w: --max-chunk-ids %d: want 1 to %d", cmdline.ErrUsage, c.maxChunkIDs, postgres.MaxLoadChunks)
+	}
+	if c.tenantRequests < 0 || c.tenantRequests > 10000 {
+		return fmt.Errorf("%w: --tenant-requests %d: want 0 (half the database pool) or 1 to 10000", cmdline.ErrUsage, c.tenantRequests)
+	}
+	if err := c.checkPool(c.maxConns); err != nil {
+		return err
 	}
 	if c.tenantQueue < -1 || c.tenantQueue > 100000 {
-		return fmt.Errorf("%w: --tenant-retrieve-queue %d: want -1 (4 x --tenant-retrieves) or 0 to 100000", cmdline.ErrUsage, c.tenantQueue)
+		return fmt.Errorf("%w: --tenant-queue %d: want -1 (4 x --tenant-requests) or 0 to 100000", cmdline.ErrUsage, c.tenantQueue)
 	}
-	if c.tenantQueue == -1 {
-		c.tenantQueue = 4 * c.tenantRetrieves
+	if c.tenantQueue == -1 && c.tenantRequests > 0 {
+		c.tenantQueue = 4 * c.tenantRequests
 	}
-	c.queue = int(c.tenantQueue)
-	if c.queue == 0 {
+	switch c.queue = int(c.tenantQueue); c.queue {
+	case -1:
+		c.queue = 0 // server.Config: 4 x the resolved TenantRequests
+	case 0:
 		c.queue = -1 // server.Config: none wait
+	}
+	return nil
+}
+
+// checkPool refuses a --tenant-requests that would let one tenant hold the
+// whole pool of poolConns connections: --max-conns when given (resolve),
+// else pgxpool's default size, known once the store is open (runServe).
+func (c *serveConfig) checkPool(poolConns int64) error {
+	if c.tenantRequests > 0 && poolConns > 1 && c.tenantRequests >= poolConns {
+		return fmt.Errorf("%w: --tenant-requests %d would let one tenant hold the whole database pool of %d connections: give at most %d, or a larger --max-conns",
+			cmdline.ErrUsage, c.tenantRequests, poolConns, poolConns-1)
 	}
 	return nil
 }
@@ -319,7 +348,7 @@ func (c *serveConfig) logAttrs(env Env) []any {
 	for _, f := range c.limits {
 		attrs = append(attrs, strings.ReplaceAll(f.name, "-", "_"), *f.field(&c.policyLimit))
 	}
-	return append(attrs, "tenant_retrieves", c.tenantRetrieves, "tenant_retrieve_queue", c.tenantQueue)
+	return append(attrs, "max_chunk_ids", c.maxChunkIDs, "tenant_requests", c.tenantRequests, "tenant_queue", c.tenantQueue)
 }
 
 // serverConfig is the server's configuration.
@@ -329,7 +358,7 @@ func (c *serveConfig) serverConfig(log *slog.Logger, rr rerank.Reranker) server.
 		ReadHeaderTimeout: c.readHeader, ReadTimeout: c.read, WriteTimeout: c.write, IdleTimeout: c.idle,
 		RequestTimeout: c.reqTimeout, ShutdownTimeout: c.shutdown, MetricsTenantLabels: c.metricsTenantLabels, Logger: log,
 		Reranker: rr, RerankBudget: c.budget, RerankBudgetTenant: c.budgets, DenseFallbackTenants: c.fallbackTenants,
-		Limits: c.policyLimit, TenantRetrieves: int(c.tenantRetrieves), TenantQueue: c.queue,
+		Limits: c.policyLimit, TenantRequests: int(c.tenantRequests), TenantQueue: c.queue, MaxChunkIDs: int(c.maxChunkIDs),
 	}
 }
 
@@ -384,6 +413,9 @@ func runServe(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		return err
 	}
 	defer st.Close()
+	if err := cfg.checkPool(int64(st.Pool().Config().MaxConns)); err != nil {
+		return err
+	}
 	if cfg.cacheBudget > 0 {
 		if warm, _, err := st.WarmCache(ctx); err != nil {
 			log.Warn("could not find the tenants used most recently; each tenant loads on its first query instead", "error", err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cordon-rag/cordon/replay/replaygen"
 )
 
 // TestCLIReplayPostgresReset: 'cordon replay --store postgres --reset --yes' gives
@@ -56,5 +58,37 @@ func TestCLIReplayUnknownModel(t *testing.T) {
 	}
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon.tenants`); n != 0 {
 		t.Fatalf("%d tenants created by a replay that failed", n)
+	}
+}
+
+// TestCLIReplayBeyondServiceLimits: 'cordon replay' keeps the upstream
+// contract whatever the service's cost limits: a script whose policies ask
+// for more than them (replaygen.Wide: top_n, rerank_depth and limit
+// 100000, prf_docs and prf_terms 1000, over 450 chunks) runs without an
+// error on --store memory, and --store postgres gives the same output
+// through both query paths (replay.TestBeyondServiceLimits checks the
+// memory store's results against the contract).
+func TestCLIReplayBeyondServiceLimits(t *testing.T) {
+	dbURL := newDatabase(t)
+	const docs = 450
+	script := filepath.Join(t.TempDir(), "wide.json")
+	if err := os.WriteFile(script, replaygen.Wide(docs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := cordonCLI(t, "replay", script)
+	lines := bytes.Split(bytes.TrimSuffix(want, []byte("\n")), []byte("\n"))
+	if len(lines) != docs+4 {
+		t.Fatalf("memory: %d output lines, want %d", len(lines), docs+4)
+	}
+	for i, line := range lines[docs:] {
+		if bytes.Contains(line, []byte(`"error"`)) || !bytes.Contains(line, []byte(`"bm25_rank":450,`)) {
+			t.Fatalf("memory: retrieve %d: %.300s, want results to bm25_rank %d", i+1, line, docs)
+		}
+	}
+	for _, extra := range [][]string{{}, {"--cache-bytes", "0"}} {
+		args := append([]string{"replay", "--store", "postgres", "--database-url", dbURL, "--reset", "--yes"}, extra...)
+		if got := cordonCLI(t, append(args, script)...); !bytes.Equal(got, want) {
+			t.Fatalf("%v: postgres output differs from memory\n%s", extra, firstDiff(want, got))
+		}
 	}
 }

@@ -181,7 +181,7 @@ func (h *heldReranker) Score(ctx context.Context, _ string, texts []string) ([]f
 // the tenant is served again.
 func TestServerTenantRetrieveLimit(t *testing.T) {
 	held := &heldReranker{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	a := startAPIServer(t, serverOpts{metrics: true, cfg: server.Config{Reranker: held, TenantRetrieves: 1, TenantQueue: -1}})
+	a := startAPIServer(t, serverOpts{metrics: true, cfg: server.Config{Reranker: held, TenantRequests: 1, TenantQueue: -1}})
 	a.seed(t)
 	wholesale := tok(t, "alice", "tenant=wholesale", "clearance=confidential", "reader")
 	retail := tok(t, "bob", "tenant=retail", "reader")

@@ -61,6 +61,8 @@ type serverOpts struct {
 	auditKeys *audit.Keyring
 	unkeyed   bool
 	metrics   bool // also serve the metrics listener
+	// maxConns is the store's pool size (0: 16).
+	maxConns int32
 	// listener, when set, wraps the API listener (to observe connections).
 	listener func(net.Listener) net.Listener
 }
@@ -110,7 +112,11 @@ func startAPIServerScoped(t testing.TB, o serverOpts) *apiServer {
 	if keys == nil && !o.unkeyed {
 		keys = testKeyring("k1")
 	}
-	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: 16, CacheBytes: o.cache, AuditKeys: keys, Replicas: o.replicas, Models: o.models})
+	conns := o.maxConns
+	if conns == 0 {
+		conns = 16
+	}
+	st, err := postgres.Open(ctx, storeURL, postgres.Options{MaxConns: conns, CacheBytes: o.cache, AuditKeys: keys, Replicas: o.replicas, Models: o.models})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

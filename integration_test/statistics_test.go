@@ -339,8 +339,8 @@ func TestStatisticsScopeMigration(t *testing.T) {
 		t.Fatal("creating an existing tenant with another scope succeeded")
 	}
 	// A row inserted without naming the scope takes the column default.
-	execSQL(t, dbURL, `INSERT INTO cordon.tenants (name, schema_name, dims, k1, b, max_words, overlap_words, tokenizer_version)
-		VALUES ('bare', 'cordon_t_bare', 256, 1.5, 0.75, 200, 40, 'x')`)
+	execSQL(t, dbURL, `INSERT INTO cordon.tenants (name, schema_name, dims, k1, b, max_words, overlap_words, tokenizer_version, incarnation)
+		VALUES ('bare', 'cordon_t_bare', 256, 1.5, 0.75, 200, 40, 'x', nextval('cordon.tenant_incarnation'))`)
 	if n := queryInt(t, dbURL, `SELECT count(*) FROM cordon.tenants WHERE name IN ('fresh', 'bare') AND bm25_statistics = 'entitled'`); n != 2 {
 		t.Fatalf("%d of the 2 tenants created after the migration are entitled", n)
 	}

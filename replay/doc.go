@@ -14,4 +14,11 @@
 // fields accept JSON integers only (2.0 is rejected), and null stands for an
 // absent optional field. Unknown fields at the top level of the script are
 // ignored so that scripts may carry a "description".
+//
+// # Limits
+//
+// A step's policy is validated against the contract's ranges only. The HTTP
+// service's cost limits (top_n 200 and the others, [retrieval.Limits]) are
+// the service's, applied when it reads a request: a replay is an operator's
+// tool and gives the upstream contract's results, top_n 100000 included.
 package replay

@@ -9,8 +9,7 @@ import (
 // [Retriever.Retrieve]) when a policy value is out of range.
 var ErrInvalidPolicy = errors.New("invalid retrieval policy")
 
-// LimitError is returned by [Policy.Validate] and [Retriever.Validate]
-// (and so by [Retriever.Retrieve]) when a policy field is over its
+// LimitError is returned by [Limits.Check] when a policy field is over its
 // [Limits] entry. It wraps [ErrInvalidPolicy].
 type LimitError struct {
 	// Field is the policy field, e.g. "top_n"; Value its value and Max

@@ -276,7 +276,7 @@ func TestValidateRerankKind(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := DefaultPolicy()
 			p.Rerank = tt.kind
-			err := p.validate(tt.model, DefaultLimits())
+			err := p.validate(tt.model)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("got %v, want valid", err)

@@ -3,6 +3,7 @@ package retrieval_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,10 +11,11 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-// TestPolicyLimits: each costly field is valid at its limit and invalid one
-// above it, with a *LimitError naming the field, the value and the limit;
-// a retriever's own limits replace the defaults, and Retrieve refuses
-// before anything is ranked.
+// TestPolicyLimits: each costly field passes [retrieval.Limits.Check] at
+// its limit and fails one above it, with a *LimitError naming the field,
+// the value and the limit; other limits move the bound; and the limits are
+// the service's alone: Policy.Validate and the retriever accept any value
+// in SPEC section 9's range, and Retrieve ranks it.
 func TestPolicyLimits(t *testing.T) {
 	def := retrieval.DefaultLimits()
 	tests := []struct {
@@ -31,11 +33,11 @@ func TestPolicyLimits(t *testing.T) {
 		t.Run(tt.field, func(t *testing.T) {
 			p := retrieval.ServicePolicy()
 			tt.set(&p, tt.max)
-			if err := p.Validate(); err != nil {
+			if err := def.Check(p); err != nil {
 				t.Fatalf("%s at its limit %d: %v", tt.field, tt.max, err)
 			}
 			tt.set(&p, tt.max+1)
-			err := p.Validate()
+			err := def.Check(p)
 			var le *retrieval.LimitError
 			if !errors.As(err, &le) || !errors.Is(err, retrieval.ErrInvalidPolicy) || *le != (retrieval.LimitError{Field: tt.field, Value: tt.max + 1, Max: tt.max}) {
 				t.Fatalf("%s %d: got %v, want a LimitError wrapping ErrInvalidPolicy", tt.field, tt.max+1, err)
@@ -44,23 +46,26 @@ func TestPolicyLimits(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "at most") {
 				t.Errorf("message %q, want it to begin %q and give the limit", err.Error(), want)
 			}
-			// A retriever with a higher limit accepts it; with a lower one
-			// refuses what the defaults accept.
+			// A higher limit accepts it; a lower one refuses what the
+			// defaults accept.
 			higher, lower := def, def
 			setLimit(&higher, tt.field, tt.max+1)
 			setLimit(&lower, tt.field, tt.max-1)
-			if err := retrieval.New(nil, retrieval.WithLimits(higher)).Validate(p); err != nil {
+			if err := higher.Check(p); err != nil {
 				t.Errorf("limit %d: %v", tt.max+1, err)
 			}
 			tt.set(&p, tt.max)
-			if err := retrieval.New(nil, retrieval.WithLimits(lower)).Validate(p); !errors.As(err, &le) || le.Max != tt.max-1 {
+			if err := lower.Check(p); !errors.As(err, &le) || le.Max != tt.max-1 {
 				t.Errorf("limit %d, value %d: got %v, want a LimitError", tt.max-1, tt.max, err)
 			}
-			// Refused before the store is asked: a nil store would panic.
-			tt.set(&p, tt.max+1)
-			q := retrieval.Query{Principal: cordontype.Principal{Tenant: "w"}, Text: "x", Policy: p}
-			if _, err := retrieval.New(nil).Retrieve(context.Background(), q); !errors.As(err, &le) {
-				t.Errorf("Retrieve: got %v, want a LimitError", err)
+			// Far over the limit is still a valid policy (SPEC section 9:
+			// >= 1, or >= 0 for prf_docs) for the retriever.
+			tt.set(&p, 100000)
+			if err := p.Validate(); err != nil {
+				t.Errorf("Policy.Validate of %s 100000: %v, want valid (the limits are the service's)", tt.field, err)
+			}
+			if err := retrieval.New(nil).Validate(p); err != nil {
+				t.Errorf("Retriever.Validate of %s 100000: %v, want valid", tt.field, err)
 			}
 		})
 	}
@@ -69,13 +74,38 @@ func TestPolicyLimits(t *testing.T) {
 	p := retrieval.ServicePolicy()
 	p.PRFTerms, p.Limit = def.PRFTerms+1, def.Limit+1
 	var le *retrieval.LimitError
-	if err := p.Validate(); !errors.As(err, &le) || le.Field != "limit" {
+	if err := def.Check(p); !errors.As(err, &le) || le.Field != "limit" {
 		t.Fatalf("limit and prf_terms over: got %v, want limit named", err)
 	}
-	// A value out of its range is named before any limit.
+	// Check reads the limits only: a range error is Validate's.
+	p = retrieval.ServicePolicy()
 	p.TopN = 0
-	if err := p.Validate(); errors.As(err, &le) || !strings.Contains(err.Error(), "top_n 0 must be >= 1") {
-		t.Fatalf("top_n 0 with limits exceeded: got %v", err)
+	if err := def.Check(p); err != nil {
+		t.Fatalf("Check of top_n 0: got %v, want nil (Validate refuses it)", err)
+	}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "top_n 0 must be >= 1") {
+		t.Fatalf("Validate of top_n 0: got %v", err)
+	}
+}
+
+// TestRetrieveBeyondLimits: the retriever ranks a policy over every default
+// limit: the whole ranking is kept and returned.
+func TestRetrieveBeyondLimits(t *testing.T) {
+	const n = 3 * retrieval.DefaultMaxTopN
+	docs := make([]cordontype.Document, n)
+	for i := range docs {
+		docs[i] = cordontype.Document{Tenant: "w", DocID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("hold payment %d", i), Classification: cordontype.Public}
+	}
+	st := newStore(t, docs...)
+	ctx := context.Background()
+	p := retrieval.DefaultPolicy()
+	p.TopN, p.RerankDepth, p.Limit, p.PRFDocs, p.PRFTerms = 100000, 100000, 100000, 1000, 1000
+	res, err := retrieval.New(st).Retrieve(ctx, retrieval.Query{Principal: cordontype.Principal{Tenant: "w", Clearance: cordontype.Public}, Text: "hold", Policy: p})
+	if err != nil {
+		t.Fatalf("Retrieve: %v", err)
+	}
+	if len(res.Chunks) != n {
+		t.Fatalf("got %d chunks, want all %d", len(res.Chunks), n)
 	}
 }
 

@@ -34,17 +34,10 @@ type ModelRun struct {
 	Err      error
 }
 
-// WithLimits makes the retriever validate policies within l instead of
-// [DefaultLimits]; l must be valid ([Limits.Validate]).
-func WithLimits(l Limits) Option {
-	return func(r *Retriever) { r.limits = l }
-}
-
-// Validate checks p for this retriever: [Policy.Validate] within the
-// retriever's limits, with rerank "model" valid when the retriever has a
-// model reranker.
+// Validate checks p for this retriever: [Policy.Validate], with rerank
+// "model" valid when the retriever has a model reranker.
 func (r *Retriever) Validate(p Policy) error {
-	return p.validate(r.reranker != nil, r.limits)
+	return p.validate(r.reranker != nil)
 }
 
 // Finish is the end of the pipeline over the store's rankings rk for q,

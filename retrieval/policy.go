@@ -279,11 +279,12 @@ func ModelDefaults() *PolicyPatch {
 // Limits bound the policy fields whose values set how much work one
 // retrieve does: the candidates kept per ranking (top_n), the chunks the
 // reranker reads (rerank_depth), the chunks returned (limit), and query
-// expansion's feedback chunks (prf_docs) and added terms (prf_terms). A
-// policy over a limit is invalid ([LimitError]). The service takes them
-// from cordon serve's --max-* flags; replay scripts and cordon-lab eval
-// validate with [DefaultLimits], so every entry point refuses the same
-// values.
+// expansion's feedback chunks (prf_docs) and added terms (prf_terms). They
+// protect the HTTP service from one caller's costly requests, so the
+// service applies them to each request's policy ([Limits.Check]), taking
+// them from cordon serve's --max-* flags. The retriever does not: replay
+// scripts and cordon-lab eval are an operator's tools and keep SPEC
+// section 9's ranges, where top_n 100000 is valid.
 type Limits struct {
 	TopN        int
 	RerankDepth int
@@ -324,6 +325,18 @@ func (l Limits) Validate() error {
 	return nil
 }
 
+// Check returns a [*LimitError] naming the first field of p over its limit,
+// in the order top_n, rerank_depth, limit, prf_docs, prf_terms, or nil when
+// none is. It checks nothing else: [Policy.Validate] checks the ranges.
+func (l Limits) Check(p Policy) error {
+	for _, f := range l.fields(p) {
+		if f.v > f.max {
+			return &LimitError{Field: f.name, Value: f.v, Max: f.max}
+		}
+	}
+	return nil
+}
+
 // limited is a policy field a limit bounds: its name, p's value and the
 // limit.
 type limited struct {
@@ -337,28 +350,15 @@ func (l Limits) fields(p Policy) []limited {
 		{"prf_docs", p.PRFDocs, l.PRFDocs}, {"prf_terms", p.PRFTerms, l.PRFTerms}}
 }
 
-// Validate checks every field's range, within [DefaultLimits], for a
-// retriever without a model reranker, where rerank "model" is an error;
-// [Retriever.Validate] checks for the retriever at hand and its limits.
-func (p Policy) Validate() error { return p.validate(false, DefaultLimits()) }
+// Validate checks every field's range (SPEC section 9's, and the Cordon
+// extensions'), for a retriever without a model reranker, where rerank
+// "model" is an error; [Retriever.Validate] checks for the retriever at
+// hand. The service's cost limits are not ranges: [Limits.Check].
+func (p Policy) Validate() error { return p.validate(false) }
 
-// validate checks every field's range, then the fields lim bounds (top_n,
-// rerank_depth, limit, prf_docs, prf_terms, in that order); model says whether a model reranker can
-// serve rerank "model".
-func (p Policy) validate(model bool, lim Limits) error {
-	if err := p.validateRanges(model); err != nil {
-		return err
-	}
-	for _, f := range lim.fields(p) {
-		if f.v > f.max {
-			return &LimitError{Field: f.name, Value: f.v, Max: f.max}
-		}
-	}
-	return nil
-}
-
-// validateRanges checks every field's range, limits aside.
-func (p Policy) validateRanges(model bool) error {
+// validate checks every field's range; model says whether a model reranker
+// can serve rerank "model".
+func (p Policy) validate(model bool) error {
 	switch {
 	case p.Limit < 1:
 		return fmt.Errorf("%w: limit %d must be >= 1", ErrInvalidPolicy, p.Limit)

@@ -57,14 +57,13 @@ type Retriever struct {
 	store Store
 	// reranker serves rerank "model"; nil: that kind is invalid.
 	reranker rerank.Reranker
-	// limits bound the policies it accepts.
-	limits Limits
 }
 
-// New returns a Retriever over store, with opts applied; it validates
-// policies within [DefaultLimits] unless [WithLimits] says otherwise.
+// New returns a Retriever over store, with opts applied. It validates
+// policies against SPEC section 9's ranges only: the service's cost limits
+// ([Limits]) are the service's to apply.
 func New(store Store, opts ...Option) *Retriever {
-	r := &Retriever{store: store, limits: DefaultLimits()}
+	r := &Retriever{store: store}
 	for _, o := range opts {
 		o(r)
 	}

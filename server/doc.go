@@ -20,6 +20,18 @@
 // same way before they are trusted. Bad input is a 400 with {"error": {"code", "message"}}, never a
 // 500; the database being unreachable is a 503.
 //
+// # Tenant admission
+//
+// A tenant's costly requests (retrieve, ground, assemble, document PUT,
+// DELETE and batch) pass its admission before their body is read: at most
+// Config.TenantRequests run at once (by default half the store's pool,
+// [DefaultTenantRequests]), Config.TenantQueue more wait, and any beyond
+// are a 429 too_many_requests naming the limits, so one tenant's callers
+// never hold the whole database pool. A ground or assemble names at most
+// Config.MaxChunkIDs chunks. Refusals are counted by operation and reason
+// (cordon_requests_refused_total) and the access log line says why
+// (refused).
+//
 // # Chunk digests
 //
 // Each retrieve result carries the digest of its chunk

@@ -57,13 +57,10 @@ var (
 	// errTimedOut is wrapped by audit when the request's deadline passed
 	// (or its caller left) before its audit record was written.
 	errTimedOut = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable", Message: "the request ran out of time before its audit record was written; retry later"}
-	// errTooManyRetrieves answers a retrieve refused by the tenant gate
-	// (errTenantBusy); errQueueTimedOut one whose request ended while it
-	// waited there.
-	errTooManyRetrieves = &apiError{Status: http.StatusTooManyRequests, Code: "too_many_requests",
-		Message: "too many retrieves of this tenant are in progress; retry after the Retry-After delay"}
+	// errQueueTimedOut answers a request that ended while it waited in its
+	// tenant's queue (admit; errTooManyRequests answers one refused there).
 	errQueueTimedOut = &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
-		Message: "the request ran out of time waiting for other retrieves of this tenant to finish; retry later"}
+		Message: "the request ran out of time waiting for other requests of this tenant to finish; retry later"}
 	// errInternal answers anything else (toAPIError); the details go to the
 	// log only.
 	errInternal = &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: "internal error"}
@@ -77,9 +74,17 @@ var (
 	// over the document limit.
 	errLineTooLong = errors.New("line too long")
 	// errTenantBusy is returned by tenantGate.enter when the tenant has as
-	// many retrieves in progress and waiting as the gate allows.
-	errTenantBusy = errors.New("the tenant's retrieves are at their limit")
+	// many requests in progress and waiting as the gate allows.
+	errTenantBusy = errors.New("the tenant's requests are at their limit")
 )
+
+// errTooManyRequests answers a request refused by its tenant's admission
+// (errTenantBusy), naming the limits and the flags that set them.
+func errTooManyRequests(limit, queue int) *apiError {
+	return errf(http.StatusTooManyRequests, "too_many_requests",
+		"this tenant has %d requests in progress and %d waiting, this server's limit per tenant (cordon serve --tenant-requests, --tenant-queue); retry after the Retry-After delay",
+		limit, queue)
+}
 
 // errChunkChanged is ground's and assemble's answer when chunks the caller
 // may see no longer match the digests it sent: the ids are named, since the

@@ -8,25 +8,24 @@ import (
 	"github.com/cordon-rag/cordon/assemble"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/grounding"
-	"github.com/cordon-rag/cordon/store/postgres"
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
-// maxChunkIDs bounds chunk_ids in ground and assemble.
-const maxChunkIDs = postgres.MaxLoadChunks
-
-// loadChunks validates and de-duplicates-checks ids, then reloads them with
+// loadChunks validates ids (at most Config.MaxChunkIDs, a 400 naming the
+// limit and counted as refused for op, and no duplicates), then reloads them with
 // visibility re-checked: any missing or hidden chunk is a 404 that does not
 // say which. With digests (one per id, in the same order) it then refuses,
 // with a 409 naming them, the chunks whose text or citation is no longer
 // the one those digests pin. Visibility comes first, so the 409 is only
 // ever about chunks the caller may see.
-func (s *Server) loadChunks(r *http.Request, id Identity, ids, digests []string) ([]cordontype.Chunk, int64, error) {
+func (s *Server) loadChunks(r *http.Request, op string, id Identity, ids, digests []string) ([]cordontype.Chunk, int64, error) {
 	if ids == nil {
 		return nil, 0, errf(http.StatusBadRequest, "bad_request", "chunk_ids is required (a list, in rank order)")
 	}
-	if len(ids) > maxChunkIDs {
-		return nil, 0, errf(http.StatusBadRequest, "bad_request", "%d chunk_ids: at most %d", len(ids), maxChunkIDs)
+	if len(ids) > s.cfg.MaxChunkIDs {
+		s.metrics.refuse(op, reasonChunkIDs)
+		logInfo(r.Context()).refused = reasonChunkIDs
+		return nil, 0, errf(http.StatusBadRequest, "bad_request", "%d chunk_ids: at most %d, this server's limit on one request (cordon serve --max-chunk-ids)", len(ids), s.cfg.MaxChunkIDs)
 	}
 	seen := make(map[string]struct{}, len(ids))
 	for _, c := range ids {
@@ -113,7 +112,7 @@ func (s *Server) ground(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "threshold %v must be in [0, 1]", threshold))
 		return
 	}
-	chunks, version, err := s.loadChunks(r, id, req.ChunkIDs, req.Digests)
+	chunks, version, err := s.loadChunks(r, opGround, id, req.ChunkIDs, req.Digests)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -159,7 +158,7 @@ func (s *Server) assemble(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "budget_tokens %d must be >= 1", *req.BudgetTokens))
 		return
 	}
-	chunks, version, err := s.loadChunks(r, id, req.ChunkIDs, req.Digests)
+	chunks, version, err := s.loadChunks(r, opAssemble, id, req.ChunkIDs, req.Digests)
 	if err != nil {
 		s.fail(w, r, err)
 		return

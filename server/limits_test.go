@@ -170,8 +170,9 @@ func TestMetadataSizeLimit(t *testing.T) {
 }
 
 // TestRetrievePolicyLimits: a policy field over the server's limit is a
-// 400 naming the field, the limit and the flag that sets it; the limits
-// are the server's configuration.
+// 400 naming the field, the limit and the flag that sets it, read before
+// the ranges; the limits are the server's configuration (the retriever
+// applies none: replay scripts keep SPEC section 9's ranges).
 func TestRetrievePolicyLimits(t *testing.T) {
 	def := newTestServer(t)
 	low := newRerankServer(t, Config{Limits: retrieval.Limits{TopN: 60, PRFTerms: 12}})
@@ -192,6 +193,8 @@ func TestRetrievePolicyLimits(t *testing.T) {
 		{"a configured prf_terms limit", low, `{"prf_terms": 13}`, "policy prf_terms 13 must be at most 12"},
 		{"the other limits of a configured server are the defaults", low, `{"rerank_depth": 201}`, "policy rerank_depth 201 must be at most 200"},
 		{"a negative document weight", def, `{"rrf_weights": {"doc": -1}}`, "rrf_weights.doc -1 must be a finite number >= 0"},
+		{"over a limit and out of range: the limit is read first", def, `{"top_n": 100000, "rrf_k": 0}`, "policy top_n 100000 must be at most 200"},
+		{"in the limits, out of range", def, `{"top_n": 200, "rrf_k": 0}`, "rrf_k 0 must be >= 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

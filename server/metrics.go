@@ -57,8 +57,12 @@ type metrics struct {
 	// The model reranker's calls, by outcome, and their latency.
 	rerankCalls   *prometheus.CounterVec
 	rerankLatency prometheus.Histogram
-	// retrievesRefused counts retrieves refused by the tenant gate (429);
-	// timeouts, requests whose deadline passed before they were answered.
+	// requestsRefused counts requests refused before their work, by op
+	// and reason (admit, loadChunks); retrievesRefused, its retrieves
+	// refused by the tenant limit, the series before it (kept for
+	// dashboards); timeouts, requests whose deadline passed before they
+	// were answered.
+	requestsRefused  *prometheus.CounterVec
 	retrievesRefused prometheus.Counter
 	timeouts         prometheus.Counter
 	unknownTenant    prometheus.Counter
@@ -179,13 +183,29 @@ func newMetrics(pool func() *pgxpool.Pool, auditStats func() (audit.Stats, bool)
 	counterFunc("cordon_db_pool_empty_acquires_total", "Acquisitions that had to wait for a connection.", func(s *pgxpool.Stat) float64 { return float64(s.EmptyAcquireCount()) })
 	counterFunc("cordon_db_pool_acquire_wait_seconds_total", "Time spent waiting for connections.", func(s *pgxpool.Stat) float64 { return s.AcquireDuration().Seconds() })
 	m.retrievesRefused = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_retrieves_refused_total",
-		Help: "Retrieves refused with 429 because their tenant had --tenant-retrieves in progress and --tenant-retrieve-queue waiting."})
+		Help: "Retrieves refused with 429 because their tenant had --tenant-requests in progress and --tenant-queue waiting (cordon_requests_refused_total{op=\"retrieve\",reason=\"tenant_limit\"})."})
+	m.requestsRefused = counter("cordon_requests_refused_total", "Requests refused before their work, by operation and reason: tenant_limit (429: the tenant had --tenant-requests in progress and --tenant-queue waiting), queue_timeout (503: the deadline passed while waiting), chunk_ids (400: over --max-chunk-ids).", "op", "reason")
+	// Every series exists from the start, at 0.
+	for _, op := range admittedOps {
+		m.requestsRefused.WithLabelValues(op, reasonTenantLimit)
+		m.requestsRefused.WithLabelValues(op, reasonQueueTimeout)
+	}
+	m.requestsRefused.WithLabelValues(opGround, reasonChunkIDs)
+	m.requestsRefused.WithLabelValues(opAssemble, reasonChunkIDs)
 	m.timeouts = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_request_timeouts_total",
 		Help: "Requests whose deadline (--request-timeout) passed before they were answered, audit appends cut short included (answered 503; not audit failures)."})
 	m.unknownTenant = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_unknown_tenant_requests_total",
 		Help: "Requests with a valid token whose tenant claim names no existing tenant (answered as an empty tenant; a mapping error at the identity provider, most likely)."})
-	m.reg.MustRegister(m.retrievesRefused, m.timeouts, m.unknownTenant)
+	m.reg.MustRegister(m.requestsRefused, m.retrievesRefused, m.timeouts, m.unknownTenant)
 	return m
+}
+
+// refuse counts a request of op refused for reason.
+func (m *metrics) refuse(op, reason string) {
+	m.requestsRefused.WithLabelValues(op, reason).Inc()
+	if op == opRetrieve && reason == reasonTenantLimit {
+		m.retrievesRefused.Inc()
+	}
 }
 
 // httpMethods are the request methods the latency histogram names (RFC

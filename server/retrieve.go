@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,11 +13,12 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
-// newRetriever is the pipeline over the server's store, within the
-// server's policy limits, with the model reranker when one is configured;
-// [New] makes it once (a Retriever holds no per-request state).
+// newRetriever is the pipeline over the server's store, with the model
+// reranker when one is configured; [New] makes it once (a Retriever holds
+// no per-request state). The server's policy limits are not the
+// retriever's: [Server.checkLimits] applies them to each request.
 func (s *Server) newRetriever() *retrieval.Retriever {
-	opts := []retrieval.Option{retrieval.WithLimits(s.cfg.Limits)}
+	var opts []retrieval.Option
 	if s.reranker != nil {
 		opts = append(opts, retrieval.WithReranker(s.reranker))
 	}
@@ -43,8 +43,8 @@ func (s *Server) rerankBudgetMS(tenant string) int {
 // ([retrieval.ServicePolicy], with the tenant's rerank budget and dense
 // fallback) for a tenant
 // whose embedding model is hashing, and over the same profile with
-// [retrieval.ModelDefaults] for one whose model is not. The retriever
-// validates them.
+// [retrieval.ModelDefaults] for one whose model is not. [Server.checkLimits]
+// applies the server's limits to them, the retriever validates their ranges.
 func (s *Server) requestPolicies(tenant string, p *retrieval.PolicyPatch) (hash, model retrieval.Policy) {
 	base := retrieval.ServicePolicy()
 	base.RerankBudgetMS = s.rerankBudgetMS(tenant)
@@ -65,11 +65,23 @@ func (s *Server) auditReserve() time.Duration {
 	return min(max(s.cfg.RequestTimeout/10, auditReserveMin), s.cfg.RequestTimeout/2)
 }
 
-// limitError is e as the service states it: the limit, and the flag that
-// sets it.
-func limitError(e *retrieval.LimitError) *apiError {
-	return errf(http.StatusBadRequest, "bad_request", "policy %s %d must be at most %d: this server's limit on what one retrieve may cost (cordon serve --max-%s)",
-		e.Field, e.Value, e.Max, strings.ReplaceAll(e.Field, "_", "-"))
+// checkLimits applies the server's cost limits (Config.Limits) to a
+// request's policies, as [Server.requestPolicies] makes them: a field over
+// its limit is a 400 naming the field, the limit and the flag that sets it.
+// The limits protect the service, so they are applied here, when the
+// request is read, and nowhere else: the retriever validates the ranges,
+// and replay scripts keep SPEC section 9's. A request with a field over
+// its limit is refused for it before any range is checked, and before it
+// takes one of its tenant's retrieve slots.
+func (s *Server) checkLimits(policies ...retrieval.Policy) *apiError {
+	for _, p := range policies {
+		var le *retrieval.LimitError
+		if errors.As(s.cfg.Limits.Check(p), &le) {
+			return errf(http.StatusBadRequest, "bad_request", "policy %s %d must be at most %d: this server's limit on what one retrieve may cost (cordon serve --max-%s)",
+				le.Field, le.Value, le.Max, strings.ReplaceAll(le.Field, "_", "-"))
+		}
+	}
+	return nil
 }
 
 func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
@@ -86,27 +98,17 @@ func (s *Server) retrieve(w http.ResponseWriter, r *http.Request, id Identity) {
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "%s", err.Error()))
 		return
 	}
-	release, err := s.retrieves.enter(r.Context(), id.Tenant)
-	if errors.Is(err, errTenantBusy) {
-		s.metrics.retrievesRefused.Inc()
-		s.fail(w, r, errTooManyRetrieves)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, fmt.Errorf("%w: %w", errQueueTimedOut, err))
-		return
-	}
-	defer release()
 	pol, modelPol := s.requestPolicies(id.Tenant, req.Policy)
+	if e := s.checkLimits(pol, modelPol); e != nil {
+		s.fail(w, r, e)
+		return
+	}
 	now := s.cfg.Now().Unix()
 	if req.NowTick != nil {
 		now = *req.NowTick
 	}
 	res, version, err := s.retriever().RetrieveVersion(r.Context(), retrieval.Query{Principal: id.Principal(), Text: query, NowTick: now,
 		Policy: pol, ModelPolicy: &modelPol, Reserve: s.auditReserve()})
-	if le := (*retrieval.LimitError)(nil); errors.As(err, &le) {
-		err = limitError(le)
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

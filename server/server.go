@@ -71,12 +71,19 @@ type Config struct {
 	// rerank_depth, limit, prf_docs, prf_terms); a request over one is a
 	// 400 naming it. A zero field takes [retrieval.DefaultLimits]' value.
 	Limits retrieval.Limits
-	// TenantRetrieves bounds one tenant's retrieves in progress at once
-	// (default 2 x GOMAXPROCS); TenantQueue more wait for one to finish
-	// (0 takes the default, 4 x TenantRetrieves; a negative value queues
-	// none), and any beyond are refused with 429 and Retry-After.
-	TenantRetrieves int
-	TenantQueue     int
+	// TenantRequests bounds one tenant's requests in progress at once
+	// among those that cost database and CPU time: retrieve, ground,
+	// assemble, document PUT and DELETE, and documents:batch (0 takes
+	// [DefaultTenantRequests] of the store's pool: half the pool, so one
+	// tenant never holds all of it). TenantQueue more wait for one to
+	// finish (0 takes the default, 4 x TenantRequests; a negative value
+	// queues none), and any beyond are refused with 429 and Retry-After.
+	TenantRequests int
+	TenantQueue    int
+	// MaxChunkIDs bounds the chunk_ids of one ground or assemble request
+	// (0 and anything above postgres.MaxLoadChunks take MaxLoadChunks,
+	// 1,000); a request over it is a 400 naming the limit.
+	MaxChunkIDs int
 
 	Logger *slog.Logger
 	// Now is the server clock; now_tick defaults to Now().Unix().
@@ -97,12 +104,26 @@ func DefaultConfig() Config {
 		RequestTimeout:    30 * time.Second,
 		RerankBudget:      retrieval.DefaultRerankBudgetMS * time.Millisecond,
 		Limits:            retrieval.DefaultLimits(),
-		TenantRetrieves:   2 * runtime.GOMAXPROCS(0),
-		TenantQueue:       8 * runtime.GOMAXPROCS(0),
+		MaxChunkIDs:       postgres.MaxLoadChunks,
 	}
 }
 
-func (c *Config) defaults() {
+// DefaultTenantRequests is Config.TenantRequests' default over a database
+// pool of poolConns connections: half the pool (at least 1), so that one
+// tenant's requests, each holding at most one connection at a time, leave
+// the other half to the other tenants; and at most 2 x GOMAXPROCS, as the
+// requests also need CPU. poolConns 0 (unknown) bounds by CPU alone.
+func DefaultTenantRequests(poolConns int) int {
+	n := 2 * runtime.GOMAXPROCS(0)
+	if poolConns > 0 {
+		n = min(n, max(1, poolConns/2))
+	}
+	return n
+}
+
+// defaults fills c's zero values; poolConns is the store's pool size (0:
+// unknown), which bounds the per-tenant requests.
+func (c *Config) defaults(poolConns int) {
 	d := DefaultConfig()
 	set := func(v *int64, def int64) {
 		if *v <= 0 {
@@ -130,12 +151,15 @@ func (c *Config) defaults() {
 			*l.v = *l.def
 		}
 	}
-	if c.TenantRetrieves <= 0 {
-		c.TenantRetrieves = d.TenantRetrieves
+	if c.TenantRequests <= 0 {
+		c.TenantRequests = DefaultTenantRequests(poolConns)
+	}
+	if c.MaxChunkIDs <= 0 || c.MaxChunkIDs > postgres.MaxLoadChunks {
+		c.MaxChunkIDs = postgres.MaxLoadChunks
 	}
 	switch {
 	case c.TenantQueue == 0:
-		c.TenantQueue = 4 * c.TenantRetrieves
+		c.TenantQueue = 4 * c.TenantRequests
 	case c.TenantQueue < 0:
 		c.TenantQueue = 0
 	}
@@ -157,9 +181,11 @@ type Server struct {
 	metrics  *metrics
 	// reranker is Config.Reranker with its calls counted; nil without one.
 	reranker rerank.Reranker
-	// retrieves bounds each tenant's retrieves in progress.
-	retrieves *tenantGate
-	handler   http.Handler
+	// admission bounds each tenant's costly requests in progress (admit).
+	admission *tenantGate
+	// errBusy answers a request refused by admission.
+	errBusy *apiError
+	handler http.Handler
 	// routes lists "METHOD /pattern" for every API route (the OpenAPI test
 	// compares them with openapi.yaml).
 	routes []string
@@ -171,9 +197,17 @@ var openAPI []byte
 // New returns a Server over st (in cordon serve, a *postgres.Store),
 // authenticating with v.
 func New(cfg Config, st Store, v *Verifier) *Server {
-	cfg.defaults()
+	poolConns := 0
+	if st != nil {
+		if p := st.Pool(); p != nil {
+			poolConns = int(p.Config().MaxConns)
+		}
+	}
+	cfg.defaults(poolConns)
 	s := &Server{cfg: cfg, store: st, verifier: v,
-		retrieves: newTenantGate(cfg.TenantRetrieves, cfg.TenantQueue)}
+		admission: newTenantGate(cfg.TenantRequests, cfg.TenantQueue), errBusy: errTooManyRequests(cfg.TenantRequests, cfg.TenantQueue)}
+	cfg.Logger.Info("tenant admission", "tenant_requests", cfg.TenantRequests, "tenant_queue", cfg.TenantQueue,
+		"db_pool_conns", poolConns, "max_chunk_ids", cfg.MaxChunkIDs)
 	s.metrics = newMetrics(func() *pgxpool.Pool {
 		if st == nil { // tests of what is decided before the store
 			return nil
@@ -211,12 +245,12 @@ func New(cfg Config, st Store, v *Verifier) *Server {
 	}
 	handle("POST", "/v1/tenants", s.auth(RoleAdmin, false, s.createTenant))
 	handle("PATCH", "/v1/tenants/{tenant}", s.auth(RoleAdmin, false, s.updateTenant))
-	handle("PUT", "/v1/tenants/{tenant}/documents/{doc_id...}", s.auth(RoleWriter, true, s.putDocument))
-	handle("DELETE", "/v1/tenants/{tenant}/documents/{doc_id...}", s.auth(RoleWriter, true, s.deleteDocument))
-	handle("POST", "/v1/tenants/{tenant}/documents:batch", s.auth(RoleWriter, true, s.batchDocuments))
-	handle("POST", "/v1/tenants/{tenant}/retrieve", s.auth(RoleReader, true, s.retrieve))
-	handle("POST", "/v1/tenants/{tenant}/ground", s.auth(RoleReader, true, s.ground))
-	handle("POST", "/v1/tenants/{tenant}/assemble", s.auth(RoleReader, true, s.assemble))
+	handle("PUT", "/v1/tenants/{tenant}/documents/{doc_id...}", s.auth(RoleWriter, true, s.admit(opPut, s.putDocument)))
+	handle("DELETE", "/v1/tenants/{tenant}/documents/{doc_id...}", s.auth(RoleWriter, true, s.admit(opDelete, s.deleteDocument)))
+	handle("POST", "/v1/tenants/{tenant}/documents:batch", s.auth(RoleWriter, true, s.admit(opBatch, s.batchDocuments)))
+	handle("POST", "/v1/tenants/{tenant}/retrieve", s.auth(RoleReader, true, s.admit(opRetrieve, s.retrieve)))
+	handle("POST", "/v1/tenants/{tenant}/ground", s.auth(RoleReader, true, s.admit(opGround, s.ground)))
+	handle("POST", "/v1/tenants/{tenant}/assemble", s.auth(RoleReader, true, s.admit(opAssemble, s.assemble)))
 	handle("GET", "/healthz", s.healthz)
 	handle("GET", "/readyz", s.readyz)
 	handle("GET", "/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
@@ -362,6 +396,9 @@ type requestLog struct {
 	denseShed string
 	// unknownTenant is set when the token's tenant does not exist.
 	unknownTenant bool
+	// refused is the reason a request was refused before its work
+	// (a reason* of cordon_requests_refused_total; "" when it was not).
+	refused string
 }
 
 const requestLogKey ctxKey = 1
@@ -435,6 +472,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 			if rl.denseShed != "" {
 				attrs = append(attrs, "dense_shed", rl.denseShed)
+			}
+			if rl.refused != "" {
+				attrs = append(attrs, "refused", rl.refused)
 			}
 			if rl.err != nil {
 				attrs = append(attrs, "error", rl.err.Error())

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
@@ -30,6 +31,9 @@ type cannedStore struct {
 	audited  int
 	last     audit.Record // the last record appended
 }
+
+// Pool is nil: no database (the server's admission then bounds by CPU).
+func (c *cannedStore) Pool() *pgxpool.Pool { return nil }
 
 func (c *cannedStore) RankVersion(_ context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
 	r := c.rankings

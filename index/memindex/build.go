@@ -220,6 +220,7 @@ func (b *Builder) buildPostings() {
 			ids[j] = g
 		}
 		x.terms[s] = ids
+		x.acct.held += allocSize(4 * int64(cap(ids)))
 	}
 	n := len(b.ids)
 	parts := max(1, min(runtime.GOMAXPROCS(0), n/buildPartMin))
@@ -271,8 +272,13 @@ func (b *Builder) buildPostings() {
 		p := &lists[g]
 		// Capped: a list that grows later leaves its neighbours alone.
 		p.term, p.id, p.slots, p.tfs, p.df = t, int32(g), slots[lo:hi:hi], tfs[lo:hi:hi], int64(hi-lo)
+		p.built, p.windows = true, true
 		x.postings[t], x.lists[g] = p, p
+		x.acct.held += strBytes(t)
 	}
+	// The arrays of every list's header and postings.
+	x.acct.held += allocSize(listSize*int64(len(lists))) + postingsBytes(len(slots))
+	x.acct.terms, x.acct.termsMap = max(x.acct.terms, len(x.postings)), mapMadeBytes(len(names), postingsSlot)
 	// Each list's counts and bounds in one pass over its postings: its
 	// bounds (postingList.bound), its documents (every slot is live, so
 	// each document holding the term counts) and, for a long list, its
@@ -298,6 +304,14 @@ func (b *Builder) buildPostings() {
 			x.listStats(&lists[g], lsOf, setKeys, chunks, docs)
 		}
 	})
+	for g := range lists {
+		if p := &lists[g]; p.bits != nil || p.byLabel != nil {
+			x.acct.held += allocSize(8 * int64(cap(p.bits)))
+			if p.byLabel != nil {
+				x.acct.held += labelMaps
+			}
+		}
+	}
 }
 
 // listStats sets a built list's bounds, document counts and bounds and,

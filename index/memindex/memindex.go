@@ -16,11 +16,15 @@ import (
 )
 
 type postingList struct {
-	term  string
-	id    int32 // its index in Index.lists
-	slots []int32
-	tfs   []int32
-	df    int64 // live postings
+	term string
+	id   int32 // its index in Index.lists
+	// built is set for a list of a Builder's array of lists, and windows
+	// while its slots and tfs are windows of the Builder's arrays of
+	// postings: the arrays are counted whole (see listHeld).
+	built, windows bool
+	slots          []int32
+	tfs            []int32
+	df             int64 // live postings
 	// maxTF and minLen bound the list's postings, live or dead: the
 	// largest tf and the shortest chunk (see lexicalPruned).
 	maxTF, minLen int32
@@ -91,6 +95,7 @@ type Index struct {
 
 	live, dead  int
 	compactions int // times maybeCompact rebuilt the index
+	acct        accounting
 
 	// vis is the alive bitmap and the principals' visibility bitmaps (see
 	// visible).
@@ -212,6 +217,7 @@ func (x *Index) internSet(labels []string) int32 {
 	id := int32(len(x.sets))
 	x.sets = append(x.sets, labels)
 	x.setIDs[key] = id
+	x.acct.held += strBytes(key) + labelsBytes(labels)
 	return id
 }
 
@@ -231,6 +237,9 @@ func (x *Index) Put(docID string, prepared []index.PreparedChunk, dropText bool)
 // addDoc records the live slots of document docID under a new number.
 func (x *Index) addDoc(docID string, slots []int32) {
 	x.docs[docID] = slots
+	// The id stays held by docNames until compaction, once numbered.
+	x.acct.held += strBytes(docID) + allocSize(4*int64(cap(slots)))
+	x.acct.docs = max(x.acct.docs, len(x.docs))
 	if len(slots) == 0 {
 		return
 	}
@@ -254,6 +263,7 @@ func (x *Index) addDoc(docID string, slots []int32) {
 			p.docByLabel[ls]++
 		}
 	}
+	x.acct.docTF = max(x.acct.docTF, len(x.docTF))
 	clear(x.docTF)
 }
 
@@ -292,8 +302,11 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 			p = &postingList{term: t, id: int32(len(x.lists))}
 			x.postings[t] = p
 			x.lists = append(x.lists, p)
+			x.acct.held += strBytes(t) + allocSize(listSize)
+			x.acct.terms = max(x.acct.terms, len(x.postings))
 		}
 		ids[j] = p.id
+		postings, bitmap := cap(p.slots), cap(p.bits)
 		p.slots = append(p.slots, slot)
 		p.tfs = append(p.tfs, pc.TF[j])
 		p.bound(pc.TF[j], x.length[slot])
@@ -303,6 +316,16 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 		case x.wantBits(len(p.slots)):
 			p.buildBits()
 		}
+		if cap(p.slots) != postings {
+			// Grown: a list's own arrays replace the old ones, or the
+			// windows of a Builder's arrays, which stay held.
+			if !p.windows {
+				x.acct.held -= postingsBytes(postings)
+			}
+			x.acct.held += postingsBytes(cap(p.slots))
+			p.windows = false
+		}
+		x.acct.held += allocSize(8*int64(cap(p.bits))) - allocSize(8*int64(bitmap))
 		p.df++
 		switch {
 		case p.byLabel != nil:
@@ -310,11 +333,13 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 		case len(p.slots) >= labelCountsMin:
 			p.byLabel = x.countLabels(p)
 			p.docByLabel = x.countDocLabels(p)
+			x.acct.held += labelMaps
 		}
 		// The document's own counts wait for addDoc.
 		x.docTF[p.id] += int64(pc.TF[j])
 	}
 	x.terms[slot] = ids
+	x.acct.held += allocSize(4 * int64(cap(ids)))
 	return slot
 }
 
@@ -336,6 +361,7 @@ func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 		c.Text = ""
 	}
 	x.chunks = append(x.chunks, c)
+	x.acct.held += chunkHeld(&c)
 	x.alive = append(x.alive, true)
 	x.docOf = append(x.docOf, -1)
 	x.class = append(x.class, int8(c.Classification))
@@ -360,6 +386,7 @@ func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	}
 	if !fits {
 		x.overflow[slot] = slices.Clone(pc.Vector)
+		x.acct.held += allocSize(4 * int64(cap(x.overflow[slot])))
 	}
 	x.live++
 	x.sumLen += int64(c.Length)
@@ -400,8 +427,12 @@ func (x *Index) Remove(docID string) bool {
 				}
 			}
 		}
+		x.acct.docTF = max(x.acct.docTF, len(x.docTF))
 		clear(x.docTF)
+	} else {
+		x.acct.held -= strBytes(docID) // not numbered: only docs held it
 	}
+	x.acct.held -= allocSize(4 * int64(cap(slots)))
 	for _, s := range slots {
 		x.alive[s] = false
 		x.maskRemove(s)
@@ -421,6 +452,7 @@ func (x *Index) Remove(docID string) bool {
 			if p.df == 0 {
 				delete(x.postings, p.term)
 				x.lists[id] = nil
+				x.acct.held -= p.listHeld()
 				continue
 			}
 			if p.byLabel != nil {
@@ -429,7 +461,11 @@ func (x *Index) Remove(docID string) bool {
 				}
 			}
 		}
-		delete(x.overflow, s)
+		if v, ok := x.overflow[s]; ok {
+			x.acct.held -= allocSize(4 * int64(cap(v)))
+			delete(x.overflow, s)
+		}
+		x.acct.held -= chunkHeld(&x.chunks[s]) + allocSize(4*int64(cap(x.terms[s])))
 		x.chunks[s] = cordontype.Chunk{}
 		x.terms[s] = nil
 	}
@@ -468,7 +504,7 @@ func (x *Index) maybeCompact() {
 		docOf: n.docOf, docNames: n.docNames, docLen: n.docLen,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
 		docs: n.docs, docTF: n.docTF, postings: n.postings, lists: n.lists, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
-		vis: visMasks{alive: n.vis.alive}, compactions: old.compactions + 1}
+		vis: visMasks{alive: n.vis.alive}, compactions: old.compactions + 1, acct: n.acct}
 }
 
 // prepared reconstructs a slot's PreparedChunk (for compaction).

@@ -148,7 +148,7 @@ func (h *httpSystem) do(ctx context.Context, method, path, role string, q Query,
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))
+		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(msg))}
 	}
 	// The whole body, to its end: the transport reuses a connection only
 	// once its body was read to EOF, and a kept-alive connection is what a
@@ -167,6 +167,14 @@ func (h *httpSystem) do(ctx context.Context, method, path, role string, q Query,
 	}
 	return json.Unmarshal(buf.Bytes(), out)
 }
+
+// statusError is an answer other than 200.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
 
 // bodyBuffers hold response bodies between requests.
 var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}

@@ -96,7 +96,7 @@ func startLocalServer(ctx context.Context, cfg serverConfig) (*localServer, erro
 	// Every client may have its retrieve in progress at once, even all on
 	// one tenant: the bench measures the service's work, not the per-tenant
 	// admission of cordon serve --tenant-retrieves.
-	srv := server.New(server.Config{TenantRetrieves: cfg.Clients}, st, v)
+	srv := server.New(server.Config{TenantRequests: cfg.Clients}, st, v)
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, cl) }()

@@ -25,8 +25,9 @@ var loadChunks = flag.Int("load-chunks", 20_000, "chunks of the tenant Benchmark
 // first query loads the tenant and waits for it (no background load). It
 // reports the load's wall time (load-s/op), the CPU time of this process
 // (cpu-s/op: the load, and one query) and of the database's PostgreSQL
-// backends (pg-cpu-s/op) per load, the cache's estimate of the tenant's
-// memory per chunk (bytes/chunk, what the budget is charged) and the live
+// backends (pg-cpu-s/op) per load, what the budget is charged for the
+// tenant per chunk (bytes/chunk: the index's own count of its memory,
+// memindex.Index.Bytes) and the live
 // heap the loaded store holds, after a collection, per chunk
 // (heap-bytes/chunk). The
 // corpus is ingested once into the database cordon_load_<chunks> on the

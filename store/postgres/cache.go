@@ -362,28 +362,28 @@ func (c *cache) forget(schema string) {
 	ct.tooBig, ct.tooBigOf = 0, incarnation{}
 }
 
-// bytesPerChunk estimates one cached chunk's memory: its int8 vector column
-// entries, per-slot arrays and chunk record, its bits in the alive bitmap
-// and in up to 8 principals' visibility bitmaps (2 bytes, rounded up), and
-// its distinct terms with their postings (a term's id, 4 bytes, and its
-// posting, 8, twice over for lists grown by writes; the bitmaps of long
-// lists, about 33 bytes a chunk at 1M chunks, fit in that margin). Chunk
-// texts are counted on top (chunkBytes). For the bench corpus (256
-// dimensions, 90 distinct terms a chunk) it is 3,897 bytes a chunk against
-// a live heap of 2,624 (BenchmarkColdLoad in lab/bench, 100k chunks;
-// 2,570 at 1M, BenchmarkRankScale).
+// bytesPerChunk is the least a cached chunk of dims dimensions and terms
+// distinct terms holds (memindex.SlotBytes): its entries in the index's
+// per-slot arrays, its term ids and postings, and its share of the
+// bitmaps and of a query's scratch, its strings and its terms' own
+// dictionary entries aside. Before a load it bounds the tenant's size from
+// below (admit, refresh); the load itself charges what the index counts of
+// its memory (memindex.Index.Bytes: the dictionary and strings too). For
+// the bench corpus (256 dimensions, 90 distinct terms a chunk) the charge
+// is about the live heap (see docs/benchmarks.md); for adversarial corpora
+// (long unique tokens, many tiny documents, huge documents, non-Latin
+// text) within 20% of it (TestLoadChargeWithinLiveHeap).
 func bytesPerChunk(dims int, terms int) int64 {
-	return int64(dims) + 322 + int64(terms)*28
+	return memindex.SlotBytes(dims, terms)
 }
 
-func chunkBytes(dims int, pc *index.PreparedChunk) int64 {
-	return bytesPerChunk(dims, len(pc.TF)) + int64(len(pc.Chunk.Text))
-}
-
-func docBytes(dims int, pcs []index.PreparedChunk) int64 {
-	var n int64
-	for i := range pcs {
-		n += chunkBytes(dims, &pcs[i])
+// docBytes is what adding d's chunks adds to an index, terms being what
+// its terms new to the index add (an estimate reserved before the add; the
+// charge is settled from the index's own count once the changes are in).
+func docBytes(dims int, d *storedDoc, terms int64) int64 {
+	n := memindex.DocBytes(d.docID, len(d.pcs)) + terms
+	for i := range d.pcs {
+		n += memindex.ChunkBytes(dims, &d.pcs[i])
 	}
 	return n
 }
@@ -534,10 +534,15 @@ func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, n int64) (x 
 	if err != nil {
 		return nil, 0, false, classify(err)
 	}
+	return c.buildRows(rows, t, n)
+}
+
+// buildRows is build over the rows of its chunkRowsSQL query.
+func (c *cache) buildRows(rows pgx.Rows, t tenantInfo, n int64) (x *memindex.Index, reserved int64, tooBig bool, err error) {
 	var building cachedTenant // reserve's keep: evicts any other entry
 	builder := memindex.NewBuilder(t.settings, int(n))
 	err = forEachStoredDoc(rows, t, false, func(d *storedDoc) error {
-		b := docBytes(t.settings.Dims, d.pcs)
+		b := docBytes(t.settings.Dims, d, d.termBytes)
 		if !c.reserve(&building, b, false) {
 			tooBig = reserved+b > c.budget
 			return errTooBig
@@ -546,6 +551,16 @@ func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, n int64) (x 
 		builder.AddCounted(d.docID, d.pcs, d.vocab, d.ids)
 		return nil
 	})
+	if err == nil {
+		x = builder.Index()
+		var count int64
+		if count, err = c.settleBuild(&building, x, reserved); err != nil {
+			tooBig = count > c.budget
+			reserved = 0 // settleBuild gave it back
+		} else {
+			reserved = count
+		}
+	}
 	if err != nil {
 		c.release(reserved)
 		if errors.Is(err, errTooBig) {
@@ -553,7 +568,7 @@ func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, n int64) (x 
 		}
 		return nil, 0, false, err
 	}
-	return builder.Index(), reserved, false, nil
+	return x, reserved, false, nil
 }
 
 // startLoad loads tenant (whose cache entry is that of schema) in the
@@ -699,7 +714,7 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 	seen := make(map[string]bool, len(ids))
 	err = forEachStoredDoc(rows, t, true, func(d *storedDoc) error {
 		seen[d.docID] = true
-		if !c.reserve(ct, docBytes(t.settings.Dims, d.pcs), true) {
+		if !c.reserve(ct, docBytes(t.settings.Dims, d, ct.x.NewTermBytes(d.pcs)), true) {
 			return errTooBig
 		}
 		ct.x.Put(d.docID, d.pcs, false)
@@ -712,6 +727,9 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 		if !seen[id] {
 			ct.x.Remove(id)
 		}
+	}
+	if !c.settle(ct) {
+		return false, errTooBig
 	}
 	ct.version = version
 	return true, nil

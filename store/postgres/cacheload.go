@@ -14,6 +14,7 @@ import (
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
+	"github.com/cordon-rag/cordon/index/memindex"
 )
 
 // The cache reads a tenant's stored chunk rows back into prepared chunks
@@ -59,7 +60,11 @@ type storedDoc struct {
 	// worker's vocabulary.
 	ids   [][]int32
 	vocab *analysis.Vocabulary
-	err   error
+	// termBytes is what the terms this document added to vocab add to an
+	// index's dictionary (memindex.TermBytes): at least what the document
+	// adds to a load's (a term may be new to more than one vocabulary).
+	termBytes int64
+	err       error
 }
 
 // storedBatch is a few documents decoded by one worker.
@@ -197,6 +202,7 @@ func copyRow(raw [][]byte) [chunkRowCols][]byte {
 // them (Terms) if named.
 func decodeStoredDoc(d *storedDoc, t tenantInfo, named bool) error {
 	d.pcs, d.ids = make([]index.PreparedChunk, len(d.raw)), make([][]int32, len(d.raw))
+	known := len(d.vocab.Terms())
 	for i := range d.raw {
 		if err := decodeChunkRow(&d.pcs[i], &d.ids[i], &d.raw[i], t, d.vocab); err != nil {
 			return fmt.Errorf("chunk %d: %w", i, err)
@@ -204,6 +210,9 @@ func decodeStoredDoc(d *storedDoc, t tenantInfo, named bool) error {
 		if named {
 			d.pcs[i].Terms = d.vocab.Names(d.ids[i])
 		}
+	}
+	for _, term := range d.vocab.Terms()[known:] {
+		d.termBytes += memindex.TermBytes(len(term))
 	}
 	return nil
 }

@@ -78,9 +78,10 @@
 // is behind is brought forward from the change log in a snapshot, one that
 // does not fit falls back to SQL.
 //
-// The budget is never exceeded: the cache accounts every index's bytes plus
-// what loads in progress have reserved, and a load reserves each
-// document's bytes before adding it, evicting least recently used tenants
+// The budget is never exceeded: the cache accounts every index's bytes (the
+// memory the index counts itself holding, memindex.Index.Bytes) plus what
+// loads in progress have reserved, and a load reserves each document's
+// bytes before adding it, evicting least recently used tenants
 // to make room (only tenants unqueried for 30 seconds, so tenants in use do
 // not evict each other); when room cannot be made the load gives up, or is
 // not started, and the tenant is ranked in SQL. With Options.CacheLoadInBackground (what 'cordon serve'
