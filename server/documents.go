@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/htmltext"
 )
 
 func (d *DocumentRequest) document(tenant, docID string) (cordontype.Document, error) {
@@ -25,8 +26,11 @@ func (d *DocumentRequest) document(tenant, docID string) (cordontype.Document, e
 	if err != nil {
 		return cordontype.Document{}, err
 	}
-	if err := noNUL(map[string]string{"text": *d.Text, "title": d.Title}); err != nil {
-		return bad("%s", err.Error())
+	format := cordontype.FormatText
+	if d.Format != nil {
+		if format, err = cordontype.ParseFormat(*d.Format); err != nil {
+			return cordontype.Document{}, err
+		}
 	}
 	if len(d.Metadata) > MaxMetadataBytes {
 		return bad("metadata is %d bytes of JSON; the limit is %d (keep large content in the document text)", len(d.Metadata), MaxMetadataBytes)
@@ -40,9 +44,24 @@ func (d *DocumentRequest) document(tenant, docID string) (cordontype.Document, e
 	if metadataNUL(meta) {
 		return bad("metadata contains U+0000 (NUL), which Cordon cannot store")
 	}
+	text, title := *d.Text, d.Title
+	if format == cordontype.FormatHTML {
+		// Last: the conversion is the costliest check.
+		res, err := htmltext.Convert(text)
+		if err != nil {
+			return cordontype.Document{}, err
+		}
+		text = res.Text
+		if title == "" {
+			title = res.Title
+		}
+	}
+	if err := noNUL(map[string]string{"text": text, "title": title}); err != nil {
+		return bad("%s", err.Error())
+	}
 	doc := cordontype.Document{
-		Tenant: tenant, DocID: docID, Text: *d.Text, Classification: cl, Barriers: d.Barriers,
-		Title: d.Title, Metadata: meta,
+		Tenant: tenant, DocID: docID, Text: text, Classification: cl, Barriers: d.Barriers,
+		Title: title, Metadata: meta,
 	}
 	if d.AsOfTick != nil {
 		doc.AsOfTick = *d.AsOfTick
