@@ -1,6 +1,7 @@
 package htmltext
 
 import (
+	"context"
 	"errors"
 	"regexp"
 	"strings"
@@ -20,7 +21,8 @@ const (
 var heading = regexp.MustCompile(`^#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$`)
 
 // FuzzHTML checks, for any input: no panic; an error is one of the
-// package's (and only for input that is not UTF-8, too large or too deep);
+// package's (and only for input that is not UTF-8, too large, too deep or
+// too complex);
 // the output is valid UTF-8 without U+0000 or CR outside code blocks, ends
 // in one newline, and is the same on a second run; the text of script and
 // style elements never reaches it; to the chunker, its fences are balanced
@@ -40,13 +42,19 @@ func FuzzHTML(f *testing.F) {
 		doc := in + "<script>" + scriptMarker + "</script><style>" + styleMarker + "</style>"
 		got, err := Convert(doc)
 		if err != nil {
-			if !errors.Is(err, ErrNotUTF8) && !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrTooLarge) {
+			if !errors.Is(err, ErrNotUTF8) && !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrTooComplex) {
 				t.Fatalf("Convert(%q): unexpected error %v", doc, err)
 			}
 			if errors.Is(err, ErrNotUTF8) != !utf8.ValidString(doc) {
 				t.Fatalf("Convert(%q): %v, but valid UTF-8 is %v", doc, err, utf8.ValidString(doc))
 			}
 			return
+		}
+		// The pre-pass's model holds at least the elements the parser does.
+		if _, depth, err := measure(context.Background(), strings.TrimPrefix(doc, "\ufeff"), MaxDepth, MaxWork); err == nil {
+			if d := treeDepth(t, strings.TrimPrefix(doc, "\ufeff")); depth < d {
+				t.Fatalf("Convert(%q): pre-pass depth %d, below the tree's %d", doc, depth, d)
+			}
 		}
 		again, _ := Convert(doc)
 		if again != got {

@@ -2,7 +2,10 @@ package htmltext
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -40,9 +43,16 @@ type Result struct {
 // headings of their level, code blocks are fenced and kept verbatim,
 // scripts, styles, navigation and hidden elements are dropped. The same
 // input always gives the same bytes. It refuses input over [MaxBytes]
-// ([ErrTooLarge]), not valid UTF-8 ([ErrNotUTF8]) or nested deeper than
-// [MaxDepth] ([ErrTooDeep]).
+// ([ErrTooLarge]), not valid UTF-8 ([ErrNotUTF8]), nested deeper than
+// [MaxDepth] ([ErrTooDeep]) or costing the parser more than [MaxWork]
+// ([ErrTooComplex]).
 func Convert(src string) (Result, error) {
+	return ConvertContext(context.Background(), src)
+}
+
+// ConvertContext is [Convert] stopping once ctx is done: then it returns
+// ctx's error (wrapped), so a request's deadline bounds the conversion.
+func ConvertContext(ctx context.Context, src string) (Result, error) {
 	if len(src) > MaxBytes {
 		return Result{}, refuse(ErrTooLarge, "html is %d bytes; the limit is %d bytes (10 MiB): split the document", len(src), MaxBytes)
 	}
@@ -50,16 +60,25 @@ func Convert(src string) (Result, error) {
 		return Result{}, refuse(ErrNotUTF8, "html is not valid UTF-8 (Cordon never repairs text: convert it first, e.g. iconv -f windows-1252 -t utf-8)")
 	}
 	src = strings.TrimPrefix(src, "\ufeff")
-	doc, err := html.Parse(strings.NewReader(src))
+	if err := precheck(ctx, src); err != nil {
+		return Result{}, stopped(err)
+	}
+	doc, err := html.Parse(&ctxReader{ctx: ctx, r: strings.NewReader(src)})
 	if err != nil {
-		// With a strings.Reader the only error is the parser's limit on
-		// open elements (it recovers its own panic into an error).
+		if ctx.Err() != nil {
+			return Result{}, stopped(ctx.Err())
+		}
+		// Otherwise the only error is the parser's limit on open
+		// elements (it recovers its own panic into an error).
 		return Result{}, refuse(ErrTooDeep, "html nests more than %d open elements (%s)", MaxDepth, err.Error())
 	}
-	c := &converter{layout: map[*html.Node]bool{}}
+	c := &converter{ctx: ctx, layout: map[*html.Node]bool{}}
 	c.markLayout(doc, false)
 	c.walk(doc, false)
 	c.flush()
+	if c.err != nil {
+		return Result{}, stopped(c.err)
+	}
 	if len(c.out) > 0 {
 		c.out = append(c.out, '\n')
 	}
@@ -67,6 +86,28 @@ func Convert(src string) (Result, error) {
 		return Result{}, refuse(ErrTooLarge, "the text converted from the html is over the limit of %d bytes (10 MiB): split the document", MaxBytes)
 	}
 	return Result{Text: string(c.out), Title: c.title}, nil
+}
+
+// stopped wraps a context's error; a refusal is returned as it is.
+func stopped(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("convert html: %w", err)
+	}
+	return err
+}
+
+// ctxReader ends the parse once ctx is done: the parser reads its input a
+// few KiB at a time, and returns a reader's error.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r *ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // convError is an error of [Convert]: its sentinel and
@@ -106,6 +147,11 @@ type converter struct {
 	title          string
 	hasTitle       bool
 	tooLarge       bool
+	// ctx is looked at every checkEvery nodes walked; err is its error
+	// once done, which stops the walk as tooLarge does.
+	ctx   context.Context
+	nodes int
+	err   error
 }
 
 type listState struct {
@@ -242,7 +288,10 @@ func (c *converter) markLayout(n *html.Node, inSection bool) bool {
 }
 
 func (c *converter) children(n *html.Node, inSection bool) {
-	for ch := n.FirstChild; ch != nil && !c.tooLarge; ch = ch.NextSibling {
+	for ch := n.FirstChild; ch != nil && !c.tooLarge && c.err == nil; ch = ch.NextSibling {
+		if c.nodes++; c.nodes%checkEvery == 0 {
+			c.err = c.ctx.Err()
+		}
 		c.walk(ch, inSection)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/html"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/ordinary.golden from the current conversion")
@@ -80,4 +82,25 @@ func TestConvertOrdinaryPages(t *testing.T) {
 	if got.String() != string(want) {
 		t.Fatalf("got\n%s\nwant\n%s", got.String(), want)
 	}
+}
+
+// treeDepth is the depth of the tree the parser builds from src (the
+// document node 0, its html element 1).
+func treeDepth(t *testing.T, src string) int {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var depth func(n *html.Node, d int) int
+	depth = func(n *html.Node, d int) int {
+		m := d
+		for ch := n.FirstChild; ch != nil; ch = ch.NextSibling {
+			if ch.Type == html.ElementNode {
+				m = max(m, depth(ch, d+1))
+			}
+		}
+		return m
+	}
+	return depth(doc, 0)
 }
