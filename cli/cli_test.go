@@ -501,22 +501,40 @@ func TestIngestReadHTML(t *testing.T) {
 			j := ingestJob{tenant: "docs", format: format}
 			f := ingestFile{path: filepath.Join(dir, tt.file), docID: docIDFor(tt.file)}
 			tally := &ingestTally{}
-			doc, size, ok := j.read(f, nil, tally)
+			doc, size, ok := j.read(context.Background(), f, nil, tally)
 			if !ok || doc.Text != tt.wantText || doc.Title != tt.wantTitle || size != len(tt.wantText) {
 				t.Fatalf("got %q title %q size %d ok %v (%v), want %q title %q", doc.Text, doc.Title, size, ok, tally.failures, tt.wantText, tt.wantTitle)
 			}
 			// Unchanged when the stored hash is the converted text's.
 			sum := blake2b.Sum256([]byte(tt.wantText))
-			if _, _, ok := j.read(f, map[string][]byte{f.docID: sum[:]}, tally); ok || tally.unchanged != 1 {
+			if _, _, ok := j.read(context.Background(), f, map[string][]byte{f.docID: sum[:]}, tally); ok || tally.unchanged != 1 {
 				t.Fatalf("a stored hash of the converted text: got put again (unchanged %d)", tally.unchanged)
 			}
 		})
 	}
 	format, _ := ingestFormat("auto")
 	tally := &ingestTally{}
-	if _, _, ok := (ingestJob{tenant: "docs", format: format}).read(ingestFile{path: filepath.Join(dir, "bad.html"), docID: "bad"}, nil, tally); ok ||
+	if _, _, ok := (ingestJob{tenant: "docs", format: format}).read(context.Background(), ingestFile{path: filepath.Join(dir, "bad.html"), docID: "bad"}, nil, tally); ok ||
 		len(tally.failures) != 1 || !strings.Contains(tally.failures[0].msg, "not valid UTF-8") {
 		t.Fatalf("non-UTF-8 HTML: got ok %v, failures %v", ok, tally.failures)
+	}
+	// A page built to be slow to parse (list items 500 elements deep) is a
+	// failure naming the file, found before parsing; a conversion whose
+	// context ends is no failure of the file (the run stops as interrupted).
+	deep := filepath.Join(dir, "deep.html")
+	if err := os.WriteFile(deep, []byte(strings.Repeat("<ul><li>", 250)+strings.Repeat("<li>x", 1<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tally = &ingestTally{}
+	if _, _, ok := (ingestJob{tenant: "docs", format: format}).read(context.Background(), ingestFile{path: deep, docID: "deep"}, nil, tally); ok ||
+		len(tally.failures) != 1 || tally.failures[0].path != deep || !strings.Contains(tally.failures[0].msg, "units of parsing work") {
+		t.Fatalf("hostile HTML: got ok %v, failures %v", ok, tally.failures)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tally = &ingestTally{}
+	if _, _, ok := (ingestJob{tenant: "docs", format: format}).read(ctx, ingestFile{path: filepath.Join(dir, "intro.HTML"), docID: "intro"}, nil, tally); ok || len(tally.failures) != 0 {
+		t.Fatalf("a done context: got ok %v, failures %v", ok, tally.failures)
 	}
 	if _, err := ingestFormat("pdf"); err == nil || !strings.Contains(err.Error(), "auto, markdown, html, text") {
 		t.Fatalf("--format pdf: got %v", err)

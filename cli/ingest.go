@@ -791,7 +791,7 @@ func (j ingestJob) run(ctx context.Context, sink ingestSink, hashes map[string][
 		if ctx.Err() != nil {
 			break
 		}
-		doc, size, ok := j.read(f, hashes, t)
+		doc, size, ok := j.read(ctx, f, hashes, t)
 		if !ok {
 			continue
 		}
@@ -845,8 +845,8 @@ func (t *ingestTally) putBatch(ctx context.Context, sink ingestSink, b ingestBat
 
 // read makes f's document and returns it with its text's size; ok is false
 // when f is not to be put (unreadable, invalid, or unchanged since the last
-// ingest), which t records.
-func (j ingestJob) read(f ingestFile, hashes map[string][]byte, t *ingestTally) (doc cordontype.Document, size int, ok bool) {
+// ingest), which t records, or when ctx ends while converting its HTML.
+func (j ingestJob) read(ctx context.Context, f ingestFile, hashes map[string][]byte, t *ingestTally) (doc cordontype.Document, size int, ok bool) {
 	data, err := os.ReadFile(f.path)
 	if err != nil {
 		t.fail(f.path, err)
@@ -854,9 +854,11 @@ func (j ingestJob) read(f ingestFile, hashes map[string][]byte, t *ingestTally) 
 	}
 	text, title := string(data), filepath.Base(f.path)
 	if j.format != nil && j.format(f.path) == cordontype.FormatHTML {
-		res, err := htmltext.Convert(text)
+		res, err := htmltext.ConvertContext(ctx, text)
 		if err != nil {
-			t.fail(f.path, err)
+			if ctx.Err() == nil { // else the run stops as interrupted
+				t.fail(f.path, err)
+			}
 			return doc, 0, false
 		}
 		text = res.Text

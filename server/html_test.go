@@ -3,13 +3,17 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/htmltext"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
@@ -182,5 +186,73 @@ func TestServerHTMLDocuments(t *testing.T) {
 	w = call("PUT", "/v1/tenants/bank/documents/x", "application/json", `{"text": "x", "classification": "public", "format": "pdf"}`)
 	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `format \"pdf\" is not one of text, markdown, html`) {
 		t.Fatalf("unknown format: %d %s", w.Code, w.Body.String())
+	}
+}
+
+// Hostile HTML (10 MiB of list items 500 elements deep, which the parser
+// would take minutes over) is a 400 before it is parsed, in a PUT and in a
+// batch line; nothing is stored.
+func TestServerHTMLHostile(t *testing.T) {
+	st := newMemStore(t)
+	srv := New(Config{}, st, newHS256Verifier(t, AuthConfig{}))
+	writer := signMap(t, map[string]any{"sub": "w", "tenant": "bank", "clearance": "restricted", "roles": []string{RoleWriter, RoleReader}, "exp": inAnHour()})
+	hostile := strings.Repeat("<ul><li>", 250) + strings.Repeat("<li>x", (htmltext.MaxBytes-4096)/5)
+	body, err := json.Marshal(map[string]any{"doc_id": "deep", "text": hostile, "classification": "internal", "format": "html"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, method, path, ctype string }{
+		{"put", "PUT", "/v1/tenants/bank/documents/deep", "application/json"},
+		{"batch", "POST", "/v1/tenants/bank/documents:batch", "application/x-ndjson"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := body
+			if tt.method == "PUT" {
+				b, _ = json.Marshal(map[string]any{"text": hostile, "classification": "internal", "format": "html"})
+			}
+			r := httptest.NewRequest(tt.method, tt.path, strings.NewReader(string(b)))
+			r.Header.Set("Authorization", "Bearer "+writer)
+			r.Header.Set("Content-Type", tt.ctype)
+			w := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(w, r)
+			got := w.Body.String()
+			if tt.method == "PUT" && w.Code != http.StatusBadRequest || tt.method == "POST" && w.Code != http.StatusMultiStatus ||
+				!strings.Contains(got, "bad_request") || !strings.Contains(got, "units of parsing work") {
+				t.Fatalf("got %d %.300s, want a 400 bad_request about the parsing work", w.Code, got)
+			}
+			if len(st.docs) != 0 {
+				t.Fatalf("stored %d documents, want none", len(st.docs))
+			}
+		})
+	}
+}
+
+// An HTML conversion waits for a free slot of the server's gate until the
+// request's deadline, then answers 503; the conversion itself stops at the
+// deadline too (a context error, never a 400).
+func TestServerHTMLGate(t *testing.T) {
+	st := newMemStore(t)
+	srv := New(Config{RequestTimeout: 50 * time.Millisecond}, st, newHS256Verifier(t, AuthConfig{}))
+	writer := signMap(t, map[string]any{"sub": "w", "tenant": "bank", "clearance": "restricted", "roles": []string{RoleWriter, RoleReader}, "exp": inAnHour()})
+	for range cap(srv.html) {
+		srv.html <- struct{}{} // every slot taken
+	}
+	b, _ := json.Marshal(map[string]any{"text": "<p>x</p>", "classification": "internal", "format": "html"})
+	r := httptest.NewRequest("PUT", "/v1/tenants/bank/documents/d", strings.NewReader(string(b)))
+	r.Header.Set("Authorization", "Bearer "+writer)
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(w, r)
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "HTML conversions in progress") {
+		t.Fatalf("got %d %s, want 503 naming the HTML conversions", w.Code, w.Body.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := htmlGate(nil).convert(ctx, "<p>x</p>"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("converting with a done context: got %v, want context.Canceled", err)
+	}
+	if e := toAPIError(fmt.Errorf("x: %w", context.DeadlineExceeded)); e.Status != http.StatusServiceUnavailable {
+		t.Fatalf("a conversion past its deadline: got %d, want 503", e.Status)
 	}
 }

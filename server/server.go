@@ -159,7 +159,9 @@ type Server struct {
 	reranker rerank.Reranker
 	// retrieves bounds each tenant's retrieves in progress.
 	retrieves *tenantGate
-	handler   http.Handler
+	// html bounds the HTML conversions in progress.
+	html    htmlGate
+	handler http.Handler
 	// routes lists "METHOD /pattern" for every API route (the OpenAPI test
 	// compares them with openapi.yaml).
 	routes []string
@@ -173,7 +175,7 @@ var openAPI []byte
 func New(cfg Config, st Store, v *Verifier) *Server {
 	cfg.defaults()
 	s := &Server{cfg: cfg, store: st, verifier: v,
-		retrieves: newTenantGate(cfg.TenantRetrieves, cfg.TenantQueue)}
+		retrieves: newTenantGate(cfg.TenantRetrieves, cfg.TenantQueue), html: newHTMLGate()}
 	s.metrics = newMetrics(func() *pgxpool.Pool {
 		if st == nil { // tests of what is decided before the store
 			return nil
