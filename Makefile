@@ -135,10 +135,11 @@ test/arm64: ## run the portable packages as GOARCH=arm64 under qemu-user-static 
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(PORTABLE_PKGS)
 
 .PHONY: fuzz
-fuzz: ## fuzz the tokenizer, term vocabulary, chunker, replay decoder, postings array and column block decoders, HTTP body, token-claims and embedding-answer decoders and the API-key redaction for FUZZTIME each
+fuzz: ## fuzz the tokenizer, term vocabulary, chunker, HTML converter, replay decoder, postings array and column block decoders, HTTP body, token-claims and embedding-answer decoders and the API-key redaction for FUZZTIME each
 	$(GO) test ./analysis/ -run '^$$' -fuzz '^FuzzTokenize$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./analysis/ -run '^$$' -fuzz '^FuzzVocabulary$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./chunk/ -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./htmltext/ -run '^$$' -fuzz '^FuzzHTML$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replay/ -run '^$$' -fuzz '^FuzzRun$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./store/postgres/ -run '^$$' -fuzz '^FuzzPostingsArrays$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./store/postgres/ -run '^$$' -fuzz '^FuzzDecodeCols$$' -fuzztime $(FUZZTIME)

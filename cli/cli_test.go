@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/crypto/blake2b"
 
 	"github.com/cordon-rag/cordon/internal/cmdline"
 )
@@ -155,7 +156,7 @@ func TestListFlag(t *testing.T) {
 
 func TestCollectFiles(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"README", "a.gz", "x.md", "y.txt", "sub/z.markdown", "sub/CHANGELOG.md", ".git/config.md", "img.png"} {
+	for _, f := range []string{"README", "a.gz", "x.md", "y.txt", "sub/z.markdown", "sub/CHANGELOG.md", ".git/config.md", "img.png", "web/page.html"} {
 		p := filepath.Join(dir, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -170,12 +171,12 @@ func TestCollectFiles(t *testing.T) {
 		wantIDs     []string
 		wantSkipped string
 	}{
-		{"defaults", ingestSelect{}, []string{"sub/CHANGELOG", "sub/z.markdown", "x", "y.txt"},
-			"1 hidden folder, 2 not Markdown or text by name, 1 compressed"},
-		{"include README", ingestSelect{include: []string{"README"}}, []string{"README", "sub/CHANGELOG", "sub/z.markdown", "x", "y.txt"},
-			"1 hidden folder, 1 compressed, 1 not Markdown or text by name"},
-		{"exclude by name and by path", ingestSelect{exclude: []string{"CHANGELOG*", "sub/*.markdown"}}, []string{"x", "y.txt"},
-			"1 hidden folder, 2 not Markdown or text by name, 1 compressed, 2 excluded"},
+		{"defaults", ingestSelect{}, []string{"sub/CHANGELOG", "sub/z.markdown", "web/page", "x", "y.txt"},
+			"1 hidden folder, 2 not Markdown, HTML or text by name, 1 compressed"},
+		{"include README", ingestSelect{include: []string{"README"}}, []string{"README", "sub/CHANGELOG", "sub/z.markdown", "web/page", "x", "y.txt"},
+			"1 hidden folder, 1 compressed, 1 not Markdown, HTML or text by name"},
+		{"exclude by name and by path", ingestSelect{exclude: []string{"CHANGELOG*", "sub/*.markdown"}}, []string{"web/page", "x", "y.txt"},
+			"1 hidden folder, 2 not Markdown, HTML or text by name, 1 compressed, 2 excluded"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,7 +202,8 @@ func TestCollectFiles(t *testing.T) {
 	}
 }
 
-// ingest and corpus/eval agree on doc ids: the slash path without ".md".
+// ingest and corpus/eval agree on doc ids: the slash path without ".md"
+// (or, for HTML, ".html" or ".htm").
 func TestDocIDRule(t *testing.T) {
 	tests := []struct{ rel, want string }{
 		{"man/1/ls.md", "man/1/ls"},
@@ -209,6 +211,10 @@ func TestDocIDRule(t *testing.T) {
 		{"notes.txt", "notes.txt"},
 		{"guide.markdown", "guide.markdown"},
 		{"settlement window.txt", "settlement_window.txt"},
+		{"guide/intro.html", "guide/intro"},
+		{"guide/old.htm", "guide/old"},
+		{"guide/INDEX.HTML", "guide/INDEX.HTML"},
+		{"page.html.md", "page.html"},
 	}
 	for _, tt := range tests {
 		if got := docIDFor(tt.rel); got != tt.want {
@@ -462,5 +468,75 @@ func TestAuditKeyFileWarning(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tt.wantWords)
 			}
 		})
+	}
+}
+
+// An HTML file (by extension under --format auto, any file under --format
+// html) is converted: the text stored and hashed is the converted text, and
+// its <title> is the document's title.
+func TestIngestReadHTML(t *testing.T) {
+	dir := t.TempDir()
+	page := "<title>Intro</title><nav>menu</nav><h2>Setup</h2><p>Run <code>make</code>.</p>"
+	for name, text := range map[string]string{"intro.HTML": page, "notes.md": page, "untitled.htm": "<p>no title</p>", "bad.html": "<p>caf\xe9</p>"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		format, file, wantText, wantTitle string
+	}{
+		{"auto", "intro.HTML", "## Setup\n\nRun make.\n", "Intro"},
+		{"auto", "untitled.htm", "no title\n", "untitled.htm"},
+		{"auto", "notes.md", page, "notes.md"},
+		{"html", "notes.md", "## Setup\n\nRun make.\n", "Intro"},
+		{"text", "intro.HTML", page, "intro.HTML"},
+		{"markdown", "intro.HTML", page, "intro.HTML"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format+" "+tt.file, func(t *testing.T) {
+			format, err := ingestFormat(tt.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := ingestJob{tenant: "docs", format: format}
+			f := ingestFile{path: filepath.Join(dir, tt.file), docID: docIDFor(tt.file)}
+			tally := &ingestTally{}
+			doc, size, ok := j.read(context.Background(), f, nil, tally)
+			if !ok || doc.Text != tt.wantText || doc.Title != tt.wantTitle || size != len(tt.wantText) {
+				t.Fatalf("got %q title %q size %d ok %v (%v), want %q title %q", doc.Text, doc.Title, size, ok, tally.failures, tt.wantText, tt.wantTitle)
+			}
+			// Unchanged when the stored hash is the converted text's.
+			sum := blake2b.Sum256([]byte(tt.wantText))
+			if _, _, ok := j.read(context.Background(), f, map[string][]byte{f.docID: sum[:]}, tally); ok || tally.unchanged != 1 {
+				t.Fatalf("a stored hash of the converted text: got put again (unchanged %d)", tally.unchanged)
+			}
+		})
+	}
+	format, _ := ingestFormat("auto")
+	tally := &ingestTally{}
+	if _, _, ok := (ingestJob{tenant: "docs", format: format}).read(context.Background(), ingestFile{path: filepath.Join(dir, "bad.html"), docID: "bad"}, nil, tally); ok ||
+		len(tally.failures) != 1 || !strings.Contains(tally.failures[0].msg, "not valid UTF-8") {
+		t.Fatalf("non-UTF-8 HTML: got ok %v, failures %v", ok, tally.failures)
+	}
+	// A page built to be slow to parse (list items 500 elements deep) is a
+	// failure naming the file, found before parsing; a conversion whose
+	// context ends is no failure of the file (the run stops as interrupted).
+	deep := filepath.Join(dir, "deep.html")
+	if err := os.WriteFile(deep, []byte(strings.Repeat("<ul><li>", 250)+strings.Repeat("<li>x", 1<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tally = &ingestTally{}
+	if _, _, ok := (ingestJob{tenant: "docs", format: format}).read(context.Background(), ingestFile{path: deep, docID: "deep"}, nil, tally); ok ||
+		len(tally.failures) != 1 || tally.failures[0].path != deep || !strings.Contains(tally.failures[0].msg, "units of parsing work") {
+		t.Fatalf("hostile HTML: got ok %v, failures %v", ok, tally.failures)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tally = &ingestTally{}
+	if _, _, ok := (ingestJob{tenant: "docs", format: format}).read(ctx, ingestFile{path: filepath.Join(dir, "intro.HTML"), docID: "intro"}, nil, tally); ok || len(tally.failures) != 0 {
+		t.Fatalf("a done context: got ok %v, failures %v", ok, tally.failures)
+	}
+	if _, err := ingestFormat("pdf"); err == nil || !strings.Contains(err.Error(), "auto, markdown, html, text") {
+		t.Fatalf("--format pdf: got %v", err)
 	}
 }

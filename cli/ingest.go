@@ -23,6 +23,7 @@ import (
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/htmltext"
 	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
@@ -30,13 +31,13 @@ import (
 func ingestCommand() *cmdline.Command {
 	return &cmdline.Command{
 		Name:    "ingest",
-		Summary: "load Markdown/text files into a tenant (resumable)",
+		Summary: "load Markdown, HTML or text files into a tenant (resumable)",
 		Usage: `Usage: cordon ingest --tenant NAME [flags] PATH...
        cordon ingest --server URL --token T [--tenant NAME] [flags] PATH...
 
-Puts every Markdown or text file (.md, .markdown, .txt, .text) under each
-PATH (a file or a folder, walked recursively; hidden folders are not walked)
-into the tenant. --include GLOB takes more files from folders whatever their
+Puts every Markdown, HTML or text file (.md, .markdown, .html, .htm, .txt,
+.text) under each PATH (a file or a folder, walked recursively; hidden
+folders are not walked) into the tenant. --include GLOB takes more files from folders whatever their
 extension ('README', '*.rst'); --exclude GLOB leaves files out and wins over
 everything (both repeatable; a pattern with a '/' matches the path below
 PATH, any other the file's name). A file named as a PATH is always taken
@@ -44,12 +45,24 @@ unless excluded. Files left out are counted by reason at the end; -v lists
 each with its reason (compressed files such as README.gz are left out:
 decompress them first).
 
+HTML is converted before it is chunked (--format auto, the default, takes
+.html and .htm files, in any case, as HTML and every other file as
+Markdown or text; --format html, markdown or text takes every file so):
+h1-h6 become Markdown headings, so a chunk's section is its heading's text;
+code blocks are kept verbatim; scripts, styles, navigation, page headers and
+footers, form controls and hidden elements are dropped (docs/spec.md,
+section 2, "HTML documents"). The stored text is the converted text, and a
+page's <title> is its document's title (else the file's name). HTML must be
+UTF-8 (convert other encodings first, e.g. with iconv).
+
 A document's id is its path relative to the PATH argument it was found under
-(for a file argument, its name) without a trailing ".md", with characters
-outside A-Z a-z 0-9 . _ : / - replaced by '_': handbook/payments/holds.md is
-payments/holds, notes.txt stays notes.txt. It is the rule of 'cordon-lab corpus'
-and 'cordon-lab eval', so an ingested corpus folder has the ids its query files
-name.
+(for a file argument, its name) without a trailing ".md", ".html" or ".htm",
+with characters outside A-Z a-z 0-9 . _ : / - replaced by '_':
+handbook/payments/holds.md is payments/holds, guide/intro.html is
+guide/intro, notes.txt stays notes.txt (two files that map to one id, such as
+intro.md and intro.html, are refused: ingest them separately). For Markdown
+it is the rule of 'cordon-lab corpus' and 'cordon-lab eval', so an ingested
+corpus folder has the ids its query files name.
 
 Files go in batches of --batch documents, --workers batches at a time: into
 the database, one transaction per batch (PutBatch; a batch that fails on a
@@ -81,6 +94,7 @@ Examples:
   cordon ingest --tenant wholesale --classification internal docs/
   cordon ingest --tenant wholesale --classification confidential --barrier deal-x memos/falcon.md
   cordon ingest --tenant docs --include 'README' --exclude 'changelog*' -v /usr/share/doc
+  cordon ingest --tenant site --exclude 'print/*' public_html/
   cordon ingest --server http://127.0.0.1:8080 --token "$WRITER" --batch 100 --workers 8 handbook/
 ` + databaseHelp,
 		Run: runIngest,
@@ -89,7 +103,13 @@ Examples:
 
 // ingestExts are the extensions ingest takes from a folder without
 // --include.
-var ingestExts = []string{".md", ".markdown", ".txt", ".text"}
+var ingestExts = []string{".md", ".markdown", ".html", ".htm", ".txt", ".text"}
+
+// htmlExts are the extensions --format auto takes as HTML (in any case).
+var htmlExts = []string{".html", ".htm"}
+
+// docIDSuffixes are dropped from the end of a path to make a doc id.
+var docIDSuffixes = []string{".md", ".html", ".htm"}
 
 // compressedExts are skipped with a reason of their own.
 var compressedExts = []string{".gz", ".bz2", ".xz", ".zst", ".z", ".zip"}
@@ -107,7 +127,7 @@ type skippedFile struct {
 
 // Skip reasons.
 const (
-	skipName       = "not Markdown or text by name"
+	skipName       = "not Markdown, HTML or text by name"
 	skipCompressed = "compressed"
 	skipExcluded   = "excluded"
 	skipHidden     = "hidden folder"
@@ -148,9 +168,16 @@ func matchAny(patterns []string, rel string) (string, bool) {
 // docIDFor maps a path relative to a PATH argument to a doc id: the slash
 // path without a trailing ".md" (the rule of 'cordon-lab corpus' and
 // 'cordon-lab eval', so a corpus folder ingested gets the ids its query files name),
-// with characters outside A-Z a-z 0-9 . _ : / - replaced by '_'.
+// ".html" or ".htm", with characters outside A-Z a-z 0-9 . _ : / - replaced
+// by '_'.
 func docIDFor(rel string) string {
-	rel = strings.TrimSuffix(filepath.ToSlash(rel), ".md")
+	rel = filepath.ToSlash(rel)
+	for _, suf := range docIDSuffixes {
+		if s, ok := strings.CutSuffix(rel, suf); ok {
+			rel = s
+			break
+		}
+	}
 	b := []byte(rel)
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:/-", c) >= 0) {
@@ -216,7 +243,7 @@ func collectFiles(paths []string, sel ingestSelect) ([]ingestFile, []skippedFile
 			case ext == "":
 				skipped = append(skipped, skippedFile{fp, skipName, "no extension; --include '" + d.Name() + "' takes it"})
 			default:
-				skipped = append(skipped, skippedFile{fp, skipName, "extension " + ext + " is not .md, .markdown, .txt or .text; --include '*" + ext + "' takes it"})
+				skipped = append(skipped, skippedFile{fp, skipName, "extension " + ext + " is not .md, .markdown, .html, .htm, .txt or .text; --include '*" + ext + "' takes it"})
 			}
 			return nil
 		})
@@ -547,6 +574,7 @@ func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	token := cmdline.EnvString(fs, env, "token", "CORDON_TOKEN", "", "with --server: a bearer token with the writer role")
 	tenant := fs.String("tenant", "", "tenant to load into; required (with --server: default the token's tenant claim)")
 	class := fs.String("classification", "internal", "classification of every file: public, internal, confidential, restricted")
+	format := fs.String("format", "auto", "how files are read: auto (.html and .htm as HTML, others as Markdown or text), markdown, html or text")
 	asOf := fs.Int64("as-of-tick", -1, "as_of_tick of every file (default: the file's modification time, Unix seconds)")
 	force := fs.Bool("force", false, "re-put unchanged files too")
 	quiet := fs.Bool("quiet", false, "no progress display")
@@ -581,6 +609,10 @@ func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	if err != nil {
 		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
+	formatOf, err := ingestFormat(*format)
+	if err != nil {
+		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
+	}
 	sel := ingestSelect{include: include, exclude: exclude}
 	if err := sel.validate(); err != nil {
 		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
@@ -604,7 +636,7 @@ func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	if err != nil {
 		return err
 	}
-	job := ingestJob{tenant: *tenant, class: cl, barriers: barriers, asOf: *asOf, force: *force, batchSize: *batchSize, workers: *workers}
+	job := ingestJob{tenant: *tenant, class: cl, barriers: barriers, asOf: *asOf, force: *force, batchSize: *batchSize, workers: *workers, format: formatOf}
 	bar := newProgress(env.Stderr, len(files), *quiet)
 	models.Observe(bar)
 	t := job.run(ctx, sink, hashes, files, bar)
@@ -622,6 +654,24 @@ func runIngest(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		return fmt.Errorf("%d files failed", len(t.failures))
 	}
 	return nil
+}
+
+// ingestFormat maps --format to how each file is read: "auto" by its
+// extension, anything else as named.
+func ingestFormat(name string) (func(path string) cordontype.Format, error) {
+	if name == "auto" {
+		return func(p string) cordontype.Format {
+			if slices.Contains(htmlExts, strings.ToLower(filepath.Ext(p))) {
+				return cordontype.FormatHTML
+			}
+			return cordontype.FormatText
+		}, nil
+	}
+	f, err := cordontype.ParseFormat(name)
+	if err != nil {
+		return nil, fmt.Errorf("--format %q is not one of auto, markdown, html, text", name)
+	}
+	return func(string) cordontype.Format { return f }, nil
 }
 
 // checkDocIDs refuses two files that map to one doc id.
@@ -668,6 +718,7 @@ type ingestJob struct {
 	force     bool  // put unchanged files too
 	batchSize int
 	workers   int
+	format    func(path string) cordontype.Format
 }
 
 // ingestTally is an ingest's outcome, kept by the reader and the workers
@@ -740,7 +791,7 @@ func (j ingestJob) run(ctx context.Context, sink ingestSink, hashes map[string][
 		if ctx.Err() != nil {
 			break
 		}
-		doc, size, ok := j.read(f, hashes, t)
+		doc, size, ok := j.read(ctx, f, hashes, t)
 		if !ok {
 			continue
 		}
@@ -794,14 +845,29 @@ func (t *ingestTally) putBatch(ctx context.Context, sink ingestSink, b ingestBat
 
 // read makes f's document and returns it with its text's size; ok is false
 // when f is not to be put (unreadable, invalid, or unchanged since the last
-// ingest), which t records.
-func (j ingestJob) read(f ingestFile, hashes map[string][]byte, t *ingestTally) (doc cordontype.Document, size int, ok bool) {
+// ingest), which t records, or when ctx ends while converting its HTML.
+func (j ingestJob) read(ctx context.Context, f ingestFile, hashes map[string][]byte, t *ingestTally) (doc cordontype.Document, size int, ok bool) {
 	data, err := os.ReadFile(f.path)
 	if err != nil {
 		t.fail(f.path, err)
 		return doc, 0, false
 	}
-	sum := blake2b.Sum256(data)
+	text, title := string(data), filepath.Base(f.path)
+	if j.format != nil && j.format(f.path) == cordontype.FormatHTML {
+		res, err := htmltext.ConvertContext(ctx, text)
+		if err != nil {
+			if ctx.Err() == nil { // else the run stops as interrupted
+				t.fail(f.path, err)
+			}
+			return doc, 0, false
+		}
+		text = res.Text
+		if res.Title != "" {
+			title = res.Title
+		}
+	}
+	// The store hashes the text it stores: for HTML, the converted text.
+	sum := blake2b.Sum256([]byte(text))
 	if old, ok := hashes[f.docID]; ok && !j.force && bytes.Equal(old, sum[:]) {
 		t.mu.Lock()
 		t.unchanged++
@@ -816,8 +882,8 @@ func (j ingestJob) read(f ingestFile, hashes map[string][]byte, t *ingestTally) 
 			tick = max(info.ModTime().Unix(), 0)
 		}
 	}
-	doc = cordontype.Document{Tenant: j.tenant, DocID: f.docID, Text: string(data), Classification: j.class,
-		Barriers: slices.Clone(j.barriers), AsOfTick: tick, Title: filepath.Base(f.path),
+	doc = cordontype.Document{Tenant: j.tenant, DocID: f.docID, Text: text, Classification: j.class,
+		Barriers: slices.Clone(j.barriers), AsOfTick: tick, Title: title,
 		Metadata: map[string]any{"source_path": filepath.ToSlash(f.path)}}
 	// Checked here too: JSON would turn invalid UTF-8 into U+FFFD on
 	// the way to the server, and Cordon never repairs text.
@@ -825,7 +891,7 @@ func (j ingestJob) read(f ingestFile, hashes map[string][]byte, t *ingestTally) 
 		t.fail(f.path, err)
 		return doc, 0, false
 	}
-	return doc, len(data), true
+	return doc, len(text), true
 }
 
 // summary is the --json summary of t.

@@ -253,3 +253,16 @@ func TestClassification(t *testing.T) {
 		t.Errorf("Classification(7).String() = %q, want classification(7)", got)
 	}
 }
+
+func TestParseFormat(t *testing.T) {
+	for _, f := range []Format{FormatText, FormatMarkdown, FormatHTML} {
+		if got, err := ParseFormat(f.String()); err != nil || got != f {
+			t.Errorf("ParseFormat(%q) = %v, %v; want %v", f.String(), got, err, f)
+		}
+	}
+	for _, s := range []string{"", "HTML", "htm", "md"} {
+		if _, err := ParseFormat(s); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not one of text, markdown, html") {
+			t.Errorf("ParseFormat(%q): got %v, want an ErrInvalid naming the formats", s, err)
+		}
+	}
+}

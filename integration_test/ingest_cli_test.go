@@ -72,7 +72,7 @@ func TestIngestCLISkipsIncludesExcludes(t *testing.T) {
 
 	code, out, errs := runCLI(t, env, "ingest", "--tenant", "docs", dir, "-v")
 	if code != 0 || !strings.Contains(out, "ingested 2, unchanged 0, failed 0 of 2 files into tenant docs") ||
-		!strings.Contains(out, "skipped 2: 1 not Markdown or text by name, 1 compressed:") ||
+		!strings.Contains(out, "skipped 2: 1 not Markdown, HTML or text by name, 1 compressed:") ||
 		!strings.Contains(out, "SKIPPED "+filepath.Join(dir, "README")+": no extension; --include 'README' takes it") ||
 		!strings.Contains(out, "SKIPPED "+filepath.Join(dir, "a.gz")+": compressed (.gz)") {
 		t.Fatalf("ingest -v: exit %d\n%s\n%s", code, out, errs)
@@ -127,7 +127,7 @@ func TestIngestCLIBatches(t *testing.T) {
 			args := append([]string{"ingest", "--tenant", tt.tenant, "--batch", "4", "--workers", "3", "--as-of-tick", "100"}, tt.args...)
 			code, out, errs := runCLI(t, tt.env, append(args, dir)...)
 			if code != 1 || !strings.Contains(out, "ingested 23, unchanged 0, failed 1 of 24 files into tenant "+tt.tenant) ||
-				!strings.Contains(out, "FAILED "+filepath.Join(dir, "bad.md")) || !strings.Contains(out, "skipped 1: 1 not Markdown or text by name") {
+				!strings.Contains(out, "FAILED "+filepath.Join(dir, "bad.md")) || !strings.Contains(out, "skipped 1: 1 not Markdown, HTML or text by name") {
 				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 			}
 			if got := storedIDs(t, a.dbURL, tt.tenant); !slices.Equal(got, want) {
@@ -251,7 +251,7 @@ func TestIngestCLIModelTenantAndJSON(t *testing.T) {
 		t.Fatalf("ingest --json: %v\n%s", err, out)
 	}
 	if sum.Tenant != "plain" || sum.Files != 51 || sum.Ingested != 50 || sum.Failed != 1 || sum.Skipped != 1 ||
-		sum.SkippedBy["not Markdown or text by name"] != 1 || len(sum.Failures) != 1 || sum.Failures[0].Path != filepath.Join(dir, "bad.md") {
+		sum.SkippedBy["not Markdown, HTML or text by name"] != 1 || len(sum.Failures) != 1 || sum.Failures[0].Path != filepath.Join(dir, "bad.md") {
 		t.Fatalf("ingest --json: %+v", sum)
 	}
 	out, _ = run(0, "ingest", "--tenant", "plain", "--json", "--quiet", "--exclude", "bad.md", dir)
@@ -290,5 +290,99 @@ func TestIngestCLIEmbeddingProgress(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(m[1]); m[1] != m[2] || n < 5 {
 		t.Fatalf("stderr %q: want a last line with every chunk (at least 5) embedded", errs)
+	}
+}
+
+// TestIngestCLIHTML: ingest converts .html and .htm files, into the
+// database and over HTTP alike: ids without the extension, the <title> as
+// title, the converted text stored, and a retrieve cites a chunk in the
+// section of its h2.
+func TestIngestCLIHTML(t *testing.T) {
+	a := startAPIServer(t, serverOpts{})
+	admin := tok(t, "root", "admin")
+	for _, tn := range []string{"viadb", "viahttp"} {
+		a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]string{"tenant": tn}), http.StatusCreated)
+	}
+	dir := ingestTree(t, map[string]string{
+		"guide/intro.html": `<!doctype html><html><head><title>Settlement guide</title><script>track("scriptword")</script></head>
+<body><nav><a href="/">Home</a> navword</nav><header>Bank portal</header>
+<main><h1>Settlement</h1><p>Intro to the netting window.</p>
+<h2>Holds &amp; releases</h2><p>A PMT-771 hold needs dual approval before its release.</p>
+<pre><code class="language-sh"># release the hold
+cordon release PMT-771</code></pre></main><footer>Copyright</footer></body></html>`,
+		"guide/old.htm": "<p>No title here, about clearing.</p>",
+		"notes.md":      "# Notes\nPlain Markdown about custody.",
+	})
+	tests := []struct {
+		name, tenant string
+		env          map[string]string
+		args         []string
+	}{
+		{"store", "viadb", map[string]string{"CORDON_DATABASE_URL": a.dbURL}, nil},
+		{"http", "viahttp", map[string]string{"CORDON_TOKEN": tok(t, "bot", "tenant=viahttp", "writer")}, []string{"--server", a.url}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"ingest", "--tenant", tt.tenant, "--as-of-tick", "100", "--quiet"}, tt.args...)
+			code, out, errs := runCLI(t, tt.env, append(args, dir)...)
+			if code != 0 || !strings.Contains(out, "ingested 3, unchanged 0, failed 0 of 3 files into tenant "+tt.tenant) {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			if got, want := storedIDs(t, a.dbURL, tt.tenant), []string{"guide/intro", "guide/old", "notes"}; !slices.Equal(got, want) {
+				t.Fatalf("doc ids: got %q, want %q", got, want)
+			}
+			reader := tok(t, "r", "tenant="+tt.tenant, "clearance=internal", "reader")
+			m := a.want(t, a.call(t, "POST", "/v1/tenants/"+tt.tenant+"/retrieve", reader,
+				map[string]any{"query": "PMT-771 hold dual approval", "now_tick": 200}), http.StatusOK).json(t)
+			rs, _ := m["results"].([]any)
+			if len(rs) == 0 {
+				t.Fatalf("no results: %v", m)
+			}
+			top := rs[0].(map[string]any)
+			if top["doc_id"] != "guide/intro" || top["section"] != "Holds & releases" || !strings.Contains(top["text"].(string), "PMT-771 hold") {
+				t.Fatalf("top result %v: want guide/intro in the section of its h2, \"Holds & releases\"", top)
+			}
+		})
+	}
+
+	// The same documents either way; titles from <title>, else the file's
+	// name; no tag, script, navigation or page chrome in the text.
+	conn, err := pgx.Connect(context.Background(), a.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var rows [2]string
+	for i, tn := range []string{"viadb", "viahttp"} {
+		q := `SELECT string_agg(concat_ws('|', doc_id, title, text), E'\n---\n' ORDER BY doc_id) FROM cordon_t_` + tn + `.documents`
+		if err := conn.QueryRow(context.Background(), q).Scan(&rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "guide/intro|Settlement guide|# Settlement\n\nIntro to the netting window.\n\n## Holds & releases\n\n" +
+		"A PMT-771 hold needs dual approval before its release.\n\n```sh\n# release the hold\ncordon release PMT-771\n```\n" +
+		"\n---\nguide/old|old.htm|No title here, about clearing.\n" +
+		"\n---\nnotes|notes.md|# Notes\nPlain Markdown about custody."
+	if rows[0] != want || rows[1] != want {
+		t.Errorf("stored documents:\n%s\n---- over HTTP:\n%s\n---- want:\n%s", rows[0], rows[1], want)
+	}
+
+	// Re-running against the database finds the converted text unchanged.
+	code, out, errs := runCLI(t, map[string]string{"CORDON_DATABASE_URL": a.dbURL}, "ingest", "--tenant", "viadb", "--quiet", dir)
+	if code != 0 || !strings.Contains(out, "ingested 0, unchanged 3, failed 0 of 3 files") {
+		t.Fatalf("re-run: exit %d\n%s\n%s", code, out, errs)
+	}
+	// --format text takes the page as it is (tags and all).
+	code, out, errs = runCLI(t, map[string]string{"CORDON_DATABASE_URL": a.dbURL}, "ingest", "--tenant", "viadb", "--quiet", "--format", "text",
+		filepath.Join(dir, "guide", "intro.html"))
+	if code != 0 || !strings.Contains(out, "ingested 1,") {
+		t.Fatalf("--format text: exit %d\n%s\n%s", code, out, errs)
+	}
+	var text string
+	if err := conn.QueryRow(context.Background(), `SELECT text FROM cordon_t_viadb.documents WHERE doc_id = 'intro'`).Scan(&text); err != nil || !strings.HasPrefix(text, "<!doctype html>") {
+		t.Fatalf("--format text stored %q (%v), want the raw page", text, err)
+	}
+	if code, _, errs := runCLI(t, map[string]string{"CORDON_DATABASE_URL": a.dbURL}, "ingest", "--tenant", "viadb", "--format", "pdf", dir); code != 2 || !strings.Contains(errs, "--format \"pdf\"") {
+		t.Fatalf("--format pdf: exit %d %s", code, errs)
 	}
 }

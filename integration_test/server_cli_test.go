@@ -72,7 +72,7 @@ func TestServerCLI(t *testing.T) {
 	write("image.png", "not text")
 	code, out, errs := runCLI(t, env, "ingest", "--tenant", "wholesale", "--classification", "internal", dir)
 	if code != 1 || !strings.Contains(out, "ingested 2, unchanged 0, failed 1 of 3") || !strings.Contains(out, "bad.md") ||
-		!strings.Contains(out, "skipped 1: 1 not Markdown or text by name (-v lists them)") {
+		!strings.Contains(out, "skipped 1: 1 not Markdown, HTML or text by name (-v lists them)") {
 		t.Fatalf("ingest: exit %d\n%s\n%s", code, out, errs)
 	}
 	if !strings.Contains(errs, "files/s") || !strings.Contains(errs, "ETA") {

@@ -3,15 +3,43 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 
 	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/htmltext"
 )
 
-func (d *DocumentRequest) document(tenant, docID string) (cordontype.Document, error) {
+// htmlGate bounds the HTML conversions running at once: one can hold a core
+// for a few seconds (htmltext.MaxWork), so at most half the CPUs
+// (GOMAXPROCS, at least 1) convert while the rest of the service runs; a
+// request waits for its turn until its deadline. A nil gate lets all run.
+type htmlGate chan struct{}
+
+func newHTMLGate() htmlGate { return make(htmlGate, max(1, runtime.GOMAXPROCS(0)/2)) }
+
+// convert converts src with htmltext.ConvertContext, stopping at ctx's
+// deadline, waiting included.
+func (g htmlGate) convert(ctx context.Context, src string) (htmltext.Result, error) {
+	if g != nil {
+		select {
+		case g <- struct{}{}:
+			defer func() { <-g }()
+		case <-ctx.Done():
+			return htmltext.Result{}, errf(http.StatusServiceUnavailable, "unavailable",
+				"too many HTML conversions in progress; retry later")
+		}
+	}
+	return htmltext.ConvertContext(ctx, src)
+}
+
+// document makes the document of d; html documents are converted through
+// g, within ctx (the request's).
+func (d *DocumentRequest) document(ctx context.Context, g htmlGate, tenant, docID string) (cordontype.Document, error) {
 	bad := func(format string, a ...any) (cordontype.Document, error) {
 		return cordontype.Document{}, errf(http.StatusBadRequest, "bad_request", format, a...)
 	}
@@ -25,8 +53,11 @@ func (d *DocumentRequest) document(tenant, docID string) (cordontype.Document, e
 	if err != nil {
 		return cordontype.Document{}, err
 	}
-	if err := noNUL(map[string]string{"text": *d.Text, "title": d.Title}); err != nil {
-		return bad("%s", err.Error())
+	format := cordontype.FormatText
+	if d.Format != nil {
+		if format, err = cordontype.ParseFormat(*d.Format); err != nil {
+			return cordontype.Document{}, err
+		}
 	}
 	if len(d.Metadata) > MaxMetadataBytes {
 		return bad("metadata is %d bytes of JSON; the limit is %d (keep large content in the document text)", len(d.Metadata), MaxMetadataBytes)
@@ -40,9 +71,24 @@ func (d *DocumentRequest) document(tenant, docID string) (cordontype.Document, e
 	if metadataNUL(meta) {
 		return bad("metadata contains U+0000 (NUL), which Cordon cannot store")
 	}
+	text, title := *d.Text, d.Title
+	if format == cordontype.FormatHTML {
+		// Last: the conversion is the costliest check.
+		res, err := g.convert(ctx, text)
+		if err != nil {
+			return cordontype.Document{}, err
+		}
+		text = res.Text
+		if title == "" {
+			title = res.Title
+		}
+	}
+	if err := noNUL(map[string]string{"text": text, "title": title}); err != nil {
+		return bad("%s", err.Error())
+	}
 	doc := cordontype.Document{
-		Tenant: tenant, DocID: docID, Text: *d.Text, Classification: cl, Barriers: d.Barriers,
-		Title: d.Title, Metadata: meta,
+		Tenant: tenant, DocID: docID, Text: text, Classification: cl, Barriers: d.Barriers,
+		Title: title, Metadata: meta,
 	}
 	if d.AsOfTick != nil {
 		doc.AsOfTick = *d.AsOfTick
@@ -76,7 +122,7 @@ func (s *Server) putDocument(w http.ResponseWriter, r *http.Request, id Identity
 		s.fail(w, r, errf(http.StatusBadRequest, "bad_request", "doc_id comes from the path; leave it out of the body"))
 		return
 	}
-	doc, err := req.document(id.Tenant, docID)
+	doc, err := req.document(r.Context(), s.html, id.Tenant, docID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -220,7 +266,7 @@ func (s *Server) batchLine(r *http.Request, id Identity, line int, raw []byte) B
 		out.DocID = ""
 		return failWith(err)
 	}
-	doc, err := req.document(id.Tenant, *req.DocID)
+	doc, err := req.document(r.Context(), s.html, id.Tenant, *req.DocID)
 	if err != nil {
 		return failWith(err)
 	}

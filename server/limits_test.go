@@ -142,7 +142,7 @@ func TestMetadataSizeLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := DocumentRequest{Text: &text, Classification: &class, Metadata: tt.meta}
-			_, err := d.document("wholesale", "d1")
+			_, err := d.document(context.Background(), nil, "wholesale", "d1")
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("document() = %v, want no error", err)
@@ -164,7 +164,7 @@ func TestMetadataSizeLimit(t *testing.T) {
 	if allocs > 200 {
 		t.Errorf("decoding a body with 1 MiB of metadata made %v allocations; the metadata must stay raw", allocs)
 	}
-	if _, err := req.document("wholesale", "d1"); err == nil || !strings.Contains(err.Error(), "the limit is 65536") {
+	if _, err := req.document(context.Background(), nil, "wholesale", "d1"); err == nil || !strings.Contains(err.Error(), "the limit is 65536") {
 		t.Errorf("document() = %v, want the metadata limit", err)
 	}
 }

@@ -185,6 +185,8 @@ type Server struct {
 	admission *tenantGate
 	// errBusy answers a request refused by admission.
 	errBusy *apiError
+	// html bounds the HTML conversions in progress.
+	html    htmlGate
 	handler http.Handler
 	// routes lists "METHOD /pattern" for every API route (the OpenAPI test
 	// compares them with openapi.yaml).
@@ -205,7 +207,8 @@ func New(cfg Config, st Store, v *Verifier) *Server {
 	}
 	cfg.defaults(poolConns)
 	s := &Server{cfg: cfg, store: st, verifier: v,
-		admission: newTenantGate(cfg.TenantRequests, cfg.TenantQueue), errBusy: errTooManyRequests(cfg.TenantRequests, cfg.TenantQueue)}
+		admission: newTenantGate(cfg.TenantRequests, cfg.TenantQueue), errBusy: errTooManyRequests(cfg.TenantRequests, cfg.TenantQueue),
+		html: newHTMLGate()}
 	cfg.Logger.Info("tenant admission", "tenant_requests", cfg.TenantRequests, "tenant_queue", cfg.TenantQueue,
 		"db_pool_conns", poolConns, "max_chunk_ids", cfg.MaxChunkIDs)
 	s.metrics = newMetrics(func() *pgxpool.Pool {

@@ -33,6 +33,10 @@ type DocumentRequest struct {
 	Barriers       []string `json:"barriers"`
 	AsOfTick       *int64   `json:"as_of_tick"`
 	Title          string   `json:"title"`
+	// Format is how Text is written: "text" (the default) or "markdown",
+	// stored as given, or "html", converted first (package htmltext); an
+	// HTML document given no title takes its <title>'s.
+	Format *string `json:"format"`
 	// Metadata stays raw until its size is checked (MaxMetadataBytes).
 	Metadata json.RawMessage `json:"metadata"`
 }
