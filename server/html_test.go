@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,6 +28,9 @@ type memStore struct {
 	mem  *memory.Store
 	docs map[string]cordontype.Document // as stored, by doc id
 }
+
+// Pool: no database behind this store.
+func (m *memStore) Pool() *pgxpool.Pool { return nil }
 
 func newMemStore(t *testing.T) *memStore {
 	t.Helper()
