@@ -27,3 +27,6 @@ var ErrRun = errors.New("invalid TREC run")
 // ErrPipeline is returned by [Run] for pipelines it cannot run together: a
 // name used twice or a baseline that is not among them.
 var ErrPipeline = errors.New("invalid pipelines")
+
+// ErrDepth is returned by [Run] for an [Options.Depth] out of range.
+var ErrDepth = errors.New("invalid depth")
