@@ -50,6 +50,12 @@
 // not need special handling: every Cordon ranking breaks them by chunk id
 // (SPEC section 8), so the metrics are those of one deterministic order.
 //
+// # BEIR datasets
+//
+// [ReadBEIR] reads one split of a BEIR-format dataset (corpus.jsonl, the
+// queries, the qrels): a document per corpus line (its title placed as
+// [TitleMode] says), a query per judged query, graded by the qrels' scores.
+//
 // # Chunking bake-off
 //
 // [BakeOff] re-indexes the same corpus under several chunkings ([Variant]):
