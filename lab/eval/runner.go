@@ -585,30 +585,47 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 	if err != nil {
 		return QueryResult{}, fmt.Errorf("embed the query: %w", err)
 	}
+	// The store ranks the query once per distinct (qtf_k3, idf, document
+	// ranking, stop list), at the deepest top_n any pipeline asks for: a
+	// shallower ranking is that one's prefix (each ranking is a total
+	// order, ties broken by id, and the funnel's counts do not depend on
+	// top_n), so every pipeline sees what the store gives for its own
+	// top_n.
+	deepest := 0
+	for _, s := range specs {
+		deepest = max(deepest, s.Policy.TopN)
+	}
+	if depth > K {
+		deepest = max(deepest, DeepChunks*depth)
+	}
 	type rankKey struct {
-		topN int
 		k3   float64
 		idf  bm25.IDFKind
 		docs bool
 		stop retrieval.StopWords
 	}
-	ranked := make(map[rankKey]retrieval.Rankings)
+	type rankedAt struct {
+		topN int
+		rk   retrieval.Rankings
+	}
+	ranked := make(map[rankKey]rankedAt)
 	// rank ranks as the Retriever does: the stop list reduces the terms
 	// (and the tokens qtf weights count), the dense side keeps the query.
 	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords) (retrieval.Rankings, error) {
-		key := rankKey{topN, k3, idf, docs, stop}
-		if rk, ok := ranked[key]; ok {
-			return rk, nil
+		key := rankKey{k3, idf, docs, stop}
+		if r, ok := ranked[key]; ok && r.topN >= topN {
+			return truncateRankings(r.rk, topN), nil
 		}
+		n := max(topN, deepest)
 		kept := retrieval.Stop(tokens, stop)
 		terms := retrieval.Stop(allTerms, stop)
 		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
-			Weights: retrieval.QueryTermWeights(kept, terms, k3), IDF: idf, Dense: dense, TopN: topN, Docs: docs})
+			Weights: retrieval.QueryTermWeights(kept, terms, k3), IDF: idf, Dense: dense, TopN: n, Docs: docs})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
-		ranked[key] = rk
-		return rk, nil
+		ranked[key] = rankedAt{n, rk}
+		return truncateRankings(rk, topN), nil
 	}
 	qr := QueryResult{
 		ID:       q.ID,
@@ -735,6 +752,17 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		}
 	}
 	return qr, nil
+}
+
+// truncateRankings is rk as a store gives it for top_n n: each ranking's
+// first n (clipped, so an append never writes into the deeper ranking).
+func truncateRankings(rk retrieval.Rankings, n int) retrieval.Rankings {
+	rk.Lexical = slices.Clip(rk.Lexical[:min(len(rk.Lexical), n)])
+	rk.Dense = slices.Clip(rk.Dense[:min(len(rk.Dense), n)])
+	if rk.Docs != nil {
+		rk.Docs = slices.Clip(rk.Docs[:min(len(rk.Docs), n)])
+	}
+	return rk
 }
 
 // chunkDocs is each chunk's document id, in order.
