@@ -142,7 +142,8 @@ text (lab/eval/peers/).
 How long it takes: time grows with chunks x queries. On 2 cores: the
 committed 58-page subset under 1 s; 402 man pages and 400 queries 10-20 s,
 with --bakeoff about 2.5 minutes; SciFact's train split (5,183 abstracts,
-809 claims, --depth 100) about a minute. docs/quality.md gives the commands.
+809 claims, --depth 100) about 2.5 CPU-minutes. docs/quality.md gives the
+commands.
 
 Examples:
   cordon-lab eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --kind name
