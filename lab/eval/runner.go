@@ -149,8 +149,11 @@ func SeedPolicy() retrieval.Policy {
 	return p
 }
 
-// MaxDepth bounds [Options.Depth].
-const MaxDepth = 1000
+// MaxDepth bounds [Options.Depth]: a deeper ranking asks for top_n and
+// rerank_depth [DeepChunks] times the depth, and past the Retriever's
+// default limits ([retrieval.DefaultLimits]) a pipeline with query
+// expansion, which runs the whole Retriever, would be refused.
+const MaxDepth = retrieval.DefaultMaxTopN / DeepChunks
 
 // DeepChunks is how many chunks per document of the depth a deeper ranking
 // asks each side for (its top_n, and rerank_depth for a hybrid pipeline):
