@@ -63,21 +63,34 @@ type metricPick struct {
 	get  func(QueryResult, Pipeline) float64
 }
 
-// intervalMetrics are the differences a report's intervals cover.
-var intervalMetrics = []metricPick{
-	{"recall_at_10", func(q QueryResult, p Pipeline) float64 { return q.Metrics[p].RecallAt10 }},
-	{"mrr_at_10", func(q QueryResult, p Pipeline) float64 { return q.Metrics[p].MRRAt10 }},
-	{"doc_recall_at_10", func(q QueryResult, p Pipeline) float64 { return q.Doc[p].RecallAt10 }},
-}
+// intervalMetrics are the differences a report's intervals cover;
+// deepIntervalMetrics are added for rankings [DeepK] documents deep.
+var (
+	intervalMetrics = []metricPick{
+		{"recall_at_10", func(q QueryResult, p Pipeline) float64 { return q.Metrics[p].RecallAt10 }},
+		{"mrr_at_10", func(q QueryResult, p Pipeline) float64 { return q.Metrics[p].MRRAt10 }},
+		{"doc_recall_at_10", func(q QueryResult, p Pipeline) float64 { return q.Doc[p].RecallAt10 }},
+	}
+	deepIntervalMetrics = []metricPick{
+		{"doc_ndcg_at_10", func(q QueryResult, p Pipeline) float64 { return q.Doc[p].NDCGAt10 }},
+		{"doc_mrr_at_10", func(q QueryResult, p Pipeline) float64 { return q.Doc[p].MRRAt10 }},
+		{"doc_recall_at_100", func(q QueryResult, p Pipeline) float64 { return q.Doc[p].RecallAt100 }},
+	}
+)
 
-// intervals compares every pipeline but the baseline with it.
-func intervals(names []Pipeline, baseline Pipeline, per []QueryResult, n int) []Interval {
+// intervals compares every pipeline but the baseline with it; deep adds
+// the document-level nDCG@10, MRR@10 and R@100.
+func intervals(names []Pipeline, baseline Pipeline, per []QueryResult, n int, deep bool) []Interval {
+	picks := intervalMetrics
+	if deep {
+		picks = append(slices.Clip(picks), deepIntervalMetrics...)
+	}
 	var out []Interval
 	for _, p := range names {
 		if p == baseline {
 			continue
 		}
-		for _, m := range intervalMetrics {
+		for _, m := range picks {
 			a, b := make([]float64, len(per)), make([]float64, len(per))
 			for i, q := range per {
 				a[i], b[i] = m.get(q, p), m.get(q, baseline)

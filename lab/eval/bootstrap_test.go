@@ -2,6 +2,9 @@ package eval
 
 import (
 	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,6 +75,44 @@ func TestScoreRun(t *testing.T) {
 	s := ScoreRun("r", run, queries)
 	if s.Missing != 1 || s.PerQuery[0].MRRAt10 != 0.5 || s.PerQuery[1].RecallAt1 != 1 || s.PerQuery[2].RecallAt10 != 0 {
 		t.Errorf("got %+v", s)
+	}
+}
+
+// TestScoreRunDepth: R@100 is measured for a run deeper than K only, and
+// CompareRuns adds nDCG@10 and R@100 when every run is deep.
+func TestScoreRunDepth(t *testing.T) {
+	queries := []Query{{ID: "q", Query: "x", Relevant: []string{"a", "b"}, Grades: map[string]int{"a": 2}}}
+	var deep []string
+	for i := range 100 {
+		deep = append(deep, fmt.Sprintf("x%d", i))
+	}
+	deep[0], deep[49] = "b", "a"
+	d := ScoreRun("deep", TRECRun{"q": deep}, queries)
+	s := ScoreRun("shallow", TRECRun{"q": deep[:K]}, queries)
+	if !d.Deep() || d.Depth != 100 || d.RecallAt100 != 1 || d.RecallAt10 != 0.5 {
+		t.Errorf("deep run: got depth %d, R@100 %v, R@10 %v; want 100, 1, 0.5", d.Depth, d.RecallAt100, d.RecallAt10)
+	}
+	// Graded: b (gain 1) at rank 1 over an ideal of a (2) then b (1).
+	if want := 1 / (2 + 1/math.Log2(3)); math.Abs(d.NDCGAt10-want) > 1e-12 {
+		t.Errorf("deep run nDCG@10: got %v, want %v", d.NDCGAt10, want)
+	}
+	if s.Deep() || s.RecallAt100 != 0 {
+		t.Errorf("shallow run: got deep %v, R@100 %v; want false, 0", s.Deep(), s.RecallAt100)
+	}
+	metrics := func(ivs []Interval) []string {
+		var out []string
+		for _, iv := range ivs {
+			out = append(out, iv.Metric)
+		}
+		return out
+	}
+	if got, want := metrics(CompareRuns(d, []RunScore{d, s}, 10)), []string{"recall_at_10", "mrr_at_10"}; !slices.Equal(got, want) {
+		t.Errorf("with a shallow run: got %v, want %v", got, want)
+	}
+	d2 := d
+	d2.Name = "deep2"
+	if got, want := metrics(CompareRuns(d, []RunScore{d2}, 10)), []string{"recall_at_10", "mrr_at_10", "ndcg_at_10", "recall_at_100"}; !slices.Equal(got, want) {
+		t.Errorf("deep runs: got %v, want %v", got, want)
 	}
 }
 

@@ -26,6 +26,12 @@
 // Policy.Limit 10. The rerank floor may return fewer than 10, or none: that is
 // the design ("nothing relevant" stays empty) and the report counts it.
 //
+// [Options.Depth] deepens each pipeline's document-level ranking (its TREC
+// run) to 100 documents or more, for R@100: past what the pipeline's own
+// ranking holds, the same pipeline ranked deeper (top_n, and rerank_depth for
+// a hybrid pipeline, raised to [DeepChunks] times the depth) continues it, so
+// the first documents, and every @10 metric, stay the pipeline's own.
+//
 // # Document-level relevance
 //
 // Relevance is judged per document: a document is retrieved at the rank of its
@@ -35,12 +41,20 @@
 //
 // # Metrics
 //
-// Binary relevance, averaged over queries: [RecallAt] (share of the relevant
-// documents in the first k), [ReciprocalRankAt] (1/rank of the first relevant
-// document within k, else 0) and [NDCGAt] (DCG with gain 1/log2(rank+1) over
-// the ideal DCG of min(|relevant|, k) hits). Score ties do not need special
-// handling: every Cordon ranking breaks them by chunk id (SPEC section 8), so
-// the metrics are those of one deterministic order.
+// Averaged over queries: [RecallAt] (share of the relevant documents in the
+// first k; R@100 only over rankings that deep), [ReciprocalRankAt] (1/rank of
+// the first relevant document within k, else 0) and nDCG@10. nDCG is
+// [GradedNDCGAt]: each document's gain (its grade, [Query.Grades]; 1 for a
+// relevant document without one) over log2(rank+1), divided by the DCG of
+// the ideal ranking; with binary relevance that is [NDCGAt]. Score ties do
+// not need special handling: every Cordon ranking breaks them by chunk id
+// (SPEC section 8), so the metrics are those of one deterministic order.
+//
+// # BEIR datasets
+//
+// [ReadBEIR] reads one split of a BEIR-format dataset (corpus.jsonl, the
+// queries, the qrels): a document per corpus line (its title placed as
+// [TitleMode] says), a query per judged query, graded by the qrels' scores.
 //
 // # Chunking bake-off
 //

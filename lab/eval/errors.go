@@ -27,3 +27,11 @@ var ErrRun = errors.New("invalid TREC run")
 // ErrPipeline is returned by [Run] for pipelines it cannot run together: a
 // name used twice or a baseline that is not among them.
 var ErrPipeline = errors.New("invalid pipelines")
+
+// ErrBEIR is wrapped by [ReadBEIR] and its readers for a BEIR dataset they
+// cannot use: bad JSON, a missing field, a repeated id, a judgment of an
+// unknown query or document. The message names the file and the line.
+var ErrBEIR = errors.New("invalid BEIR dataset")
+
+// ErrDepth is returned by [Run] for an [Options.Depth] out of range.
+var ErrDepth = errors.New("invalid depth")

@@ -16,6 +16,13 @@ type Meta struct {
 	// Kinds and Split are the query selection (empty: all).
 	Kinds []string `json:"kinds,omitempty"`
 	Split string   `json:"split,omitempty"`
+	// Qrels and QrelsSHA name a BEIR dataset's judgments (Queries is then
+	// its queries file); Title is how its titles were indexed, Unjudged
+	// the queries of the file left out for want of a judgment.
+	Qrels    string `json:"qrels,omitempty"`
+	QrelsSHA string `json:"qrels_sha256,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Unjudged int    `json:"unjudged,omitempty"`
 }
 
 // selection describes a query selection for headers.
@@ -51,6 +58,39 @@ func (p Pipeline) Label() string {
 }
 
 func f3(x float64) string { return fmt.Sprintf("%.3f", x) }
+
+// metricLabel is an interval metric's column name.
+var metricLabel = map[string]string{
+	"recall_at_10":      "R@10",
+	"mrr_at_10":         "MRR@10",
+	"ndcg_at_10":        "nDCG@10",
+	"recall_at_100":     "R@100",
+	"doc_recall_at_10":  "doc R@10",
+	"doc_mrr_at_10":     "doc MRR@10",
+	"doc_ndcg_at_10":    "doc nDCG@10",
+	"doc_recall_at_100": "doc R@100",
+}
+
+// intervalHeader is the metric labels of one row of intervals.
+func intervalHeader(row []Interval) []string {
+	out := make([]string, len(row))
+	for i, iv := range row {
+		out[i] = metricLabel[iv.Metric]
+		if out[i] == "" {
+			out[i] = iv.Metric
+		}
+	}
+	return out
+}
+
+// qrelsLine describes a BEIR dataset's judgments and titles, "" for a
+// query file.
+func (m Meta) qrelsLine() string {
+	if m.Qrels == "" {
+		return ""
+	}
+	return fmt.Sprintf("judgments %s (sha256:%s); titles: %s; %d queries without a judgment left out", m.Qrels, m.QrelsSHA, m.Title, m.Unjudged)
+}
 
 // Setup describes the run's chunking and held-out sections in one line.
 func (rep Report) Setup() string {
@@ -131,6 +171,9 @@ func WriteText(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 	fmt.Fprintf(&b, "corpus   %s: %d documents, %d chunks (%s)\n", m.Corpus, rep.Documents, rep.Chunks, rep.Setup())
 	fmt.Fprintf(&b, "         %s\n", m.Fingerprint)
 	fmt.Fprintf(&b, "queries  %s: %d queries (%d with several relevant documents%s)\n", m.Queries, rep.Queries, rep.MultiRel, m.selection())
+	if l := m.qrelsLine(); l != "" {
+		fmt.Fprintf(&b, "         %s\n", l)
+	}
 	fmt.Fprintf(&b, "policy   %s\n", policyLine(rep))
 	if len(rep.Refused) > 0 {
 		fmt.Fprintf(&b, "refused  %d documents had no text left once sections were held out\n", len(rep.Refused))
@@ -140,18 +183,22 @@ func WriteText(w io.Writer, m Meta, rep Report, bake []VariantReport) error {
 		fmt.Fprintf(&b, "profile  %s\n", l)
 	}
 	b.WriteString("\n")
-	writeTextResults(&b, rep.Results)
+	writeTextResults(&b, rep.Results, rep.deep())
 	for _, l := range shedLines(rep) {
 		fmt.Fprintf(&b, "shed     %s\n", l)
 	}
 	for _, k := range rep.Kinds {
 		fmt.Fprintf(&b, "\nqueries of kind %q (%d)\n", k.Kind, k.Queries)
-		writeTextResults(&b, k.Results)
+		writeTextResults(&b, k.Results, rep.deep())
 	}
 	if len(rep.Intervals) > 0 {
 		names, rows := intervalRows(rep.Intervals)
 		fmt.Fprintf(&b, "\npaired bootstrap 95%% CI of A - %s: diff [lo, hi]\n", rows[names[0]][0].B.Label())
-		fmt.Fprintf(&b, "%-20s %27s %27s %27s\n", "pipeline A", "R@10", "MRR@10", "doc R@10")
+		fmt.Fprintf(&b, "%-20s", "pipeline A")
+		for _, h := range intervalHeader(rows[names[0]]) {
+			fmt.Fprintf(&b, " %27s", h)
+		}
+		b.WriteString("\n")
 		for _, n := range names {
 			fmt.Fprintf(&b, "%-20s", n.Label())
 			for _, iv := range rows[n] {
@@ -191,6 +238,9 @@ func WriteMarkdown(w io.Writer, m Meta, rep Report, bake []VariantReport) error 
 	var b strings.Builder
 	fmt.Fprintf(&b, "Corpus `%s`: %d documents, %d chunks (%s), `%s`.\n", m.Corpus, rep.Documents, rep.Chunks, rep.Setup(), m.Fingerprint)
 	fmt.Fprintf(&b, "Queries `%s`: %d (%d with several relevant documents%s), `sha256:%s`.\n", m.Queries, rep.Queries, rep.MultiRel, m.selection(), m.QueriesSHA)
+	if m.Qrels != "" {
+		fmt.Fprintf(&b, "Judgments `%s`, `sha256:%s`; titles: %s; %d queries without a judgment left out.\n", m.Qrels, m.QrelsSHA, m.Title, m.Unjudged)
+	}
 	if rep.Removed > 0 {
 		fmt.Fprintf(&b, "Held-out passages cut from %d documents before indexing.\n", rep.Removed)
 	}
@@ -202,17 +252,19 @@ func WriteMarkdown(w io.Writer, m Meta, rep Report, bake []VariantReport) error 
 		fmt.Fprintf(&b, "Profile %s.\n", l)
 	}
 	b.WriteString("\n")
-	writeMarkdownResults(&b, rep.Results)
+	writeMarkdownResults(&b, rep.Results, rep.deep())
 	for _, l := range shedLines(rep) {
 		fmt.Fprintf(&b, "\nShed: %s.\n", l)
 	}
 	for _, k := range rep.Kinds {
 		fmt.Fprintf(&b, "\nQueries of kind `%s` (%d):\n\n", k.Kind, k.Queries)
-		writeMarkdownResults(&b, k.Results)
+		writeMarkdownResults(&b, k.Results, rep.deep())
 	}
 	if len(rep.Intervals) > 0 {
 		names, rows := intervalRows(rep.Intervals)
-		fmt.Fprintf(&b, "\n| A - %s, paired bootstrap 95%% CI | R@10 | MRR@10 | doc R@10 |\n|---|--:|--:|--:|\n", rows[names[0]][0].B.Label())
+		head := intervalHeader(rows[names[0]])
+		fmt.Fprintf(&b, "\n| A - %s, paired bootstrap 95%% CI | %s |\n|---|%s\n", rows[names[0]][0].B.Label(),
+			strings.Join(head, " | "), strings.Repeat("--:|", len(head)))
 		for _, n := range names {
 			fmt.Fprintf(&b, "| %s |", n.Label())
 			for _, iv := range rows[n] {
@@ -250,47 +302,107 @@ func WriteMarkdown(w io.Writer, m Meta, rep Report, bake []VariantReport) error 
 	return err
 }
 
-func writeTextResults(b *strings.Builder, rs []PipelineResult) {
-	fmt.Fprintf(b, "%-20s %6s %6s %6s %7s %8s %9s %10s %11s %6s\n", "pipeline", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10",
-		"docR@10", "docMRR@10", "docs/query", "empty")
+// deep reports whether the report's document rankings reach [DeepK].
+func (rep Report) deep() bool { return rep.Depth >= DeepK }
+
+func writeTextResults(b *strings.Builder, rs []PipelineResult, deep bool) {
+	fmt.Fprintf(b, "%-20s %6s %6s %6s %7s %8s %9s %10s", "pipeline", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10",
+		"docR@10", "docMRR@10")
+	if deep {
+		fmt.Fprintf(b, " %11s %9s", "docnDCG@10", "docR@100")
+	}
+	fmt.Fprintf(b, " %11s %6s\n", "docs/query", "empty")
 	for _, r := range rs {
-		fmt.Fprintf(b, "%-20s %6s %6s %6s %7s %8s %9s %10s %11.2f %6d\n", r.Pipeline.Label(), f3(r.RecallAt1), f3(r.RecallAt5),
-			f3(r.RecallAt10), f3(r.MRRAt10), f3(r.NDCGAt10), f3(r.Doc.RecallAt10), f3(r.Doc.MRRAt10), r.MeanDocs, r.Empty)
+		fmt.Fprintf(b, "%-20s %6s %6s %6s %7s %8s %9s %10s", r.Pipeline.Label(), f3(r.RecallAt1), f3(r.RecallAt5),
+			f3(r.RecallAt10), f3(r.MRRAt10), f3(r.NDCGAt10), f3(r.Doc.RecallAt10), f3(r.Doc.MRRAt10))
+		if deep {
+			fmt.Fprintf(b, " %11s %9s", f3(r.Doc.NDCGAt10), f3(r.Doc.RecallAt100))
+		}
+		fmt.Fprintf(b, " %11.2f %6d\n", r.MeanDocs, r.Empty)
 	}
 }
 
-func writeMarkdownResults(b *strings.Builder, rs []PipelineResult) {
-	b.WriteString("| pipeline | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | doc R@10 | doc MRR@10 | docs/query | empty |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+func writeMarkdownResults(b *strings.Builder, rs []PipelineResult, deep bool) {
+	b.WriteString("| pipeline | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | doc R@10 | doc MRR@10 |")
+	if deep {
+		b.WriteString(" doc nDCG@10 | doc R@100 |")
+	}
+	b.WriteString(" docs/query | empty |\n|---|--:|--:|--:|--:|--:|--:|--:|")
+	if deep {
+		b.WriteString("--:|--:|")
+	}
+	b.WriteString("--:|--:|\n")
 	for _, r := range rs {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %d |\n", r.Pipeline.Label(), f3(r.RecallAt1), f3(r.RecallAt5),
-			f3(r.RecallAt10), f3(r.MRRAt10), f3(r.NDCGAt10), f3(r.Doc.RecallAt10), f3(r.Doc.MRRAt10), r.MeanDocs, r.Empty)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |", r.Pipeline.Label(), f3(r.RecallAt1), f3(r.RecallAt5),
+			f3(r.RecallAt10), f3(r.MRRAt10), f3(r.NDCGAt10), f3(r.Doc.RecallAt10), f3(r.Doc.MRRAt10))
+		if deep {
+			fmt.Fprintf(b, " %s | %s |", f3(r.Doc.NDCGAt10), f3(r.Doc.RecallAt100))
+		}
+		fmt.Fprintf(b, " %.2f | %d |\n", r.MeanDocs, r.Empty)
 	}
 }
 
 // WriteScores writes 'cordon-lab eval score' results: one row per run, then
-// each run's paired bootstrap interval against the first.
+// each run's paired bootstrap interval against the first. When some run is
+// deep ([RunScore.Deep]) an R@100 column is added, "-" for the runs cut at
+// K.
 func WriteScores(w io.Writer, markdown bool, queries int, scores []RunScore, ivs []Interval) error {
+	deep := false
+	for _, s := range scores {
+		deep = deep || s.Deep()
+	}
+	r100 := func(s RunScore) string {
+		if s.Deep() {
+			return f3(s.RecallAt100)
+		}
+		return "-"
+	}
 	var b strings.Builder
 	if markdown {
-		fmt.Fprintf(&b, "| run (%d queries, document level) | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 | missing |\n|---|--:|--:|--:|--:|--:|--:|\n", queries)
+		fmt.Fprintf(&b, "| run (%d queries, document level) | R@1 | R@5 | R@10 | MRR@10 | nDCG@10 |", queries)
+		if deep {
+			b.WriteString(" R@100 |")
+		}
+		b.WriteString(" missing |\n|---|--:|--:|--:|--:|--:|")
+		if deep {
+			b.WriteString("--:|")
+		}
+		b.WriteString("--:|\n")
 		for _, s := range scores {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d |\n", s.Name, f3(s.RecallAt1), f3(s.RecallAt5), f3(s.RecallAt10),
-				f3(s.MRRAt10), f3(s.NDCGAt10), s.Missing)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |", s.Name, f3(s.RecallAt1), f3(s.RecallAt5), f3(s.RecallAt10),
+				f3(s.MRRAt10), f3(s.NDCGAt10))
+			if deep {
+				fmt.Fprintf(&b, " %s |", r100(s))
+			}
+			fmt.Fprintf(&b, " %d |\n", s.Missing)
 		}
 	} else {
-		fmt.Fprintf(&b, "%d queries, document level\n%-28s %6s %6s %6s %7s %8s %8s\n", queries, "run", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10", "missing")
+		fmt.Fprintf(&b, "%d queries, document level\n%-28s %6s %6s %6s %7s %8s", queries, "run", "R@1", "R@5", "R@10", "MRR@10", "nDCG@10")
+		if deep {
+			fmt.Fprintf(&b, " %6s", "R@100")
+		}
+		fmt.Fprintf(&b, " %8s\n", "missing")
 		for _, s := range scores {
-			fmt.Fprintf(&b, "%-28s %6s %6s %6s %7s %8s %8d\n", s.Name, f3(s.RecallAt1), f3(s.RecallAt5), f3(s.RecallAt10),
-				f3(s.MRRAt10), f3(s.NDCGAt10), s.Missing)
+			fmt.Fprintf(&b, "%-28s %6s %6s %6s %7s %8s", s.Name, f3(s.RecallAt1), f3(s.RecallAt5), f3(s.RecallAt10),
+				f3(s.MRRAt10), f3(s.NDCGAt10))
+			if deep {
+				fmt.Fprintf(&b, " %6s", r100(s))
+			}
+			fmt.Fprintf(&b, " %8d\n", s.Missing)
 		}
 	}
 	if len(ivs) > 0 {
 		names, rows := intervalRows(ivs)
+		head := intervalHeader(rows[names[0]])
 		if markdown {
-			fmt.Fprintf(&b, "\n| A - %s, paired bootstrap 95%% CI | R@10 | MRR@10 |\n|---|--:|--:|\n", rows[names[0]][0].B)
+			fmt.Fprintf(&b, "\n| A - %s, paired bootstrap 95%% CI | %s |\n|---|%s\n", rows[names[0]][0].B,
+				strings.Join(head, " | "), strings.Repeat("--:|", len(head)))
 		} else {
-			fmt.Fprintf(&b, "\npaired bootstrap 95%% CI of A - %s: diff [lo, hi]\n%-28s %27s %27s\n", rows[names[0]][0].B, "run A", "R@10", "MRR@10")
+			fmt.Fprintf(&b, "\npaired bootstrap 95%% CI of A - %s: diff [lo, hi]\n%-28s", rows[names[0]][0].B, "run A")
+			for _, h := range head {
+				fmt.Fprintf(&b, " %27s", h)
+			}
+			b.WriteString("\n")
 		}
 		for _, n := range names {
 			if markdown {

@@ -1,10 +1,19 @@
 package eval
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // K is the cut-off of the reported metrics and the number of chunks every
 // pipeline returns.
 const K = 10
+
+// DeepK is the cut-off of the deep recall, R@100 (BEIR's second metric): it
+// is measured only over rankings at least that deep ([Options.Depth], a TREC
+// run listing more than K documents for some query).
+const DeepK = 100
 
 // DocRanking maps a chunk-level ranking, given as each chunk's document id in
 // rank order, to a document-level ranking: distinct documents in the order of
@@ -71,20 +80,51 @@ func ReciprocalRankAt(ranked, relevant []string, k int) float64 {
 // NDCGAt is binary-gain nDCG@k: the sum of 1/log2(r+1) over the ranks r <= k
 // of relevant documents, divided by the same sum for an ideal ranking, which
 // places min(|relevant|, k) relevant documents first. 0 with no relevant
-// documents.
+// documents. It is [GradedNDCGAt] with gain 1 for each relevant document.
 func NDCGAt(ranked, relevant []string, k int) float64 {
-	n := len(relevantSet(relevant))
-	if n == 0 {
+	return GradedNDCGAt(ranked, binaryGains(relevant), k)
+}
+
+// GradedNDCGAt is nDCG@k with graded gains, as trec_eval's ndcg_cut and
+// pytrec_eval (which BEIR reports) compute it: DCG is the sum of
+// gain(d)/log2(r+1) over the documents d at ranks r <= k of ranked (a
+// repeated document counts once, at its first rank; a document without a
+// gain adds 0), divided by the DCG of the ideal ranking, the k largest gains
+// in decreasing order. The gain is the judgment's grade itself (linear, not
+// 2^grade - 1). 0 when no gain is positive.
+func GradedNDCGAt(ranked []string, gains map[string]float64, k int) float64 {
+	ideal := make([]float64, 0, len(gains))
+	for _, g := range gains {
+		if g > 0 {
+			ideal = append(ideal, g)
+		}
+	}
+	if len(ideal) == 0 {
 		return 0
 	}
-	var dcg, ideal float64
-	for _, r := range hitRanks(ranked, relevant, k) {
-		dcg += 1 / math.Log2(float64(r+1))
+	slices.SortFunc(ideal, func(a, b float64) int { return cmp.Compare(b, a) })
+	var dcg, idcg float64
+	for i, d := range DocRanking(ranked) {
+		if i >= k {
+			break
+		}
+		if g := gains[d]; g > 0 {
+			dcg += g / math.Log2(float64(i+2))
+		}
 	}
-	for r := 1; r <= min(n, k); r++ {
-		ideal += 1 / math.Log2(float64(r+1))
+	for i, g := range ideal[:min(len(ideal), k)] {
+		idcg += g / math.Log2(float64(i+2))
 	}
-	return dcg / ideal
+	return dcg / idcg
+}
+
+// binaryGains gives each relevant document gain 1.
+func binaryGains(relevant []string) map[string]float64 {
+	g := make(map[string]float64, len(relevant))
+	for _, r := range relevant {
+		g[r] = 1
+	}
+	return g
 }
 
 // Metrics are one pipeline's scores, each averaged over queries.
@@ -94,17 +134,30 @@ type Metrics struct {
 	RecallAt10 float64 `json:"recall_at_10"`
 	MRRAt10    float64 `json:"mrr_at_10"`
 	NDCGAt10   float64 `json:"ndcg_at_10"`
+	// RecallAt100 is set only for rankings scored to [DeepK] documents
+	// (else 0, and absent from JSON).
+	RecallAt100 float64 `json:"recall_at_100,omitempty"`
 }
 
-// Score computes one query's metrics for a ranking.
+// Score computes one query's metrics for a ranking with binary relevance.
 func Score(ranked, relevant []string) Metrics {
-	return Metrics{
+	return score(ranked, relevant, binaryGains(relevant), false)
+}
+
+// score computes one query's metrics: recall and MRR over the relevant
+// documents, nDCG@10 with gains, R@100 when deep.
+func score(ranked, relevant []string, gains map[string]float64, deep bool) Metrics {
+	m := Metrics{
 		RecallAt1:  RecallAt(ranked, relevant, 1),
 		RecallAt5:  RecallAt(ranked, relevant, 5),
 		RecallAt10: RecallAt(ranked, relevant, 10),
 		MRRAt10:    ReciprocalRankAt(ranked, relevant, 10),
-		NDCGAt10:   NDCGAt(ranked, relevant, 10),
+		NDCGAt10:   GradedNDCGAt(ranked, gains, 10),
 	}
+	if deep {
+		m.RecallAt100 = RecallAt(ranked, relevant, DeepK)
+	}
+	return m
 }
 
 // Mean averages per-query metrics, summing in the given order. The mean of
@@ -120,6 +173,7 @@ func Mean(per []Metrics) Metrics {
 		m.RecallAt10 += p.RecallAt10
 		m.MRRAt10 += p.MRRAt10
 		m.NDCGAt10 += p.NDCGAt10
+		m.RecallAt100 += p.RecallAt100
 	}
 	n := float64(len(per))
 	m.RecallAt1 /= n
@@ -127,5 +181,6 @@ func Mean(per []Metrics) Metrics {
 	m.RecallAt10 /= n
 	m.MRRAt10 /= n
 	m.NDCGAt10 /= n
+	m.RecallAt100 /= n
 	return m
 }

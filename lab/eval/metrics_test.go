@@ -1,7 +1,9 @@
 package eval
 
 import (
+	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -127,5 +129,102 @@ func TestMean(t *testing.T) {
 	}
 	if got := Mean(nil); got != (Metrics{}) {
 		t.Errorf("mean of nothing: got %+v, want zeros", got)
+	}
+}
+
+// Hand-computed graded nDCG@k (linear gain, log2 discount, as trec_eval's
+// ndcg_cut): 1/log2 3 = 0.6309297535714575, 1/log2 4 = 0.5, 1/log2 5 =
+// 0.43067655807339306.
+func TestGradedNDCG(t *testing.T) {
+	const eps = 1e-12
+	tests := []struct {
+		name   string
+		ranked []string
+		gains  map[string]float64
+		k      int
+		want   float64
+	}{
+		{
+			name:   "ideal order",
+			ranked: []string{"a", "b"}, gains: map[string]float64{"a": 2, "b": 1}, k: 10,
+			want: 1,
+		},
+		{
+			name:   "grades swapped",
+			ranked: []string{"b", "a"}, gains: map[string]float64{"a": 2, "b": 1}, k: 10,
+			// DCG 1 + 2/log2 3 = 2.2618595071429148; ideal 2 + 1/log2 3 = 2.6309297535714575
+			want: 2.2618595071429148 / 2.6309297535714575,
+		},
+		{
+			name:   "a grade-0 judgment adds nothing, even to the ideal",
+			ranked: []string{"x", "c", "a"}, gains: map[string]float64{"a": 3, "b": 0, "c": 1}, k: 10,
+			// DCG 1/log2 3 + 3/log2 4 = 2.1309297535714575; ideal 3 + 1/log2 3 = 3.6309297535714575
+			want: 2.1309297535714575 / 3.6309297535714575,
+		},
+		{
+			name:   "the ideal holds the k largest gains",
+			ranked: []string{"c", "a"}, gains: map[string]float64{"a": 1, "b": 1, "c": 2}, k: 2,
+			// DCG 2 + 1/log2 3; ideal 2 + 1/log2 3 (b, tied with a, is past k)
+			want: 1,
+		},
+		{
+			name:   "a hit past k does not count",
+			ranked: []string{"x", "y", "a"}, gains: map[string]float64{"a": 2}, k: 2,
+			want: 0,
+		},
+		{
+			name:   "a repeated document counts once, at its first rank",
+			ranked: []string{"x", "a", "a", "b"}, gains: map[string]float64{"a": 1, "b": 1}, k: 10,
+			// ranking x a b: (1/log2 3 + 1/log2 4) / (1 + 1/log2 3)
+			want: (0.6309297535714575 + 0.5) / 1.6309297535714575,
+		},
+		{
+			name:   "no positive gain scores 0, never NaN",
+			ranked: []string{"a"}, gains: map[string]float64{"a": 0}, k: 10,
+			want: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := GradedNDCGAt(tt.ranked, tt.gains, tt.k); math.IsNaN(got) || math.Abs(got-tt.want) > eps {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestQueryScore: a query's grades weigh nDCG, its relevant list drives
+// recall and MRR, and R@100 is measured only for a deep ranking.
+func TestQueryScore(t *testing.T) {
+	q := Query{Query: "x", Relevant: []string{"a", "b"}, Grades: map[string]int{"a": 2}}
+	if got, want := q.Gains(), map[string]float64{"a": 2, "b": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("gains: got %v, want %v", got, want)
+	}
+	var ranked []string
+	for i := range 150 {
+		ranked = append(ranked, fmt.Sprintf("x%d", i))
+	}
+	ranked[4] = "b"   // rank 5
+	ranked[119] = "a" // rank 120: past R@100
+	m := q.Score(ranked, true)
+	// nDCG@10: DCG 1/log2 6; ideal 2 + 1/log2 3.
+	want := Metrics{RecallAt5: 0.5, RecallAt10: 0.5, MRRAt10: 0.2, NDCGAt10: (1 / math.Log2(6)) / (2 + 0.6309297535714575), RecallAt100: 0.5}
+	if math.Abs(m.NDCGAt10-want.NDCGAt10) > 1e-12 {
+		t.Errorf("ndcg@10: got %v, want %v", m.NDCGAt10, want.NDCGAt10)
+	}
+	m.NDCGAt10 = want.NDCGAt10
+	if m != want {
+		t.Errorf("deep: got %+v, want %+v", m, want)
+	}
+	ranked[99] = "a" // rank 100: the last R@100 counts
+	if got := q.Score(ranked, true).RecallAt100; got != 1 {
+		t.Errorf("R@100 with hits at 5 and 100: got %v, want 1", got)
+	}
+	if got := q.Score(ranked, false).RecallAt100; got != 0 {
+		t.Errorf("R@100 of a shallow ranking: got %v, want 0 (not measured)", got)
+	}
+	// Binary relevance is the same query without grades.
+	if got, want := (Query{Relevant: []string{"a", "b"}}).Score(ranked[:10], false), Score(ranked[:10], []string{"a", "b"}); got != want {
+		t.Errorf("without grades: got %+v, want Score's %+v", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,10 @@ type Query struct {
 	ID       string   `json:"id,omitempty"`
 	Query    string   `json:"query"`
 	Relevant []string `json:"relevant"`
+	// Grades, when set, are graded judgments: a relevant document's gain
+	// in nDCG (BEIR's qrels score); a relevant document without a grade
+	// has gain 1. Every graded document is in Relevant, with a grade >= 1.
+	Grades map[string]int `json:"grades,omitempty"`
 	// Kind and Split are a generated query's provenance ("name", "body",
 	// "option", "heldout"; "dev" or "test"); optional.
 	Kind  string `json:"kind,omitempty"`
@@ -43,20 +48,42 @@ func (q Query) Key() string {
 	return strconv.Itoa(q.Line)
 }
 
+// Gains are the nDCG gains of the relevant documents: their grade, 1 when
+// they have none.
+func (q Query) Gains() map[string]float64 {
+	g := make(map[string]float64, len(q.Relevant))
+	for _, r := range q.Relevant {
+		g[r] = 1
+		if v, ok := q.Grades[r]; ok {
+			g[r] = float64(v)
+		}
+	}
+	return g
+}
+
+// Score computes q's metrics for a document ranking: recall and MRR over
+// its relevant documents, nDCG@10 with its [Query.Gains], and R@100 when
+// deep (the ranking was cut at [DeepK] documents or more).
+func (q Query) Score(ranked []string, deep bool) Metrics {
+	return score(ranked, q.Relevant, q.Gains(), deep)
+}
+
 // maxQueryLine bounds one JSON line of a query file.
 const maxQueryLine = 1 << 20
 
 // knownFields are the query fields [ReadQueries] interprets.
-var knownFields = []string{"id", "query", "relevant", "kind", "split", "remove"}
+var knownFields = []string{"id", "query", "relevant", "grades", "kind", "split", "remove"}
 
 // ReadQueries reads a JSON Lines query file: one {"query": "...",
 // "relevant": ["doc_id", ...]} object per line, optionally with "id",
-// "kind", "split" and "remove" (see [Query]) and any other fields (kept in
+// "grades" ({"doc_id": grade, ...}), "kind", "split" and "remove" (see
+// [Query]) and any other fields (kept in
 // [Query.Extra]); blank lines are skipped. A known field of the wrong type,
 // a query without a token, an empty relevant list, an invalid doc id and a
 // repeated id are errors wrapping [ErrQueries] that name the line: a query
 // with no relevant document would count as a miss for every pipeline, and an
-// unsearchable query as a miss that no pipeline could avoid.
+// unsearchable query as a miss that no pipeline could avoid. A grade below 1
+// or for a document not in "relevant" is an error too.
 func ReadQueries(r io.Reader) ([]Query, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxQueryLine)
@@ -89,6 +116,9 @@ func ReadQueries(r io.Reader) ([]Query, error) {
 				return nil, fmt.Errorf("%w: line %d: %w", ErrQueries, line, err)
 			}
 		}
+		if err := checkGrades(q); err != nil {
+			return nil, fmt.Errorf("%w: line %d: %w", ErrQueries, line, err)
+		}
 		out = append(out, q)
 	}
 	if err := sc.Err(); err != nil {
@@ -98,6 +128,20 @@ func ReadQueries(r io.Reader) ([]Query, error) {
 		return nil, fmt.Errorf("%w: %w", ErrQueries, ErrNoQueries)
 	}
 	return out, nil
+}
+
+// checkGrades checks that every grade is >= 1 and names a relevant
+// document.
+func checkGrades(q Query) error {
+	for _, id := range slices.Sorted(maps.Keys(q.Grades)) {
+		switch {
+		case q.Grades[id] < 1:
+			return fmt.Errorf("grade %d of %q must be >= 1 (a document judged not relevant is left out)", q.Grades[id], id)
+		case !slices.Contains(q.Relevant, id):
+			return fmt.Errorf("grade for %q, which is not in \"relevant\"", id)
+		}
+	}
+	return nil
 }
 
 // parseQuery decodes one line: the known fields strictly, the rest kept.
@@ -114,7 +158,7 @@ func parseQuery(b []byte) (Query, error) {
 		return Query{}, fmt.Errorf("want a JSON object")
 	}
 	var q Query
-	dst := map[string]any{"id": &q.ID, "query": &q.Query, "relevant": &q.Relevant,
+	dst := map[string]any{"id": &q.ID, "query": &q.Query, "relevant": &q.Relevant, "grades": &q.Grades,
 		"kind": &q.Kind, "split": &q.Split, "remove": &q.Remove}
 	for _, k := range knownFields {
 		raw, ok := fields[k]

@@ -101,6 +101,14 @@ type Options struct {
 	Workers int
 	// PerQuery keeps every query's rankings and chunks in the report.
 	PerQuery bool
+	// Depth is how many documents each pipeline's document-level ranking
+	// holds (its Doc metrics and its TREC run): 0 or [K] keeps K, up to
+	// [MaxDepth]. Deeper than K, the ranking continues past what the
+	// pipeline's own ranking holds with the same pipeline ranked deeper
+	// ([DeepChunks] chunks per document asked for): the first documents,
+	// and so every @10 metric, stay the pipeline's own. From [DeepK] on,
+	// the Doc metrics include R@100.
+	Depth int
 	// Progress, when set, is called as queries finish, never concurrently.
 	Progress func(done, total int)
 	// Models serves Settings.Model when it is not hashing: documents are
@@ -139,6 +147,26 @@ func SeedPolicy() retrieval.Policy {
 	p := retrieval.DefaultPolicy()
 	p.Limit = K
 	return p
+}
+
+// MaxDepth bounds [Options.Depth]: a deeper ranking asks for top_n and
+// rerank_depth [DeepChunks] times the depth, and past the Retriever's
+// default limits ([retrieval.DefaultLimits]) a pipeline with query
+// expansion, which runs the whole Retriever, would be refused.
+const MaxDepth = retrieval.DefaultMaxTopN / DeepChunks
+
+// DeepChunks is how many chunks per document of the depth a deeper ranking
+// asks each side for (its top_n, and rerank_depth for a hybrid pipeline):
+// SciFact's abstracts are about two 200-word chunks, so twice the depth in
+// chunks holds about the depth in documents. A single-side pipeline asks
+// for twice as many again, as often as it needs to reach the depth.
+const DeepChunks = 2
+
+func (opts Options) depth() int {
+	if opts.Depth == 0 {
+		return K
+	}
+	return opts.Depth
 }
 
 // DefaultBootstrap is the default number of bootstrap resamples.
@@ -183,6 +211,9 @@ func (opts Options) validate() error {
 			return fmt.Errorf("%s: %w: evaluation needs limit %d, rerank_depth >= %d and top_n >= %d",
 				s.Name, retrieval.ErrInvalidPolicy, K, K, K)
 		}
+	}
+	if opts.Depth != 0 && (opts.Depth < K || opts.Depth > MaxDepth) {
+		return fmt.Errorf("%w: %d: want 0 (%d), or %d to %d", ErrDepth, opts.Depth, K, K, MaxDepth)
 	}
 	if opts.Bootstrap > 0 && !seen[opts.baseline()] {
 		return fmt.Errorf("%w: baseline %q is not a pipeline of this run", ErrPipeline, opts.baseline())
@@ -242,12 +273,15 @@ type PipelineInfo struct {
 
 // Report is one evaluation's result.
 type Report struct {
-	Documents    int      `json:"documents"`
-	Chunks       int      `json:"chunks"`
-	Refused      []string `json:"refused"` // documents the store refused after DropSections, as "id: reason"
-	Removed      int      `json:"removed_passages"`
-	Queries      int      `json:"queries"`
-	MultiRel     int      `json:"queries_with_several_relevant"`
+	Documents int      `json:"documents"`
+	Chunks    int      `json:"chunks"`
+	Refused   []string `json:"refused"` // documents the store refused after DropSections, as "id: reason"
+	Removed   int      `json:"removed_passages"`
+	Queries   int      `json:"queries"`
+	MultiRel  int      `json:"queries_with_several_relevant"`
+	// Depth is the documents of each pipeline's document-level ranking
+	// ([Options.Depth]).
+	Depth        int      `json:"depth"`
 	Strategy     Strategy `json:"strategy"`
 	MaxWords     int      `json:"max_words"`
 	OverlapWords int      `json:"overlap_words"`
@@ -279,8 +313,9 @@ type PipelineResult struct {
 	Pipeline Pipeline `json:"pipeline"`
 	// Metrics are chunk-level: over the documents of the first K chunks.
 	Metrics
-	// Doc are document-level: over the first K distinct documents of the
-	// pipeline's whole ranking (its limit lifted).
+	// Doc are document-level: over the first K (or [Options.Depth])
+	// distinct documents of the pipeline's whole ranking (its limit
+	// lifted).
 	Doc Metrics `json:"doc"`
 	// MeanDocs is the mean number of distinct documents returned per query
 	// (at most K).
@@ -388,6 +423,7 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 	}
 	rep.Removed = removed
 	rep.Queries = len(queries)
+	rep.Depth = opts.depth()
 	for _, q := range queries {
 		if len(relevantSet(q.Relevant)) > 1 {
 			rep.MultiRel++
@@ -415,7 +451,7 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				qr, err := runQuery(ctx, opts.retriever(st), st, opts.Models, opts.Settings.Spec(), queries[i], specs, opts.PerQuery)
+				qr, err := runQuery(ctx, opts.retriever(st), st, opts.Models, opts.Settings.Spec(), queries[i], specs, opts.PerQuery, opts.depth())
 				mu.Lock()
 				if err != nil && firstEr == nil {
 					firstEr = fmt.Errorf("query %d (%q): %w", i+1, queryLabel(queries[i].Query), err)
@@ -450,7 +486,7 @@ func Run(ctx context.Context, docs []Document, queries []Query, opts Options) (R
 	rep.Results = results(names, per)
 	rep.Comparisons = compare(names, per)
 	if opts.Bootstrap > 0 {
-		rep.Intervals = intervals(names, opts.baseline(), per, opts.Bootstrap)
+		rep.Intervals = intervals(names, opts.baseline(), per, opts.Bootstrap, opts.depth() >= DeepK)
 	}
 	rep.Kinds = byKind(names, queries, per)
 	if opts.PerQuery {
@@ -544,40 +580,58 @@ var principal = cordontype.Principal{Tenant: Tenant, Clearance: cordontype.Restr
 // runQuery runs one query through every pipeline. The store ranks the query
 // once per distinct top_n; the hybrid pipelines are the end of rt's
 // pipeline ([retrieval.Retriever.Finish]) over those rankings, so they are
-// exactly what the Retriever returns.
-func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, models *embed.Registry, spec embed.Spec, q Query, specs []Spec, keepChunks bool) (QueryResult, error) {
+// exactly what the Retriever returns. Each pipeline's document ranking
+// holds depth documents ([Options.Depth]).
+func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, models *embed.Registry, spec embed.Spec, q Query, specs []Spec, keepChunks bool, depth int) (QueryResult, error) {
 	tokens := analysis.Tokenize(q.Query)
 	allTerms := analysis.TokenSet(q.Query)
 	dense, err := retrieval.EmbedQuery(ctx, models, spec, q.Query, tokens)
 	if err != nil {
 		return QueryResult{}, fmt.Errorf("embed the query: %w", err)
 	}
+	// The store ranks the query once per distinct (qtf_k3, idf, document
+	// ranking, stop list), at the deepest top_n any pipeline asks for: a
+	// shallower ranking is that one's prefix (each ranking is a total
+	// order, ties broken by id, and the funnel's counts do not depend on
+	// top_n), so every pipeline sees what the store gives for its own
+	// top_n.
+	deepest := 0
+	for _, s := range specs {
+		deepest = max(deepest, s.Policy.TopN)
+	}
+	if depth > K {
+		deepest = max(deepest, DeepChunks*depth)
+	}
 	type rankKey struct {
-		topN int
 		k3   float64
 		idf  bm25.IDFKind
 		docs bool
 		stop retrieval.StopWords
 		stem float64
 	}
-	ranked := make(map[rankKey]retrieval.Rankings)
+	type rankedAt struct {
+		topN int
+		rk   retrieval.Rankings
+	}
+	ranked := make(map[rankKey]rankedAt)
 	// rank ranks as the Retriever does: the stop list reduces the terms
 	// (and the tokens qtf weights count), the dense side keeps the query.
 	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords, stem float64) (retrieval.Rankings, error) {
-		key := rankKey{topN, k3, idf, docs, stop, stem}
-		if rk, ok := ranked[key]; ok {
-			return rk, nil
+		key := rankKey{k3, idf, docs, stop, stem}
+		if r, ok := ranked[key]; ok && r.topN >= topN {
+			return truncateRankings(r.rk, topN), nil
 		}
+		n := max(topN, deepest)
 		kept := retrieval.Stop(tokens, stop)
 		terms := retrieval.Stop(allTerms, stop)
 		terms, weights := retrieval.WithStems(terms, retrieval.QueryTermWeights(kept, terms, k3), stem)
 		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
-			Weights: weights, IDF: idf, Dense: dense, TopN: topN, Docs: docs})
+			Weights: weights, IDF: idf, Dense: dense, TopN: n, Docs: docs})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
-		ranked[key] = rk
-		return rk, nil
+		ranked[key] = rankedAt{n, rk}
+		return truncateRankings(rk, topN), nil
 	}
 	qr := QueryResult{
 		ID:       q.ID,
@@ -607,6 +661,23 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		if err != nil {
 			return QueryResult{}, err
 		}
+		// hybrid is the pipeline over the shared rankings at policy p,
+		// its limit lifted: Tail truncates last, so the first K of the
+		// whole fused list (at most top_n chunks of each ranking) are the
+		// pipeline's.
+		hybrid := func(p retrieval.Policy, rk retrieval.Rankings) (retrieval.Result, error) {
+			p.Limit = 2 * p.TopN
+			if p.PRFDocs > 0 {
+				// Query expansion ranks again with the expanded query:
+				// the whole Retriever, not the tail over shared rankings.
+				res, err := rt.Retrieve(ctx, retrieval.Query{Principal: principal, Text: q.Query, Policy: p})
+				if err != nil {
+					return res, fmt.Errorf("retrieve with expansion: %w", err)
+				}
+				return res, nil
+			}
+			return rt.Finish(ctx, rk, terms, retrieval.Query{Principal: principal, Text: q.Query, Policy: p}), nil
+		}
 		var all []retrieval.Scored
 		switch s.Mode {
 		case Lexical:
@@ -614,37 +685,64 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		case Dense:
 			all = sided(rk, rk.Dense)
 		default:
-			deep := s.Policy
-			// Tail truncates last, so the first K of the whole fused list
-			// (at most top_n chunks of each ranking) are the pipeline's.
-			deep.Limit = 2 * deep.TopN
-			var res retrieval.Result
-			if deep.PRFDocs > 0 {
-				// Query expansion ranks again with the expanded query:
-				// the whole Retriever, not the tail over shared rankings.
-				res, err = rt.Retrieve(ctx, retrieval.Query{Principal: principal, Text: q.Query, Policy: deep})
-				if err != nil {
-					return QueryResult{}, fmt.Errorf("retrieve with expansion: %w", err)
-				}
-			} else {
-				res = rt.Finish(ctx, rk, terms, retrieval.Query{Principal: principal, Text: q.Query, Policy: deep})
+			res, err := hybrid(s.Policy, rk)
+			if err != nil {
+				return QueryResult{}, err
 			}
 			all = res.Chunks
 			if res.Model != nil && res.Model.Shed {
 				qr.ModelShed = append(qr.ModelShed, s.Name)
 			}
 		}
-		docs := make([]string, len(all))
-		for i, c := range all {
-			docs[i] = c.Chunk.DocID
-		}
+		docs := chunkDocs(all)
 		top := DocRanking(docs[:min(len(docs), K)])
-		deepDocs := DocRanking(docs)
-		deepDocs = deepDocs[:min(len(deepDocs), K)]
+		ranking := docs
+		if depth > K {
+			// The same pipeline ranked deeper continues the ranking past
+			// what its own holds; DocRanking keeps each document at its
+			// first place, so the first ones stay the pipeline's own.
+			var more []string
+			switch s.Mode {
+			case Hybrid:
+				p := s.Policy
+				p.TopN = max(p.TopN, DeepChunks*depth)
+				p.RerankDepth = max(p.RerankDepth, DeepChunks*depth)
+				deepRK, err := rank(p.TopN, k3, idf, withDocs, stop, stem)
+				if err != nil {
+					return QueryResult{}, err
+				}
+				res, err := hybrid(p, deepRK)
+				if err != nil {
+					return QueryResult{}, err
+				}
+				more = chunkDocs(res.Chunks)
+			default:
+				for n := max(s.Policy.TopN, DeepChunks*depth); ; n *= 2 {
+					deepRK, err := rank(n, k3, idf, withDocs, stop, stem)
+					if err != nil {
+						return QueryResult{}, err
+					}
+					side := deepRK.Lexical
+					if s.Mode == Dense {
+						side = deepRK.Dense
+					}
+					more = make([]string, len(side))
+					for i, h := range side {
+						more[i] = h.Chunk.DocID
+					}
+					if len(side) < n || len(DocRanking(more)) >= depth {
+						break
+					}
+				}
+			}
+			ranking = append(slices.Clip(docs), more...)
+		}
+		deepDocs := DocRanking(ranking)
+		deepDocs = deepDocs[:min(len(deepDocs), depth)]
 		qr.Rankings[s.Name] = top
 		qr.DocRanks[s.Name] = deepDocs
-		qr.Metrics[s.Name] = Score(top, q.Relevant)
-		qr.Doc[s.Name] = Score(deepDocs, q.Relevant)
+		qr.Metrics[s.Name] = q.Score(top, false)
+		qr.Doc[s.Name] = q.Score(deepDocs, depth >= DeepK)
 		if keepChunks {
 			hits := make([]Hit, 0, min(len(all), K))
 			for _, c := range all[:min(len(all), K)] {
@@ -660,6 +758,26 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		}
 	}
 	return qr, nil
+}
+
+// truncateRankings is rk as a store gives it for top_n n: each ranking's
+// first n (clipped, so an append never writes into the deeper ranking).
+func truncateRankings(rk retrieval.Rankings, n int) retrieval.Rankings {
+	rk.Lexical = slices.Clip(rk.Lexical[:min(len(rk.Lexical), n)])
+	rk.Dense = slices.Clip(rk.Dense[:min(len(rk.Dense), n)])
+	if rk.Docs != nil {
+		rk.Docs = slices.Clip(rk.Docs[:min(len(rk.Docs), n)])
+	}
+	return rk
+}
+
+// chunkDocs is each chunk's document id, in order.
+func chunkDocs(cs []retrieval.Scored) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Chunk.DocID
+	}
+	return out
 }
 
 // sided is one side's ranking with each chunk's score and rank on both

@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -173,5 +174,52 @@ func TestBakeOffVariants(t *testing.T) {
 	}
 	if vs[0].Name != "fixed 50/0" || vs[0].Strategy != Flat || vs[8].Name != "structure 200/40" || vs[8].Chunking.OverlapWords != 40 {
 		t.Errorf("variants: got %+v", vs)
+	}
+}
+
+// TestRunDepth: with Depth 100 every pipeline's document ranking holds 100
+// documents (R@100 measured), and its first K documents, so every @10
+// metric, are those of the run at depth K.
+func TestRunDepth(t *testing.T) {
+	var docs []Document
+	var relevant []string
+	for i := range 150 {
+		id := fmt.Sprintf("d%03d", i)
+		docs = append(docs, Document{ID: id, Text: fmt.Sprintf("alpha beta w%d", i)})
+		relevant = append(relevant, id)
+	}
+	queries := []Query{{ID: "q", Query: "alpha", Relevant: relevant}}
+	shallow, err := Run(context.Background(), docs, queries, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.Depth = DeepK
+	opts.PerQuery = true
+	deep, err := Run(context.Background(), docs, queries, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shallow.Depth != K || deep.Depth != DeepK {
+		t.Errorf("report depth: got %d and %d, want %d and %d", shallow.Depth, deep.Depth, K, DeepK)
+	}
+	for _, p := range []Pipeline{BM25Only, HybridRRF, HybridRerank, Seed} {
+		s, d := shallow.Result(p), deep.Result(p)
+		if got := len(deep.PerQuery[0].DocRanks[p]); got != DeepK {
+			t.Errorf("%s: got %d documents, want %d", p, got, DeepK)
+		}
+		if want := float64(DeepK) / 150; d.Doc.RecallAt100 != want || s.Doc.RecallAt100 != 0 {
+			t.Errorf("%s: R@100 got %v (depth 100) and %v (depth 10), want %v and 0", p, d.Doc.RecallAt100, s.Doc.RecallAt100, want)
+		}
+		d.Doc.RecallAt100 = 0
+		if d.Doc != s.Doc || d.Metrics != s.Metrics {
+			t.Errorf("%s: @10 metrics differ with depth: got %+v / %+v, want %+v / %+v", p, d.Metrics, d.Doc, s.Metrics, s.Doc)
+		}
+	}
+	for _, n := range []int{-1, K - 1, MaxDepth + 1} {
+		opts.Depth = n
+		if _, err := Run(context.Background(), docs, queries, opts); !errors.Is(err, ErrDepth) {
+			t.Errorf("depth %d: got %v, want ErrDepth", n, err)
+		}
 	}
 }

@@ -76,6 +76,14 @@ func TestReadQueries(t *testing.T) {
 	if qs[0].Key() != "q1" || qs[0].Kind != "body" || qs[0].Split != "dev" || string(qs[0].Extra["source"]) != `{"page": "a"}` {
 		t.Errorf("extra fields: got %+v", qs[0])
 	}
+	graded := `{"query": "x y", "relevant": ["a", "b"], "grades": {"a": 2}}`
+	qs, err = ReadQueries(strings.NewReader(graded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qs[0].Grades["a"] != 2 || qs[0].Extra != nil {
+		t.Errorf("grades: got %+v", qs[0])
+	}
 	bad := []struct {
 		name, in, want string
 	}{
@@ -89,6 +97,9 @@ func TestReadQueries(t *testing.T) {
 		{"not json", "x\n", "line 1"},
 		{"second line", `{"query": "x", "relevant": ["a"]}` + "\n{", "line 2"},
 		{"empty file", "\n\n", "no queries"},
+		{"grade below 1", `{"query": "x", "relevant": ["a"], "grades": {"a": 0}}`, `grade 0 of "a" must be >= 1`},
+		{"grade of an unlisted document", `{"query": "x", "relevant": ["a"], "grades": {"b": 2}}`, `grade for "b", which is not in "relevant"`},
+		{"grades of the wrong type", `{"query": "x", "relevant": ["a"], "grades": ["a"]}`, `field "grades"`},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

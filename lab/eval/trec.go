@@ -90,50 +90,78 @@ func WriteRun(w io.Writer, qid string, docs []string, tag string) error {
 type RunScore struct {
 	Name string `json:"name"`
 	// Metrics are averaged over every query; a query absent from the run
-	// scores 0.
+	// scores 0. R@100 is measured when the run is deep.
 	Metrics
-	Missing  int       `json:"missing"` // queries the run has no line for
+	Missing int `json:"missing"` // queries the run has no line for
+	// Depth is the most documents the run lists for one query: a run no
+	// deeper than [K] was cut at K, and its R@100 is not measured.
+	Depth    int       `json:"depth"`
 	PerQuery []Metrics `json:"-"`
 }
 
+// Deep reports whether the run lists more than [K] documents for some
+// query, so that R@100 means what it says.
+func (s RunScore) Deep() bool { return s.Depth > K }
+
 // ScoreRun scores a run over queries: each query's documents (by
-// [Query.Key]) against its relevant documents, with the same metrics as
-// [Run]'s document level.
+// [Query.Key]) against its relevant documents (graded by [Query.Gains]),
+// with the same metrics as [Run]'s document level, R@100 included when the
+// run is deep ([RunScore.Deep]).
 func ScoreRun(name string, run TRECRun, queries []Query) RunScore {
 	s := RunScore{Name: name, PerQuery: make([]Metrics, len(queries))}
+	for _, docs := range run {
+		s.Depth = max(s.Depth, len(docs))
+	}
 	for i, q := range queries {
 		docs, ok := run[q.Key()]
 		if !ok {
 			s.Missing++
 		}
-		s.PerQuery[i] = Score(docs, q.Relevant)
+		s.PerQuery[i] = q.Score(docs, s.Deep())
 	}
 	s.Metrics = Mean(s.PerQuery)
 	return s
 }
 
+// runMetrics are the per-query metrics [CompareRuns] compares: R@10 and
+// MRR@10 always, nDCG@10 and R@100 when both runs are deep.
+var runMetrics = []struct {
+	name string
+	deep bool
+	get  func(Metrics) float64
+}{
+	{"recall_at_10", false, func(m Metrics) float64 { return m.RecallAt10 }},
+	{"mrr_at_10", false, func(m Metrics) float64 { return m.MRRAt10 }},
+	{"ndcg_at_10", true, func(m Metrics) float64 { return m.NDCGAt10 }},
+	{"recall_at_100", true, func(m Metrics) float64 { return m.RecallAt100 }},
+}
+
 // CompareRuns gives the paired bootstrap intervals of R@10 and MRR@10 of
-// each run against base, with n resamples.
+// each run against base, with n resamples, and of nDCG@10 and R@100 when
+// every run is deep ([RunScore.Deep]).
 func CompareRuns(base RunScore, runs []RunScore, n int) []Interval {
-	var out []Interval
-	pick := map[string]func(Metrics) float64{
-		"recall_at_10": func(m Metrics) float64 { return m.RecallAt10 },
-		"mrr_at_10":    func(m Metrics) float64 { return m.MRRAt10 },
+	deep := base.Deep()
+	for _, r := range runs {
+		deep = deep && r.Deep()
 	}
+	var out []Interval
 	for _, r := range runs {
 		if r.Name == base.Name {
 			continue
 		}
-		for _, name := range []string{"recall_at_10", "mrr_at_10"} {
+		for _, m := range runMetrics {
+			if m.deep && !deep {
+				continue
+			}
 			a, b := make([]float64, len(r.PerQuery)), make([]float64, len(base.PerQuery))
 			for i := range r.PerQuery {
-				a[i] = pick[name](r.PerQuery[i])
+				a[i] = m.get(r.PerQuery[i])
 			}
 			for i := range base.PerQuery {
-				b[i] = pick[name](base.PerQuery[i])
+				b[i] = m.get(base.PerQuery[i])
 			}
 			d, lo, hi := PairedBootstrap(a, b, n, BootstrapSeed)
-			out = append(out, Interval{A: Pipeline(r.Name), B: Pipeline(base.Name), Metric: name, Diff: d, Lo: lo, Hi: hi})
+			out = append(out, Interval{A: Pipeline(r.Name), B: Pipeline(base.Name), Metric: m.name, Diff: d, Lo: lo, Hi: hi})
 		}
 	}
 	return out

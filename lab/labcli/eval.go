@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,16 +32,19 @@ func evalCommand() *cmdline.Command {
 		Summary: "measure retrieval quality: recall@k, MRR@10, nDCG@10 per pipeline; score TREC runs",
 		Usage: `Usage:
   cordon-lab eval --corpus DIR --queries FILE.jsonl [--kind K,...] [--split dev|test]
-              [--policy JSON|@FILE] [--profile NAME=JSON|@FILE]... [--k1 X] [--b X]
+              [--depth N] [--policy JSON|@FILE] [--profile NAME=JSON|@FILE]... [--k1 X] [--b X]
               [--bm25-statistics entitled|tenant] [--drop-section NAME] [--bakeoff]
               [--bootstrap N] [--baseline PIPELINE] [--json | --markdown]
               [--save RUN.json] [--per-query FILE.jsonl] [--trec DIR]
               [--reranker-url URL [--reranker-api tei|cohere] [--reranker-model M] ...]
               [--rerank-budget DURATION]
+  cordon-lab eval --beir DIR --split SPLIT [--title line|heading|none] [--depth N] [...]
   cordon-lab eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
               [--split dev|test] [--bootstrap N] [--markdown | --json]
+  cordon-lab eval score --beir DIR --split SPLIT --run FILE [--run FILE]... [...]
   cordon-lab eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
+  cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|none] --chunks FILE.jsonl [...]
 
 Indexes every *.md document under DIR (doc id = path without .md) in an
 in-memory store and runs each query of FILE.jsonl through every pipeline.
@@ -48,7 +52,22 @@ A query line is {"query": "...", "relevant": ["doc_id", ...]}, optionally
 with "id", "kind", "split" (what --kind and --split select on) and
 "remove" (a passage cut out of each relevant document before indexing: a
 held-out query); any other field is provenance, passed through to
---per-query. 'cordon-lab corpus queries' writes such files.
+--per-query. 'cordon-lab corpus queries' writes such files. A line may
+also grade its documents, "grades": {"doc_id": 2, ...} (a relevant
+document without a grade has grade 1), for nDCG.
+
+--beir DIR reads a BEIR-format dataset instead of --corpus and --queries:
+DIR/corpus.jsonl ({"_id", "title", "text"} per line: one document each,
+doc id = _id), the claims or questions of --split (required) from
+queries-SPLIT.jsonl, else BEIR's queries.jsonl ({"_id", "text"}), and their
+judgments from qrels-SPLIT.tsv, else BEIR's qrels/SPLIT.tsv ("query-id TAB
+corpus-id TAB score"; the score is the document's grade, 0 is not
+relevant). Queries without a positive judgment are left out, as BEIR
+leaves them. --title says where a document's title goes: "line" (default)
+makes it the first line of the text, searchable like the rest; "heading"
+a Markdown heading, which Cordon indexes as the section's name and does not
+search; "none" leaves it out. A line of the text the chunker would read as
+a heading or a fence is indented by a space: BEIR's text is prose.
 
 Pipelines, each returning at most 10 chunks:
   bm25               the store's BM25 ranking alone (SPEC's: each distinct query
@@ -59,12 +78,20 @@ Pipelines, each returning at most 10 chunks:
   seed               SPEC's seed profile
   NAME               each --profile NAME=JSON, a policy over the service profile
 
+--depth N (default 10; 100 with --beir) makes each pipeline's
+document-level ranking, and its --trec run, N documents deep; from 100
+the tables add doc nDCG@10 and doc R@100, and the intervals those and doc
+MRR@10. Past
+what the pipeline's own ranking holds (top_n chunks per side, rerank_depth
+after the rerank), the same pipeline with top_n and rerank_depth raised to
+2N continues it, so its first documents, and every @10 metric, stay its own.
+
 --policy sets the service profile itself (a SPEC section 9 policy object
 over the service's defaults, or @FILE holding one); limit must stay 10.
 --k1, --b and --bm25-statistics set the index's BM25 parameters.
 
-Metrics: recall@1, @5, @10, MRR@10 and nDCG@10 over the documents of the
-first 10 chunks (chunk level: a document is found at the rank of its first
+Metrics: recall@1, @5, @10, MRR@10 and nDCG@10 (graded: gain = grade,
+log2 discount, as trec_eval) over the documents of the first 10 chunks (chunk level: a document is found at the rank of its first
 chunk), and doc R@10 and doc MRR@10 over the first 10 distinct documents of
 the pipeline's whole ranking (document level: its limit lifted; the
 ranking still ends at top_n per side, or rerank_depth after the rerank).
@@ -99,9 +126,13 @@ score reads TREC runs ("qid Q0 docid rank score tag" per line; documents
 ordered by score, highest first, as trec_eval does) and reports the same
 document-level metrics over the first 10 distinct documents; qid is the
 query's "id" field, or its 1-based line number in the query file when it
-has none. A query with no line in a run scores 0 (counted as missing).
-With several --run, each run after the first gets paired bootstrap
-intervals against the first.
+has none (a BEIR query's _id). A query with no line in a run scores 0
+(counted as missing). A run listing more than 10 documents for some query
+is deep: it also gets R@100. With several --run, each run after the
+first gets paired bootstrap intervals against the first (nDCG@10 and R@100
+too when every run is deep). --per-query FILE writes one JSON line per
+query: its id, text, relevant documents and grades, and its metrics in
+each run (by run name).
 
 export writes the chunks 'cordon-lab eval' indexes with the same inputs (held-
 out passages and sections removed, same chunking), one {"chunk_id",
@@ -110,7 +141,9 @@ text (lab/eval/peers/).
 
 How long it takes: time grows with chunks x queries. On 2 cores: the
 committed 58-page subset under 1 s; 402 man pages and 400 queries 10-20 s,
-with --bakeoff about 2.5 minutes. docs/quality.md gives the commands.
+with --bakeoff about 2.5 minutes; SciFact's train split (5,183 abstracts,
+809 claims, --depth 100) about 2.5 CPU-minutes. docs/quality.md gives the
+commands.
 
 Examples:
   cordon-lab eval --corpus testdata/eval/corpus --queries testdata/eval/queries.jsonl --kind name
@@ -120,12 +153,15 @@ Examples:
       --rerank-budget 10s --workers 2 --profile 'model={"rerank":"model","rerank_blend":0}'
   cordon-lab eval export --corpus /tmp/cordon-man --queries testdata/eval/man-every4-queries.jsonl --kind heldout --chunks /tmp/chunks.jsonl
   cordon-lab eval score --queries testdata/eval/man-every4-queries.jsonl --run /tmp/runs/bm25.run --run /tmp/fts5-or.run
+  cordon-lab eval --beir /work/shared/eval/scifact --split train --markdown --trec /tmp/scifact-runs
+  cordon-lab eval score --beir /work/shared/eval/scifact --split train --run /tmp/scifact-runs/hybrid_rrf_rerank.run --run /tmp/fts5-porter.run
   go run ./cmd/cordon-lab plot eval --out docs/quality.png kept.json heldout.json
 `,
 		Run: runEval,
 		Subs: []*cmdline.Command{
 			{Name: "score", Summary: "score TREC runs against a query file", Run: runEvalScore, Usage: `Usage: cordon-lab eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
               [--split dev|test] [--bootstrap N] [--markdown | --json]
+       cordon-lab eval score --beir DIR --split SPLIT --run FILE [--run FILE]... [--per-query FILE] [...]
 
 Scores TREC runs ("qid Q0 docid rank score tag" per line) with the
 document-level metrics of 'cordon-lab eval'; each run after the first gets
@@ -136,6 +172,7 @@ Example:
 `},
 			{Name: "export", Summary: "write the chunks eval indexes, for another system", Run: runEvalExport, Usage: `Usage: cordon-lab eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
+       cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|none] --chunks FILE.jsonl [...]
 
 Writes the chunks 'cordon-lab eval' indexes with the same inputs, one
 {"chunk_id", "doc_id", "text"} line each. 'cordon-lab eval --help' says more.
@@ -218,13 +255,114 @@ func loadDocs(dir string) ([]corpus.Doc, []eval.Document, error) {
 	return docs, edocs, nil
 }
 
+// evalInput is where an eval command's documents and queries come from: a
+// corpus directory and a query file, or a BEIR dataset.
+type evalInput struct {
+	corpus, queries *string
+	kinds           cmdline.ListFlag
+	split           *string
+	beir, title     *string
+}
+
+// addInputFlags defines the input flags on fs; withCorpus adds --corpus and
+// --title (eval score reads no corpus but a BEIR dataset's).
+func addInputFlags(fs *flag.FlagSet, withCorpus bool) *evalInput {
+	in := &evalInput{}
+	if withCorpus {
+		in.corpus = fs.String("corpus", "", "corpus directory of .md documents (required, or --beir)")
+	}
+	in.queries = fs.String("queries", "", "query file, JSON Lines (required, or --beir)")
+	fs.Var(&in.kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
+	in.split = fs.String("split", "", "only queries of this split (dev or test); with --beir, the split to read (required)")
+	in.beir = fs.String("beir", "", "BEIR dataset directory (corpus.jsonl, queries, qrels) instead of --corpus and --queries")
+	title := string(eval.TitleLine)
+	in.title = &title
+	if withCorpus {
+		in.title = fs.String("title", string(eval.TitleLine), "with --beir, where a document's title goes: line (first line of the text), heading (not searched) or none")
+	}
+	return in
+}
+
+// check returns the usage error of an input flag set, nil when it is whole.
+func (in *evalInput) check() error {
+	switch {
+	case *in.beir != "" && (in.corpus != nil && *in.corpus != "" || *in.queries != ""):
+		return fmt.Errorf("%w: --beir DIR excludes --corpus and --queries", cmdline.ErrUsage)
+	case *in.beir != "" && len(in.kinds) > 0:
+		return fmt.Errorf("%w: --beir DIR has no query kinds: --kind does not apply", cmdline.ErrUsage)
+	case *in.beir != "" && *in.split == "":
+		return fmt.Errorf("%w: --beir DIR needs --split SPLIT (train, dev or test: the split's queries and judgments)", cmdline.ErrUsage)
+	case *in.beir != "" && !slices.Contains(eval.TitleModes, eval.TitleMode(*in.title)):
+		return fmt.Errorf("%w: --title %q: want line, heading or none", cmdline.ErrUsage, *in.title)
+	case *in.beir == "" && in.corpus != nil && *in.corpus == "":
+		return fmt.Errorf("%w: --corpus DIR is required (or --beir DIR)", cmdline.ErrUsage)
+	case *in.beir == "" && *in.queries == "":
+		return fmt.Errorf("%w: --queries FILE.jsonl is required (or --beir DIR)", cmdline.ErrUsage)
+	}
+	return nil
+}
+
+// load reads the documents (nil when the flag set has no --corpus and the
+// input is a query file) and the selected queries, and describes them.
+func (in *evalInput) load() ([]eval.Document, []eval.Query, eval.Meta, error) {
+	if *in.beir != "" {
+		b, err := eval.ReadBEIR(*in.beir, *in.split, eval.TitleMode(*in.title))
+		if err != nil {
+			return nil, nil, eval.Meta{}, err
+		}
+		meta := eval.Meta{Corpus: b.CorpusPath, Fingerprint: docsFingerprint(b.Docs), Queries: b.QueriesPath,
+			Split: *in.split, Qrels: b.QrelsPath, Title: *in.title, Unjudged: b.Unjudged}
+		if meta.QueriesSHA, err = fileSHA(b.QueriesPath); err != nil {
+			return nil, nil, meta, err
+		}
+		if meta.QrelsSHA, err = fileSHA(b.QrelsPath); err != nil {
+			return nil, nil, meta, err
+		}
+		return b.Docs, b.Queries, meta, nil
+	}
+	var meta eval.Meta
+	var edocs []eval.Document
+	if in.corpus != nil {
+		docs, ed, err := loadDocs(*in.corpus)
+		if err != nil {
+			return nil, nil, meta, err
+		}
+		meta.Corpus, meta.Fingerprint, edocs = *in.corpus, corpus.Fingerprint(docs), ed
+	}
+	queries, qdata, err := readQueryFile(*in.queries, in.kinds, *in.split)
+	if err != nil {
+		return nil, nil, meta, err
+	}
+	qsum := sha256.Sum256(qdata)
+	meta.Queries, meta.QueriesSHA, meta.Kinds, meta.Split = *in.queries, hex.EncodeToString(qsum[:]), in.kinds, *in.split
+	return edocs, queries, meta, nil
+}
+
+// docsFingerprint is corpus.Fingerprint of documents read from elsewhere
+// than a corpus directory (in id order, as Load gives them).
+func docsFingerprint(edocs []eval.Document) string {
+	docs := make([]corpus.Doc, len(edocs))
+	for i, d := range edocs {
+		docs[i] = corpus.Doc{ID: d.ID, Text: d.Text}
+	}
+	slices.SortFunc(docs, func(a, b corpus.Doc) int { return strings.Compare(a.ID, b.ID) })
+	return corpus.Fingerprint(docs)
+}
+
+// fileSHA is the hex SHA-256 of a file's bytes.
+func fileSHA(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
 func runEval(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
 	fs := cmdline.NewFlagSet(c)
-	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
-	queriesPath := fs.String("queries", "", "query file, JSON Lines (required)")
-	var kinds cmdline.ListFlag
-	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
-	split := fs.String("split", "", "only queries of this split (dev or test)")
+	in := addInputFlags(fs, true)
+	depth := fs.Int("depth", 0, "documents in each pipeline's document ranking and TREC run (default 10; 100 with --beir)")
 	var drop cmdline.ListFlag
 	fs.Var(&drop, "drop-section", "section name to hold out of every document (repeatable, or comma-separated)")
 	policy := fs.String("policy", "", "the service profile: a SPEC 9 policy JSON object over the service defaults, or @FILE")
@@ -258,17 +396,21 @@ func runEval(ctx context.Context, env Env, c *cmdline.Command, args []string) er
 	if len(errs) > 0 {
 		return errs[0]
 	}
+	if err := in.check(); err != nil {
+		return err
+	}
 	switch {
-	case *dir == "":
-		return fmt.Errorf("%w: --corpus DIR is required", cmdline.ErrUsage)
-	case *queriesPath == "":
-		return fmt.Errorf("%w: --queries FILE.jsonl is required", cmdline.ErrUsage)
 	case fs.NArg() != 0:
 		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
 	case *asJSON && *asMarkdown:
 		return fmt.Errorf("%w: --json and --markdown exclude each other", cmdline.ErrUsage)
 	case *boot < 0:
 		return fmt.Errorf("%w: --bootstrap %d must be >= 0", cmdline.ErrUsage, *boot)
+	case *depth != 0 && (*depth < eval.K || *depth > eval.MaxDepth):
+		return fmt.Errorf("%w: --depth %d: want %d to %d", cmdline.ErrUsage, *depth, eval.K, eval.MaxDepth)
+	}
+	if *depth == 0 && *in.beir != "" {
+		*depth = eval.DeepK // BEIR reports R@100
 	}
 
 	opts := eval.DefaultOptions()
@@ -319,24 +461,12 @@ func runEval(ctx context.Context, env Env, c *cmdline.Command, args []string) er
 	opts.Bootstrap = *boot
 	opts.Baseline = eval.Pipeline(*baseline)
 
-	docs, edocs, err := loadDocs(*dir)
+	edocs, queries, meta, err := in.load()
 	if err != nil {
 		return err
-	}
-	queries, qdata, err := readQueryFile(*queriesPath, kinds, *split)
-	if err != nil {
-		return err
-	}
-	qsum := sha256.Sum256(qdata)
-	meta := eval.Meta{
-		Corpus:      *dir,
-		Fingerprint: corpus.Fingerprint(docs),
-		Queries:     *queriesPath,
-		QueriesSHA:  hex.EncodeToString(qsum[:]),
-		Kinds:       kinds,
-		Split:       *split,
 	}
 
+	opts.Depth = *depth
 	opts.DropSections = drop
 	opts.Workers = *workers
 	opts.PerQuery = *perQuery != "" || *trecDir != ""
@@ -476,25 +606,24 @@ func writeTREC(dir string, queries []eval.Query, per []eval.QueryResult) error {
 
 func runEvalScore(_ context.Context, env Env, c *cmdline.Command, args []string) error {
 	fs := cmdline.NewFlagSet(c)
-	queriesPath := fs.String("queries", "", "query file, JSON Lines (required)")
+	in := addInputFlags(fs, false)
 	var runs cmdline.RepeatFlag
 	fs.Var(&runs, "run", "TREC run file (repeatable; the first is the baseline of the intervals)")
 	var compare cmdline.RepeatFlag
 	fs.Var(&compare, "compare", "another TREC run file, compared with the first --run (same as a further --run)")
-	var kinds cmdline.ListFlag
-	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
-	split := fs.String("split", "", "only queries of this split (dev or test)")
 	k := fs.Int("k", eval.K, "metric cut-off; only 10 is supported")
 	boot := fs.Int("bootstrap", eval.DefaultBootstrap, "paired bootstrap resamples (0 = none)")
 	asJSON := fs.Bool("json", false, "print the scores as JSON")
 	asMarkdown := fs.Bool("markdown", false, "print the tables as Markdown")
+	perQuery := fs.String("per-query", "", "write every query's metrics per run to FILE (JSON Lines)")
 	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
 	runs = append(runs, compare...)
+	if err := in.check(); err != nil {
+		return err
+	}
 	switch {
-	case *queriesPath == "":
-		return fmt.Errorf("%w: --queries FILE.jsonl is required", cmdline.ErrUsage)
 	case len(runs) == 0:
 		return fmt.Errorf("%w: --run FILE is required", cmdline.ErrUsage)
 	case fs.NArg() != 0:
@@ -506,7 +635,7 @@ func runEvalScore(_ context.Context, env Env, c *cmdline.Command, args []string)
 	case *asJSON && *asMarkdown:
 		return fmt.Errorf("%w: --json and --markdown exclude each other", cmdline.ErrUsage)
 	}
-	queries, _, err := readQueryFile(*queriesPath, kinds, *split)
+	_, queries, _, err := in.load()
 	if err != nil {
 		return err
 	}
@@ -529,6 +658,11 @@ func runEvalScore(_ context.Context, env Env, c *cmdline.Command, args []string)
 		}
 		scores = append(scores, eval.ScoreRun(name, run, queries))
 	}
+	if *perQuery != "" {
+		if err := writeScoresPerQuery(*perQuery, queries, scores); err != nil {
+			return err
+		}
+	}
 	var ivs []eval.Interval
 	if *boot > 0 && len(scores) > 1 {
 		ivs = eval.CompareRuns(scores[0], scores[1:], *boot)
@@ -545,14 +679,40 @@ func runEvalScore(_ context.Context, env Env, c *cmdline.Command, args []string)
 	return eval.WriteScores(env.Stdout, *asMarkdown, len(queries), scores, ivs)
 }
 
+// scoredQuery is one line of 'eval score --per-query': a query and its
+// metrics in each run.
+type scoredQuery struct {
+	ID       string                  `json:"id"`
+	Query    string                  `json:"query"`
+	Relevant []string                `json:"relevant"`
+	Grades   map[string]int          `json:"grades,omitempty"`
+	Metrics  map[string]eval.Metrics `json:"metrics"`
+}
+
+func writeScoresPerQuery(path string, queries []eval.Query, scores []eval.RunScore) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for i, q := range queries {
+		line := scoredQuery{ID: q.Key(), Query: q.Query, Relevant: q.Relevant, Grades: q.Grades,
+			Metrics: make(map[string]eval.Metrics, len(scores))}
+		for _, s := range scores {
+			line.Metrics[s.Name] = s.PerQuery[i]
+		}
+		if err := enc.Encode(line); err != nil {
+			return fmt.Errorf("encode per-query scores: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write per-query scores: %w", err)
+	}
+	return nil
+}
+
 func runEvalExport(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
 	fs := cmdline.NewFlagSet(c)
-	dir := fs.String("corpus", "", "corpus directory of .md documents (required)")
-	queriesPath := fs.String("queries", "", "query file, JSON Lines (required: its held-out passages are removed)")
+	in := addInputFlags(fs, true)
 	out := fs.String("chunks", "", "JSON Lines file to write (required)")
-	var kinds cmdline.ListFlag
-	fs.Var(&kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
-	split := fs.String("split", "", "only queries of this split (dev or test)")
 	var drop cmdline.ListFlag
 	fs.Var(&drop, "drop-section", "section name to hold out of every document (repeatable, or comma-separated)")
 	maxWords := fs.Int("max-words", index.DefaultSettings().Chunking.MaxWords, "chunk window size in words")
@@ -560,9 +720,12 @@ func runEvalExport(ctx context.Context, env Env, c *cmdline.Command, args []stri
 	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
+	if err := in.check(); err != nil {
+		return err
+	}
 	switch {
-	case *dir == "" || *queriesPath == "" || *out == "":
-		return fmt.Errorf("%w: --corpus DIR, --queries FILE.jsonl and --chunks FILE are required", cmdline.ErrUsage)
+	case *out == "":
+		return fmt.Errorf("%w: --chunks FILE is required", cmdline.ErrUsage)
 	case fs.NArg() != 0:
 		return fmt.Errorf("%w: unexpected arguments %q", cmdline.ErrUsage, fs.Args())
 	}
@@ -573,11 +736,7 @@ func runEvalExport(ctx context.Context, env Env, c *cmdline.Command, args []stri
 		return fmt.Errorf("%w: %w", cmdline.ErrUsage, err)
 	}
 	opts.DropSections = drop
-	_, edocs, err := loadDocs(*dir)
-	if err != nil {
-		return err
-	}
-	queries, _, err := readQueryFile(*queriesPath, kinds, *split)
+	edocs, queries, _, err := in.load()
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,17 @@
 wrote and write a TREC run for 'cordon-lab eval score'.
 
     python3 lab/eval/peers/fts5.py --chunks CHUNKS.jsonl --queries QUERIES.jsonl \
-        [--kind K] [--split S] [--unit chunk|doc] [--op or|and] [--distinct] --out RUN
+        [--kind K] [--split S] [--unit chunk|doc] [--op or|and] [--distinct]
+        [--tokenize unicode61|porter] --out RUN
 
 --unit chunk (default) indexes each chunk as a row, exactly the text Cordon
 indexes; a document is ranked at its best chunk. --unit doc indexes one row
 per document, its chunks joined in order (export with --overlap-words 0 so
-that no text is counted twice). The query's words (FTS5's unicode61
-tokenizer, each quoted) are OR-ed (--op or, default) or AND-ed (--op and);
+that no text is counted twice). Text and query go through FTS5's unicode61
+tokenizer (--tokenize unicode61, default) or its porter tokenizer over
+unicode61 (--tokenize porter: Porter's English stemmer, as an FTS5 user
+would set it up for English prose). The query's words (each quoted, so
+punctuation and FTS5 operators in the text are plain words) are OR-ed (--op or, default) or AND-ed (--op and);
 rows are ranked by FTS5's bm25() (k1 1.2, b 0.75), ties by chunk id. A word
 the query repeats is OR-ed again, so it counts again; --distinct keeps each
 (lowercased) word once, as SPEC's BM25 counts a query's distinct terms. The
@@ -36,11 +40,13 @@ def main():
     ap.add_argument("--unit", choices=["chunk", "doc"], default="chunk")
     ap.add_argument("--op", choices=["or", "and"], default="or")
     ap.add_argument("--distinct", action="store_true")
+    ap.add_argument("--tokenize", choices=["unicode61", "porter"], default="unicode61")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(text, doc_id UNINDEXED, chunk_id UNINDEXED)")
+    tokenize = "porter unicode61" if a.tokenize == "porter" else "unicode61"
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(text, doc_id UNINDEXED, chunk_id UNINDEXED, tokenize = '%s')" % tokenize)
     rows = [c for _, c in read_jsonl(a.chunks)]
     if a.unit == "doc":
         docs = {}
@@ -52,7 +58,7 @@ def main():
         db.executemany("INSERT INTO t(text, doc_id, chunk_id) VALUES (?, ?, ?)",
                        ((c["text"], c["doc_id"], c["chunk_id"]) for c in rows))
     joiner = " OR " if a.op == "or" else " AND "
-    tag = "fts5-%s-%s%s" % (a.unit, a.op, "-distinct" if a.distinct else "")
+    tag = "fts5-%s-%s%s%s" % (a.unit, a.op, "-distinct" if a.distinct else "", "-porter" if a.tokenize == "porter" else "")
     n = 0
     with open(a.out, "w", encoding="utf-8") as out:
         for qid, q in queries(a.queries, a.kind, a.split):

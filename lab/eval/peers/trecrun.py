@@ -1,5 +1,5 @@
 """What every peer script shares: reading 'cordon-lab eval export' chunks and a
-query file, selecting queries by kind and split as 'cordon-lab eval' does, and
+query file (Cordon's, or a BEIR queries file), selecting queries by kind and split as 'cordon-lab eval' does, and
 writing a TREC run of the first DEPTH distinct documents per query for
 'cordon-lab eval score' (qid: the query's "id", else its 1-based line number).
 """
@@ -17,8 +17,13 @@ def read_jsonl(path):
 
 
 def queries(path, kind="", split=""):
-    """Yields (qid, query object) for the queries of kind and split."""
+    """Yields (qid, query object) for the queries of kind and split. A BEIR
+    queries file's line ({"_id", "text"}) reads as {"id": _id, "query": text},
+    as 'cordon-lab eval --beir' reads it (BEIR lines have no kind or split:
+    select none)."""
     for line, q in read_jsonl(path):
+        if "query" not in q and "_id" in q:
+            q = {"id": q["_id"], "query": q.get("text", "")}
         if kind and q.get("kind") != kind or split and q.get("split") != split:
             continue
         yield q.get("id") or str(line), q

@@ -3,14 +3,17 @@
 and write a TREC run for 'cordon-lab eval score'.
 
     python3 lab/eval/peers/xapianrun.py --chunks CHUNKS.jsonl --queries QUERIES.jsonl \
-        [--kind K] [--split S] [--stem none|english] --out RUN
+        [--kind K] [--split S] [--stem none|english] [--unit chunk|doc] --out RUN
 
-Each chunk is a document of an in-memory Xapian database, indexed by
+With --unit chunk (default) each chunk is a document of an in-memory Xapian
+database; with --unit doc each Cordon document is, its chunks joined in
+order (export with --overlap-words 0 so that no text is counted twice),
+indexed by
 TermGenerator (with --stem english, the default, also Xapian's English
 stems, as a Xapian user would set it up). The query goes through
 QueryParser with its default operator OR (and FLAG_DEFAULT); documents are
-ranked by Xapian's default BM25Weight (k1 1, k3 1, b 0.5), ties by chunk id;
-a Cordon document is ranked at its best chunk. The run lists, per query, the
+ranked by Xapian's default BM25Weight (k1 1, k3 1, b 0.5), ties by chunk id
+(document id with --unit doc); a Cordon document is ranked at its best chunk. The run lists, per query, the
 first 100 distinct documents; the qid is the query's "id", else its 1-based
 line number, as 'cordon-lab eval score' expects. Needs Debian's python3-xapian
 (apt-get install python3-xapian; the system python3 then imports it).
@@ -29,6 +32,7 @@ def main():
     ap.add_argument("--kind", default="")
     ap.add_argument("--split", default="")
     ap.add_argument("--stem", choices=["none", "english"], default="english")
+    ap.add_argument("--unit", choices=["chunk", "doc"], default="chunk")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -38,6 +42,11 @@ def main():
     if a.stem != "none":
         tg.set_stemmer(stemmer)
     rows = [c for _, c in read_jsonl(a.chunks)]
+    if a.unit == "doc":
+        docs = {}
+        for c in rows:
+            docs.setdefault(c["doc_id"], []).append(c["text"])
+        rows = [{"doc_id": d, "chunk_id": d, "text": "\n\n".join(t)} for d, t in docs.items()]
     ids = []
     for c in rows:
         doc = xapian.Document()
@@ -54,7 +63,7 @@ def main():
         qp.set_stemming_strategy(xapian.QueryParser.STEM_SOME)
     enquire = xapian.Enquire(db)
     enquire.set_weighting_scheme(xapian.BM25Weight())
-    tag = "xapian-%s" % a.stem
+    tag = "xapian-%s%s" % (a.stem, "-doc" if a.unit == "doc" else "")
     n = 0
     with open(a.out, "w", encoding="utf-8") as out:
         for qid, q in queries(a.queries, a.kind, a.split):
