@@ -42,7 +42,9 @@ func TestDecodeStrict(t *testing.T) {
 		{"float for int", `{"now_tick": 1.0}`, "now_tick"},
 		{"exponent for int", `{"now_tick": 1e3}`, "now_tick"},
 		{"overflow", `{"now_tick": 99999999999999999999}`, "now_tick"},
-		{"string for int", `{"now_tick": "1"}`, "now_tick"},
+		{"string for int", `{"now_tick": "1"}`, `field "now_tick": a JSON string is not an integer in range (no fraction or exponent)`},
+		{"string for a policy int", `{"policy": {"limit": "3"}}`, `field "policy.limit": a JSON string is not an integer in range (no fraction or exponent)`},
+		{"object for a string", `{"query": {}}`, `field "query": a JSON object is not a string`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

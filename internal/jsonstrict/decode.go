@@ -122,9 +122,9 @@ func CleanError(err error, data []byte, plain bool) error {
 			return plainTypeError(te, data)
 		}
 		if te.Field != "" {
-			return fmt.Errorf("field %q: a JSON %s is not a %s", te.Field, te.Value, kindName(te.Type))
+			return fmt.Errorf("field %q: a JSON %s is not %s", te.Field, te.Value, withArticle(kindName(te.Type)))
 		}
-		return fmt.Errorf("a JSON %s is not a %s", te.Value, kindName(te.Type))
+		return fmt.Errorf("a JSON %s is not %s", te.Value, withArticle(kindName(te.Type)))
 	}
 	if plain {
 		return err
@@ -154,9 +154,9 @@ func plainTypeError(te *json.UnmarshalTypeError, data []byte) error {
 		}
 	}
 	if te.Field != "" {
-		return fmt.Errorf("field %q: %s is not a %s", te.Field, te.Value, kindName(te.Type))
+		return fmt.Errorf("field %q: %s is not %s", te.Field, te.Value, withArticle(kindName(te.Type)))
 	}
-	return fmt.Errorf("%s is not a %s", te.Value, kindName(te.Type))
+	return fmt.Errorf("%s is not %s", te.Value, withArticle(kindName(te.Type)))
 }
 
 // kindName names what a Go type wants in JSON's terms.
@@ -166,13 +166,26 @@ func kindName(t reflect.Type) string {
 		return "list"
 	case "map", "struct", "ptr":
 		return "object"
-	case "int", "int64", "int32":
-		return "integer (no fraction or exponent) in range"
-	case "float64":
+	case "int", "int64", "int32", "int16", "int8":
+		return "integer in range (no fraction or exponent)"
+	case "uint", "uint64", "uint32", "uint16", "uint8":
+		return "non-negative integer in range (no fraction or exponent)"
+	case "float64", "float32":
 		return "number"
 	default:
 		return k
 	}
+}
+
+// withArticle puts "a" or "an" before a kind's name: "an integer", "an
+// object", "a list". Every name kindName gives that starts with a vowel
+// letter is read with a vowel sound (the unsigned kinds are named
+// "non-negative integer", never "uint").
+func withArticle(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // rawValue is the JSON value a type error is about, as written in data.
