@@ -25,7 +25,9 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"ok", `{"query": "hold", "now_tick": 5, "policy": {"limit": 2}}`, ""},
 		{"whitespace around", " \n{\"query\": \"x\"}\n ", ""},
-		{"unknown field", `{"query": "x", "tenant": "retail"}`, "unknown field"},
+		{"unknown field", `{"query": "x", "tenant": "retail"}`, `unknown field "tenant"`},
+		{"unknown policy field", `{"query": "x", "policy": {"limits": 3}}`, `unknown field "policy.limits"`},
+		{"unknown nested policy field", `{"query": "x", "policy": {"rrf_weights": {"dense": 1}}}`, `unknown field "policy.rrf_weights.dense"`},
 		{"case-variant key", `{"QUERY": "x"}`, "unknown field"},
 		{"kelvin sign folding", `{"query": "x", "policy": {"top_\u212a": 1}}`, "unknown field"},
 		{"duplicate key", `{"query": "x", "query": "y"}`, "duplicate key"},

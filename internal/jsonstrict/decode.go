@@ -18,8 +18,10 @@ import (
 type Decoder struct {
 	// What names the decoded text in messages: "the body", "the step".
 	What string
-	// Keys checks each object key; nil checks them against dst's type
-	// ([FieldKeys]).
+	// Keys, when set, checks each object key first (a contract's own rule,
+	// such as the API's snake_case keys); every key is then checked
+	// against dst's type ([FieldKeys]), so an unknown field is named with
+	// its path ("policy.x") under either contract.
 	Keys KeyFunc
 	// Plain words type errors as `field "claims": string is not a list`
 	// (the replay format's wording) rather than `field "claims": a JSON
@@ -42,12 +44,27 @@ func (d Decoder) Decode(data []byte, dst any) error {
 	if !ValidUTF8(data) {
 		return fmt.Errorf("%s is not valid UTF-8 (or has an unpaired surrogate escape); Cordon never repairs text", d.What)
 	}
-	keys := d.Keys
-	if keys == nil {
-		keys = FieldKeys(reflect.TypeOf(dst))
+	// An unknown field is reported once the scan has passed the whole text,
+	// so that a text that is malformed, too deep or repeats a key is
+	// refused for that, whatever keys it holds.
+	fields, own := FieldKeys(reflect.TypeOf(dst)), d.Keys
+	var unknown error
+	keys := func(s *Scan, key []byte, value byte) error {
+		if own != nil {
+			if err := own(s, key, value); err != nil {
+				return err
+			}
+		}
+		if unknown == nil {
+			unknown = fields(s, key, value)
+		}
+		return nil
 	}
 	if err := Walk(data, d.What, keys); err != nil {
 		return err
+	}
+	if unknown != nil {
+		return unknown
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -61,7 +78,8 @@ var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // FieldKeys is the key rule of a schema: in every object that decodes into
 // a struct, a key must be exactly the json name of one of its fields (no
-// case variant), else the scan stops with `unknown field "path"`. Objects
+// case variant), else the rule returns `unknown field "path"` (a [Walk]
+// stops there; [Decoder.Decode] reports it once the scan has passed). Objects
 // that decode into maps, interfaces or types with their own UnmarshalJSON
 // are not checked beyond the scan's own rules; a value of the wrong kind is
 // left for the decoder to report.

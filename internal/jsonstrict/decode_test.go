@@ -1,6 +1,7 @@
 package jsonstrict
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -17,6 +18,14 @@ type outer struct {
 	Count uint           `json:"count"`
 }
 
+// lowerOnly is a contract's own key rule: no upper-case ASCII letter.
+func lowerOnly(s *Scan, key []byte, _ byte) error {
+	if strings.ContainsAny(string(key), "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+		return fmt.Errorf("upper-case key %q", s.Path())
+	}
+	return nil
+}
+
 // TestDecoder: the schema key rule names the path of an unknown or
 // case-variant key at any depth and leaves free-form maps alone; the two
 // wordings of a type error differ only as the contracts pin them.
@@ -30,6 +39,9 @@ func TestDecoder(t *testing.T) {
 		{"accepted", Decoder{What: "x"}, `{"name": "a", "inner": {"n": 1}, "list": [{"n": 2}], "free": {"Any": {"Key": 1}}}`, ""},
 		{"unknown nested", Decoder{What: "x"}, `{"inner": {"m": 1}}`, `unknown field "inner.m"`},
 		{"case variant in a list", Decoder{What: "x"}, `{"list": [{"n": 1}, {"N": 2}]}`, `unknown field "list.N"`},
+		{"unknown nested under a contract's own rule", Decoder{What: "x", Keys: lowerOnly}, `{"inner": {"m": 1}}`, `unknown field "inner.m"`},
+		{"the contract's own rule first", Decoder{What: "x", Keys: lowerOnly}, `{"inner": {"M": 1}}`, `upper-case key "inner.M"`},
+		{"a duplicate after an unknown field", Decoder{What: "x"}, `{"zz": 1, "name": "a", "name": "b"}`, `duplicate key "name"`},
 		{"duplicate in free", Decoder{What: "x"}, `{"free": {"a": {"k": 1, "k": 2}}}`, `duplicate key "free.a.k"`},
 		{"api wording", Decoder{What: "x"}, `{"inner": {"n": "1"}}`, `field "inner.n": a JSON string is not an integer in range (no fraction or exponent)`},
 		{"api wording, an object", Decoder{What: "x"}, `{"name": {}}`, `field "name": a JSON object is not a string`},
