@@ -16,8 +16,9 @@ import (
 func auditCommand() *cmdline.Command {
 	return &cmdline.Command{
 		Name:    "audit",
-		Summary: "verify a tenant's keyed, hash-chained audit log; export its head",
+		Summary: "verify tenants' keyed, hash-chained audit logs; export a head",
 		Usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed] [--json]
+       cordon audit verify --all [--audit-key-file FILE] [--require-keyed] [--json]
        cordon audit head --tenant NAME [--audit-key-file FILE]
 
 verify recomputes the chain of the tenant's audit log (one record per
@@ -38,6 +39,12 @@ ok, broken, key_mismatch, unverifiable or unkeyed (--require-keyed). A key
 file readable by others, or by a group other than this process's, draws a
 warning: whoever reads it can forge records.
 
+verify --all verifies every tenant's log in turn (name order): one line per
+tenant, then a summary "N tenants: A ok, B failed"; it exits 1 when any
+tenant's log fails, naming them. With --json it prints one object
+{"status": "ok" or "failed", "ok", "failed", "tenants": [...]}, each tenant
+as 'verify --json' prints it.
+
 head verifies the chain and prints its newest record as JSON
 {"tenant", "seq", "hash", "key_id", "at"}: keep it somewhere the database's
 owner cannot rewrite (a ticket, a WORM store) and pass it back with
@@ -51,18 +58,23 @@ Examples:
   export CORDON_AUDIT_KEY_FILE=/etc/cordon/audit.keys
   cordon audit head --tenant wholesale > wholesale-head.json
   cordon audit verify --tenant wholesale --anchor wholesale-head.json
+  cordon audit verify --all --json
 ` + databaseHelp,
 		Subs: []*cmdline.Command{
-			{Name: "verify", Summary: "verify the tenant's audit chain", Run: runAudit, Usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed] [--json]
+			{Name: "verify", Summary: "verify a tenant's audit chain, or every tenant's (--all)", Run: runAudit, Usage: `Usage: cordon audit verify --tenant NAME [--audit-key-file FILE] [--anchor FILE] [--require-keyed] [--json]
+       cordon audit verify --all [--audit-key-file FILE] [--require-keyed] [--json]
 
 Recomputes the tenant's audit chain and says where it breaks, or that the
 keyring's key does not match the records (exit 1), or prints the number of
 records, how many are unkeyed, and the head hash. --json prints
 {"tenant", "status", "records", "unkeyed", "key_ids", "head", "anchor_seq",
-"seq", "key_id", "reason"}. 'cordon audit --help' says more.
+"seq", "key_id", "reason"}. --all does so for every tenant, then prints a
+summary, and exits 1 when any fails; with --json, one object {"status",
+"ok", "failed", "tenants": [...]}. 'cordon audit --help' says more.
 
-Example:
+Examples:
   cordon audit verify --tenant wholesale --anchor wholesale-head.json
+  cordon audit verify --all --json
 `},
 			{Name: "head", Summary: "verify the chain and print its newest record", Run: runAudit, Usage: `Usage: cordon audit head --tenant NAME [--audit-key-file FILE]
 
@@ -131,11 +143,16 @@ func runAudit(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	action := c.Name
 	fs := cmdline.NewFlagSet(c)
 	dbURL := cmdline.DatabaseFlag(fs)
-	tenant := fs.String("tenant", "", "tenant whose log to verify; required")
+	tenantHelp := "tenant whose log to verify; required"
+	if action == "verify" {
+		tenantHelp = "tenant whose log to verify; required unless --all"
+	}
+	tenant := fs.String("tenant", "", tenantHelp)
 	keyFile := cmdline.EnvString(fs, env, "audit-key-file", "CORDON_AUDIT_KEY_FILE", "", "audit keyring file, one 'KEY_ID BASE64_KEY' per line")
 	var anchorFile *string
-	requireKeyed, asJSON := new(bool), new(bool)
+	requireKeyed, asJSON, all := new(bool), new(bool), new(bool)
 	if action == "verify" {
+		all = fs.Bool("all", false, "verify every tenant's log, one after another (instead of --tenant)")
 		anchorFile = fs.String("anchor", "", "a head printed by 'cordon audit head' that must still be in the chain")
 		requireKeyed = fs.Bool("require-keyed", false, "fail on any unkeyed record")
 		asJSON = fs.Bool("json", false, `print the outcome as one JSON object ("status": ok, broken, key_mismatch, unverifiable or unkeyed)`)
@@ -143,21 +160,28 @@ func runAudit(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
 		return err
 	}
-	if *tenant == "" || fs.NArg() != 0 {
+	switch {
+	case fs.NArg() != 0, !*all && *tenant == "":
+		if action == "verify" {
+			return fmt.Errorf("%w: verify needs --tenant NAME or --all, and no arguments", cmdline.ErrUsage)
+		}
 		return fmt.Errorf("%w: %s needs --tenant NAME and no arguments", cmdline.ErrUsage, action)
+	case *all && *tenant != "":
+		return fmt.Errorf("%w: verify takes --tenant NAME or --all, not both", cmdline.ErrUsage)
+	case *all && *anchorFile != "":
+		return fmt.Errorf("%w: --anchor is one tenant's head: use it with --tenant, not --all", cmdline.ErrUsage)
 	}
-	var keys *audit.Keyring
+	check := auditCheck{keyFile: *keyFile, requireKeyed: *requireKeyed}
 	if *keyFile != "" {
 		k, err := loadAuditKeyring(*keyFile, "")
 		if err != nil {
 			return err
 		}
-		keys = k
+		check.keys = k
 		if w := auditKeyFileWarning(*keyFile); w != "" {
 			fmt.Fprintf(env.Stderr, "cordon audit %s: warning: %s\n", action, w)
 		}
 	}
-	var anchors []audit.Head
 	if anchorFile != nil && *anchorFile != "" {
 		data, err := os.ReadFile(*anchorFile)
 		if err != nil {
@@ -167,79 +191,88 @@ func runAudit(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 		if err := json.Unmarshal(data, &a); err != nil || a.Seq < 0 || (a.Seq > 0 && len(a.Hash) != 64) {
 			return fmt.Errorf("%w: %s is not a head printed by 'cordon audit head'", cmdline.ErrUsage, *anchorFile)
 		}
-		anchors = append(anchors, a)
+		check.anchors = append(check.anchors, a)
 	}
 	url, err := cmdline.NeedDatabaseURL(env, *dbURL)
 	if err != nil {
 		return err
 	}
-	st, err := postgres.Open(ctx, url, postgres.Options{AuditKeys: keys})
+	st, err := postgres.Open(ctx, url, postgres.Options{AuditKeys: check.keys})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	sum, err := st.VerifyAudit(ctx, *tenant, anchors...)
-	var br *audit.Break
-	var uk *audit.UnknownKeyError
-	var mm *audit.KeyMismatchError
-	out := auditVerifyJSON{Tenant: *tenant, KeyIDs: []string{}}
-	switch {
-	case errors.As(err, &br):
-		out.Status, out.Seq, out.Reason = "broken", br.Seq, br.Reason
-		err = fmt.Errorf("the audit log of tenant %q has been tampered with at seq %d", *tenant, br.Seq)
-		if !*asJSON {
-			fmt.Fprintf(env.Stdout, "BROKEN: tenant %s: %s\n", *tenant, br.Error())
-		}
-	case errors.As(err, &mm):
-		out.Status, out.Seq, out.KeyID, out.Reason = "key_mismatch", mm.Seq, mm.KeyID, mm.Error()
-		err = fmt.Errorf("the audit log of tenant %q cannot be verified: the keyring's key %q is not the one its records were written with", *tenant, mm.KeyID)
-		if !*asJSON {
-			fmt.Fprintf(env.Stdout, "KEY MISMATCH: tenant %s: none of the %d records keyed with key id %q (from seq %d) verifies under the keyring's key %q, and every record's links are intact: check that %s holds the key the service writes with (a wrong key; if the key is right, every one of those records was rewritten)\n",
-				*tenant, mm.Rows, mm.KeyID, mm.Seq, mm.KeyID, *keyFile)
-		}
-	case errors.As(err, &uk):
-		out.Status, out.Seq, out.KeyID = "unverifiable", uk.Seq, uk.KeyID
-		out.Reason = fmt.Sprintf("record seq %d is keyed with key id %q, which is not in the keyring", uk.Seq, uk.KeyID)
-		if keys == nil {
-			out.Reason += " (no keyring given: pass --audit-key-file or set CORDON_AUDIT_KEY_FILE)"
-		}
-		err = fmt.Errorf("the audit log of tenant %q cannot be verified from seq %d: unknown key id %q", *tenant, uk.Seq, uk.KeyID)
-		if !*asJSON {
-			fmt.Fprintf(env.Stdout, "UNVERIFIABLE: tenant %s: %s\n", *tenant, out.Reason)
-		}
-	case err != nil:
-		return err
+	if *all {
+		return verifyAllAudit(ctx, env, st, check, *asJSON)
 	}
-	if out.Status != "" {
-		if *asJSON {
-			if werr := writeJSON(env.Stdout, out); werr != nil {
-				return werr
-			}
-		}
-		return err
+	out, text, sum, err := check.verify(ctx, st, *tenant)
+	if out.Status == "" {
+		return err // the log could not be read
 	}
 	if action == "head" {
+		if err != nil {
+			fmt.Fprint(env.Stdout, text)
+			return err
+		}
 		b, _ := json.Marshal(sum.Last)
 		fmt.Fprintf(env.Stdout, "%s\n", b)
 		return nil
 	}
 	if *asJSON {
-		out.Status, out.Records, out.Unkeyed, out.Head = "ok", sum.Rows, sum.Unkeyed, sum.Head
-		if sum.KeyIDs != nil {
-			out.KeyIDs = sum.KeyIDs
-		}
-		if len(anchors) > 0 {
-			out.AnchorSeq = &anchors[0].Seq
-		}
-		var err error
-		if *requireKeyed && sum.Unkeyed > 0 {
-			out.Status = "unkeyed"
-			err = fmt.Errorf("the audit log of tenant %q has %d unkeyed records (--require-keyed)", *tenant, sum.Unkeyed)
-		}
 		if werr := writeJSON(env.Stdout, out); werr != nil {
 			return werr
 		}
 		return err
+	}
+	fmt.Fprint(env.Stdout, text)
+	return err
+}
+
+// auditCheck is what verifying a tenant's audit log checks against.
+type auditCheck struct {
+	keys         *audit.Keyring
+	keyFile      string       // where keys came from, for messages
+	anchors      []audit.Head // heads that must still be in the chain
+	requireKeyed bool         // an unkeyed record fails
+}
+
+// verify verifies tenant's audit log. It returns the outcome as
+// 'verify --json' prints it and as text lines, the chain's summary, and an
+// error when the log fails verification (out.Status is then not "ok") or
+// cannot be read (out.Status is then "").
+func (c auditCheck) verify(ctx context.Context, st *postgres.Store, tenant string) (out auditVerifyJSON, text string, sum audit.Summary, err error) {
+	sum, err = st.VerifyAudit(ctx, tenant, c.anchors...)
+	var br *audit.Break
+	var uk *audit.UnknownKeyError
+	var mm *audit.KeyMismatchError
+	out = auditVerifyJSON{Tenant: tenant, KeyIDs: []string{}}
+	switch {
+	case errors.As(err, &br):
+		out.Status, out.Seq, out.Reason = "broken", br.Seq, br.Reason
+		text = fmt.Sprintf("BROKEN: tenant %s: %s\n", tenant, br.Error())
+		return out, text, sum, fmt.Errorf("the audit log of tenant %q has been tampered with at seq %d", tenant, br.Seq)
+	case errors.As(err, &mm):
+		out.Status, out.Seq, out.KeyID, out.Reason = "key_mismatch", mm.Seq, mm.KeyID, mm.Error()
+		text = fmt.Sprintf("KEY MISMATCH: tenant %s: none of the %d records keyed with key id %q (from seq %d) verifies under the keyring's key %q, and every record's links are intact: check that %s holds the key the service writes with (a wrong key; if the key is right, every one of those records was rewritten)\n",
+			tenant, mm.Rows, mm.KeyID, mm.Seq, mm.KeyID, c.keyFile)
+		return out, text, sum, fmt.Errorf("the audit log of tenant %q cannot be verified: the keyring's key %q is not the one its records were written with", tenant, mm.KeyID)
+	case errors.As(err, &uk):
+		out.Status, out.Seq, out.KeyID = "unverifiable", uk.Seq, uk.KeyID
+		out.Reason = fmt.Sprintf("record seq %d is keyed with key id %q, which is not in the keyring", uk.Seq, uk.KeyID)
+		if c.keys == nil {
+			out.Reason += " (no keyring given: pass --audit-key-file or set CORDON_AUDIT_KEY_FILE)"
+		}
+		text = fmt.Sprintf("UNVERIFIABLE: tenant %s: %s\n", tenant, out.Reason)
+		return out, text, sum, fmt.Errorf("the audit log of tenant %q cannot be verified from seq %d: unknown key id %q", tenant, uk.Seq, uk.KeyID)
+	case err != nil:
+		return auditVerifyJSON{}, "", sum, err
+	}
+	out.Status, out.Records, out.Unkeyed, out.Head = "ok", sum.Rows, sum.Unkeyed, sum.Head
+	if sum.KeyIDs != nil {
+		out.KeyIDs = sum.KeyIDs
+	}
+	if len(c.anchors) > 0 {
+		out.AnchorSeq = &c.anchors[0].Seq
 	}
 	keying := "keyed"
 	switch {
@@ -253,12 +286,62 @@ func runAudit(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	if len(sum.KeyIDs) > 0 {
 		keying += " with key ids " + strings.Join(sum.KeyIDs, ", ")
 	}
-	fmt.Fprintf(env.Stdout, "ok: tenant %s: %d records, chain intact, %s, head %s\n", *tenant, sum.Rows, keying, sum.Head)
-	if len(anchors) > 0 {
-		fmt.Fprintf(env.Stdout, "ok: the anchored head at seq %d is in the chain\n", anchors[0].Seq)
+	text = fmt.Sprintf("ok: tenant %s: %d records, chain intact, %s, head %s\n", tenant, sum.Rows, keying, sum.Head)
+	if len(c.anchors) > 0 {
+		text += fmt.Sprintf("ok: the anchored head at seq %d is in the chain\n", c.anchors[0].Seq)
 	}
-	if *requireKeyed && sum.Unkeyed > 0 {
-		return fmt.Errorf("the audit log of tenant %q has %d unkeyed records (--require-keyed)", *tenant, sum.Unkeyed)
+	if c.requireKeyed && sum.Unkeyed > 0 {
+		out.Status = "unkeyed"
+		return out, text, sum, fmt.Errorf("the audit log of tenant %q has %d unkeyed records (--require-keyed)", tenant, sum.Unkeyed)
+	}
+	return out, text, sum, nil
+}
+
+// auditVerifyAllJSON is the output of 'cordon audit verify --all --json'.
+type auditVerifyAllJSON struct {
+	// Status is ok when every tenant's log verified, else failed.
+	Status  string            `json:"status"`
+	OK      int               `json:"ok"`
+	Failed  int               `json:"failed"`
+	Tenants []auditVerifyJSON `json:"tenants"`
+}
+
+// verifyAllAudit verifies every tenant's audit log, in name order, and
+// fails when any of them fails.
+func verifyAllAudit(ctx context.Context, env Env, st *postgres.Store, check auditCheck, asJSON bool) error {
+	ts, err := st.Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	all := auditVerifyAllJSON{Tenants: []auditVerifyJSON{}}
+	var failed []string
+	for _, t := range ts {
+		out, text, _, err := check.verify(ctx, st, t.Name)
+		if out.Status == "" {
+			return fmt.Errorf("tenant %q: %w", t.Name, err)
+		}
+		all.Tenants = append(all.Tenants, out)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%s)", t.Name, out.Status))
+		}
+		if !asJSON {
+			fmt.Fprint(env.Stdout, text)
+		}
+	}
+	all.Failed, all.OK = len(failed), len(ts)-len(failed)
+	all.Status = "ok"
+	if len(failed) > 0 {
+		all.Status = "failed"
+	}
+	if asJSON {
+		if err := writeJSON(env.Stdout, all); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(env.Stdout, "%d tenants: %d ok, %d failed\n", len(ts), all.OK, all.Failed)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("the audit logs of %d of %d tenants failed verification: %s", len(failed), len(ts), strings.Join(failed, ", "))
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -21,6 +23,12 @@ Signs a JWT with $CORDON_JWT_HS256_SECRET (at least 32 bytes), the secret a
 development 'cordon serve' verifies with. Production tokens come from your
 identity provider (see --jwks-file, --jwks-url, --oidc-issuer of serve).
 Roles: reader, writer, auditor, admin (repeat --role, or comma-separate).
+
+--clearance defaults to public, while 'cordon ingest' stores files as
+internal unless --classification says otherwise: a reader token without
+--clearance sees only public documents. It is still minted (a narrower
+token is never widened on the caller's behalf), with a warning on stderr
+naming --clearance; pass --clearance public to mean it.
 
 Example:
   export CORDON_JWT_HS256_SECRET=$(head -c 32 /dev/urandom | base64)
@@ -46,6 +54,8 @@ func runToken(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	if *sub == "" {
 		return fmt.Errorf("%w: --sub is required", cmdline.ErrUsage)
 	}
+	clearanceGiven := false
+	fs.Visit(func(f *flag.Flag) { clearanceGiven = clearanceGiven || f.Name == "clearance" })
 	if *ttl <= 0 {
 		return fmt.Errorf("%w: --ttl must be positive", cmdline.ErrUsage)
 	}
@@ -72,6 +82,11 @@ func runToken(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	tok, err := server.MintHS256(secret, claims)
 	if err != nil {
 		return err
+	}
+	if !clearanceGiven && slices.Contains(roles, server.RoleReader) {
+		fmt.Fprintln(env.Stderr, "cordon token: warning: no --clearance, so this reader token has clearance public and sees only public documents, "+
+			"while 'cordon ingest' stores files as internal by default: pass --clearance internal (or confidential, restricted), "+
+			"or --clearance public to mean it")
 	}
 	fmt.Fprintln(env.Stdout, tok)
 	return nil

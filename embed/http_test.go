@@ -614,7 +614,7 @@ func TestHTTPMalformedAnswers(t *testing.T) {
 		{"openai duplicate index", APIOpenAI, `{"data":[{"index":1,"embedding":[1,2]},{"index":1,"embedding":[3,4]}]}`, "data[1] repeats index 1"},
 		{"openai index out of range", APIOpenAI, `{"data":[{"index":0,"embedding":[1,2]},{"index":2,"embedding":[3,4]}]}`, "data[1] has index 2, outside 0..1"},
 		{"openai negative index", APIOpenAI, `{"data":[{"index":-1,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`, "data[0] has index -1"},
-		{"openai fractional index", APIOpenAI, `{"data":[{"index":0.5,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`, `field "data.index": a JSON number 0.5 is not a integer`},
+		{"openai fractional index", APIOpenAI, `{"data":[{"index":0.5,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`, `field "data.index": a JSON number 0.5 is not an integer`},
 		{"openai too few", APIOpenAI, `{"data":[{"index":0,"embedding":[1,2]}]}`, "1 embeddings for 2 texts"},
 		{"openai too many", APIOpenAI, `{"data":[{"index":0,"embedding":[1,2]},{"index":1,"embedding":[1,2]},{"index":2,"embedding":[1,2]}]}`, "3 embeddings for 2 texts"},
 		{"openai no data", APIOpenAI, `{"object":"list"}`, "0 embeddings for 2 texts"},

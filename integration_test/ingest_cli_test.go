@@ -183,6 +183,51 @@ func TestReadmeBatchExample(t *testing.T) {
 	}
 }
 
+// TestReadmeServiceExample: the README's "Running the service" block runs
+// as written on a fresh machine: its database is the one `make db/start`
+// creates, exported before anything uses it (not a URL no step creates),
+// every example file it names exists, its audit keyring is written outside
+// the repository, and it removes the database at the end. (The block itself
+// was run top to bottom against a throwaway cluster when it last changed.)
+func TestReadmeServiceExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Running the service\n")
+	_, block, ok2 := strings.Cut(section, "```sh\n")
+	block, _, ok3 := strings.Cut(block, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`no sh block under "## Running the service" in the README`)
+	}
+	first := func(substr string) int {
+		for i, line := range strings.Split(block, "\n") {
+			if strings.Contains(line, substr) {
+				return i
+			}
+		}
+		return -1
+	}
+	db, serve := first("export CORDON_DATABASE_URL=$(make -s db/start)"), first("./cordon serve")
+	if db < 0 || serve < 0 || db > serve {
+		t.Errorf("the block must export CORDON_DATABASE_URL=$(make -s db/start) before ./cordon serve (lines %d, %d)", db, serve)
+	}
+	if n := strings.Count(block, "export CORDON_DATABASE_URL="); n != 1 {
+		t.Errorf("the block exports CORDON_DATABASE_URL %d times, want once (from make db/start)", n)
+	}
+	if first("make db/stop") < serve {
+		t.Error("the block does not end with make db/stop")
+	}
+	for _, p := range regexp.MustCompile(`examples/[^\s'"]+`).FindAllString(block, -1) {
+		if _, err := os.Stat(filepath.Join("..", p)); err != nil {
+			t.Errorf("the block names %s: %v", p, err)
+		}
+	}
+	if m := regexp.MustCompile(`>\s*[^\s~$/)]*\.keys`).FindString(block); m != "" {
+		t.Errorf("the block writes a keyring into the working directory (%q), want a path outside the repository", m)
+	}
+}
+
 // TestIngestCLIModelTenantAndJSON: a tenant created with --model use-lite
 // and no --dims records the model's 512; ingesting into it without an
 // embedding server stops before the first batch with one error naming

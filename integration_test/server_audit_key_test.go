@@ -466,3 +466,60 @@ func (a *apiServer) get(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// TestServerAuditVerifyAll: 'cordon audit verify --all' verifies every
+// tenant's log, one line (or JSON object) per tenant and a summary, and
+// fails when any tenant's log fails; --json says which.
+func TestServerAuditVerifyAll(t *testing.T) {
+	a := startAPIServer(t, serverOpts{})
+	a.seed(t)
+	keyFile := keyringFile(t, a.keys)
+	wr := tok(t, "alice", "tenant=wholesale", "clearance=confidential", "reader")
+	rr := tok(t, "bob", "tenant=retail", "reader")
+	for i := 0; i < 3; i++ {
+		a.want(t, a.call(t, "POST", "/v1/tenants/wholesale/retrieve", wr, map[string]any{"query": "treasury hold"}), http.StatusOK)
+		a.want(t, a.call(t, "POST", "/v1/tenants/retail/retrieve", rr, map[string]any{"query": "card"}), http.StatusOK)
+	}
+	verifyAllJSON := func() (int, map[string]any) {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, nil, "audit", "verify", "--all", "--json", "--database-url", a.dbURL, "--audit-key-file", keyFile)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+			t.Fatalf("audit verify --all --json: %v: %q %q", err, stdout, stderr)
+		}
+		return code, v
+	}
+	statuses := func(v map[string]any) string {
+		var s []string
+		for _, e := range v["tenants"].([]any) {
+			m := e.(map[string]any)
+			s = append(s, fmt.Sprintf("%s=%s", m["tenant"], m["status"]))
+		}
+		return strings.Join(s, " ")
+	}
+
+	code, out := auditCLI(t, a.dbURL, keyFile, "verify", "--all")
+	for _, w := range []string{"ok: tenant retail: 3 records, chain intact", "ok: tenant wholesale: 3 records, chain intact", "2 tenants: 2 ok, 0 failed"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Fatalf("cordon audit verify --all = %d %q, want exit 0 and %q", code, out, w)
+		}
+	}
+	if code, v := verifyAllJSON(); code != 0 || v["status"] != "ok" || v["ok"] != float64(2) || v["failed"] != float64(0) || statuses(v) != "retail=ok wholesale=ok" {
+		t.Fatalf("verify --all --json = %d %v", code, v)
+	}
+
+	execSQL(t, a.dbURL, `BEGIN; SET LOCAL session_replication_role = replica; UPDATE cordon_t_retail.audit SET query = 'forged' WHERE seq = 2; COMMIT`)
+	code, out = auditCLI(t, a.dbURL, keyFile, "verify", "--all")
+	for _, w := range []string{"BROKEN: tenant retail", "ok: tenant wholesale: 3 records", "2 tenants: 1 ok, 1 failed", "the audit logs of 1 of 2 tenants failed verification: retail (broken)"} {
+		if code != 1 || !strings.Contains(out, w) {
+			t.Fatalf("cordon audit verify --all after tampering = %d %q, want exit 1 and %q", code, out, w)
+		}
+	}
+	code, v := verifyAllJSON()
+	if code != 1 || v["status"] != "failed" || v["ok"] != float64(1) || v["failed"] != float64(1) || statuses(v) != "retail=broken wholesale=ok" {
+		t.Fatalf("verify --all --json after tampering = %d %v", code, v)
+	}
+	if seq := v["tenants"].([]any)[0].(map[string]any)["seq"]; seq != float64(2) {
+		t.Fatalf("retail's break at seq %v, want 2", seq)
+	}
+}

@@ -25,7 +25,9 @@ func TestDecodeStrict(t *testing.T) {
 	}{
 		{"ok", `{"query": "hold", "now_tick": 5, "policy": {"limit": 2}}`, ""},
 		{"whitespace around", " \n{\"query\": \"x\"}\n ", ""},
-		{"unknown field", `{"query": "x", "tenant": "retail"}`, "unknown field"},
+		{"unknown field", `{"query": "x", "tenant": "retail"}`, `unknown field "tenant"`},
+		{"unknown policy field", `{"query": "x", "policy": {"limits": 3}}`, `unknown field "policy.limits"`},
+		{"unknown nested policy field", `{"query": "x", "policy": {"rrf_weights": {"dense": 1}}}`, `unknown field "policy.rrf_weights.dense"`},
 		{"case-variant key", `{"QUERY": "x"}`, "unknown field"},
 		{"kelvin sign folding", `{"query": "x", "policy": {"top_\u212a": 1}}`, "unknown field"},
 		{"duplicate key", `{"query": "x", "query": "y"}`, "duplicate key"},
@@ -42,7 +44,9 @@ func TestDecodeStrict(t *testing.T) {
 		{"float for int", `{"now_tick": 1.0}`, "now_tick"},
 		{"exponent for int", `{"now_tick": 1e3}`, "now_tick"},
 		{"overflow", `{"now_tick": 99999999999999999999}`, "now_tick"},
-		{"string for int", `{"now_tick": "1"}`, "now_tick"},
+		{"string for int", `{"now_tick": "1"}`, `field "now_tick": a JSON string is not an integer in range (no fraction or exponent)`},
+		{"string for a policy int", `{"policy": {"limit": "3"}}`, `field "policy.limit": a JSON string is not an integer in range (no fraction or exponent)`},
+		{"object for a string", `{"query": {}}`, `field "query": a JSON object is not a string`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

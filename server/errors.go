@@ -210,10 +210,13 @@ func toAPIError(err error) *apiError {
 // writeInvalidToken answers a request whose bearer token did not verify
 // (err says why) with 401 and, as RFC 6750 section 3 asks, a
 // WWW-Authenticate challenge with error "invalid_token" and a description
-// from a fixed set: why, never anything of the token itself.
+// from a fixed set: why, never anything of the token itself. The body's
+// message says the same, for clients that show only the body ("the token
+// has expired" tells the caller to fetch a new one).
 func writeInvalidToken(w http.ResponseWriter, err error) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="cordon", error="invalid_token", error_description="`+tokenProblem(err)+`"`)
-	writeError(w, errUnauthorized)
+	problem := tokenProblem(err)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="cordon", error="invalid_token", error_description="`+problem+`"`)
+	writeError(w, &apiError{Status: errUnauthorized.Status, Code: errUnauthorized.Code, Message: errUnauthorized.Message + ": " + problem})
 }
 
 // tokenProblem says in a few fixed words why a token did not verify.

@@ -338,7 +338,7 @@ func TestBuildInfoMetric(t *testing.T) {
 // TestInvalidTokenChallenge: a 401 says why in the WWW-Authenticate
 // challenge (RFC 6750 section 3): error="invalid_token" and a description
 // from a fixed set for a token that did not verify, the bare challenge
-// for a request without one.
+// for a request without one; the body's message says the same.
 func TestInvalidTokenChallenge(t *testing.T) {
 	v := newHS256Verifier(t, AuthConfig{Leeway: DefaultLeeway})
 	srv := New(Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, nil, v)
@@ -379,6 +379,19 @@ func TestInvalidTokenChallenge(t *testing.T) {
 			}
 			if strings.Contains(got[0], "not.a-token") {
 				t.Fatalf("the challenge echoes the token: %q", got[0])
+			}
+			var body struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatalf("body %q: %v", rec.Body, err)
+			}
+			wantMsg := "a valid bearer token is required"
+			if d, ok := strings.CutPrefix(got[0], `Bearer realm="cordon", error="invalid_token", error_description="`); ok {
+				wantMsg += ": " + strings.TrimSuffix(d, `"`)
+			}
+			if body.Error.Code != "unauthorized" || body.Error.Message != wantMsg {
+				t.Fatalf("body %+v, want code unauthorized, message %q", body.Error, wantMsg)
 			}
 		})
 	}

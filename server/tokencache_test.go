@@ -75,6 +75,13 @@ func TestTokenCacheExpiry(t *testing.T) {
 				if err != nil && !errors.Is(err, errBadToken) {
 					t.Fatalf("at t0+%v: %v, want errBadToken", step, err)
 				}
+				// A remembered token that expired is refused as expired,
+				// which the 401 says (writeInvalidToken).
+				if err != nil && step >= tt.exp+tt.leeway {
+					if got, want := tokenProblem(err), "the token has expired"; got != want {
+						t.Fatalf("at t0+%v: %v described as %q, want %q", step, err, got, want)
+					}
+				}
 			}
 			// Every acceptance after the first came from the cache.
 			accepted := 0

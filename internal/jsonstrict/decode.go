@@ -18,8 +18,10 @@ import (
 type Decoder struct {
 	// What names the decoded text in messages: "the body", "the step".
 	What string
-	// Keys checks each object key; nil checks them against dst's type
-	// ([FieldKeys]).
+	// Keys, when set, checks each object key first (a contract's own rule,
+	// such as the API's snake_case keys); every key is then checked
+	// against dst's type ([FieldKeys]), so an unknown field is named with
+	// its path ("policy.x") under either contract.
 	Keys KeyFunc
 	// Plain words type errors as `field "claims": string is not a list`
 	// (the replay format's wording) rather than `field "claims": a JSON
@@ -42,12 +44,27 @@ func (d Decoder) Decode(data []byte, dst any) error {
 	if !ValidUTF8(data) {
 		return fmt.Errorf("%s is not valid UTF-8 (or has an unpaired surrogate escape); Cordon never repairs text", d.What)
 	}
-	keys := d.Keys
-	if keys == nil {
-		keys = FieldKeys(reflect.TypeOf(dst))
+	// An unknown field is reported once the scan has passed the whole text,
+	// so that a text that is malformed, too deep or repeats a key is
+	// refused for that, whatever keys it holds.
+	fields, own := FieldKeys(reflect.TypeOf(dst)), d.Keys
+	var unknown error
+	keys := func(s *Scan, key []byte, value byte) error {
+		if own != nil {
+			if err := own(s, key, value); err != nil {
+				return err
+			}
+		}
+		if unknown == nil {
+			unknown = fields(s, key, value)
+		}
+		return nil
 	}
 	if err := Walk(data, d.What, keys); err != nil {
 		return err
+	}
+	if unknown != nil {
+		return unknown
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -61,7 +78,8 @@ var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 // FieldKeys is the key rule of a schema: in every object that decodes into
 // a struct, a key must be exactly the json name of one of its fields (no
-// case variant), else the scan stops with `unknown field "path"`. Objects
+// case variant), else the rule returns `unknown field "path"` (a [Walk]
+// stops there; [Decoder.Decode] reports it once the scan has passed). Objects
 // that decode into maps, interfaces or types with their own UnmarshalJSON
 // are not checked beyond the scan's own rules; a value of the wrong kind is
 // left for the decoder to report.
@@ -122,9 +140,9 @@ func CleanError(err error, data []byte, plain bool) error {
 			return plainTypeError(te, data)
 		}
 		if te.Field != "" {
-			return fmt.Errorf("field %q: a JSON %s is not a %s", te.Field, te.Value, kindName(te.Type))
+			return fmt.Errorf("field %q: a JSON %s is not %s", te.Field, te.Value, withArticle(kindName(te.Type)))
 		}
-		return fmt.Errorf("a JSON %s is not a %s", te.Value, kindName(te.Type))
+		return fmt.Errorf("a JSON %s is not %s", te.Value, withArticle(kindName(te.Type)))
 	}
 	if plain {
 		return err
@@ -154,9 +172,9 @@ func plainTypeError(te *json.UnmarshalTypeError, data []byte) error {
 		}
 	}
 	if te.Field != "" {
-		return fmt.Errorf("field %q: %s is not a %s", te.Field, te.Value, kindName(te.Type))
+		return fmt.Errorf("field %q: %s is not %s", te.Field, te.Value, withArticle(kindName(te.Type)))
 	}
-	return fmt.Errorf("%s is not a %s", te.Value, kindName(te.Type))
+	return fmt.Errorf("%s is not %s", te.Value, withArticle(kindName(te.Type)))
 }
 
 // kindName names what a Go type wants in JSON's terms.
@@ -166,13 +184,26 @@ func kindName(t reflect.Type) string {
 		return "list"
 	case "map", "struct", "ptr":
 		return "object"
-	case "int", "int64", "int32":
-		return "integer (no fraction or exponent) in range"
-	case "float64":
+	case "int", "int64", "int32", "int16", "int8":
+		return "integer in range (no fraction or exponent)"
+	case "uint", "uint64", "uint32", "uint16", "uint8":
+		return "non-negative integer in range (no fraction or exponent)"
+	case "float64", "float32":
 		return "number"
 	default:
 		return k
 	}
+}
+
+// withArticle puts "a" or "an" before a kind's name: "an integer", "an
+// object", "a list". Every name kindName gives that starts with a vowel
+// letter is read with a vowel sound (the unsigned kinds are named
+// "non-negative integer", never "uint").
+func withArticle(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // rawValue is the JSON value a type error is about, as written in data.

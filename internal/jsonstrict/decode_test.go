@@ -1,6 +1,7 @@
 package jsonstrict
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -14,6 +15,15 @@ type outer struct {
 	Inner *inner         `json:"inner"`
 	List  []inner        `json:"list"`
 	Free  map[string]any `json:"free"`
+	Count uint           `json:"count"`
+}
+
+// lowerOnly is a contract's own key rule: no upper-case ASCII letter.
+func lowerOnly(s *Scan, key []byte, _ byte) error {
+	if strings.ContainsAny(string(key), "ABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+		return fmt.Errorf("upper-case key %q", s.Path())
+	}
+	return nil
 }
 
 // TestDecoder: the schema key rule names the path of an unknown or
@@ -29,8 +39,14 @@ func TestDecoder(t *testing.T) {
 		{"accepted", Decoder{What: "x"}, `{"name": "a", "inner": {"n": 1}, "list": [{"n": 2}], "free": {"Any": {"Key": 1}}}`, ""},
 		{"unknown nested", Decoder{What: "x"}, `{"inner": {"m": 1}}`, `unknown field "inner.m"`},
 		{"case variant in a list", Decoder{What: "x"}, `{"list": [{"n": 1}, {"N": 2}]}`, `unknown field "list.N"`},
+		{"unknown nested under a contract's own rule", Decoder{What: "x", Keys: lowerOnly}, `{"inner": {"m": 1}}`, `unknown field "inner.m"`},
+		{"the contract's own rule first", Decoder{What: "x", Keys: lowerOnly}, `{"inner": {"M": 1}}`, `upper-case key "inner.M"`},
+		{"a duplicate after an unknown field", Decoder{What: "x"}, `{"zz": 1, "name": "a", "name": "b"}`, `duplicate key "name"`},
 		{"duplicate in free", Decoder{What: "x"}, `{"free": {"a": {"k": 1, "k": 2}}}`, `duplicate key "free.a.k"`},
-		{"api wording", Decoder{What: "x"}, `{"inner": {"n": "1"}}`, `field "inner.n": a JSON string is not a integer (no fraction or exponent) in range`},
+		{"api wording", Decoder{What: "x"}, `{"inner": {"n": "1"}}`, `field "inner.n": a JSON string is not an integer in range (no fraction or exponent)`},
+		{"api wording, an object", Decoder{What: "x"}, `{"name": {}}`, `field "name": a JSON object is not a string`},
+		{"api wording, a list", Decoder{What: "x"}, `{"list": 1}`, `field "list": a JSON number is not a list`},
+		{"api wording, an unsigned", Decoder{What: "x"}, `{"count": -1}`, `field "count": a JSON number -1 is not a non-negative integer in range (no fraction or exponent)`},
 		{"plain wording", Decoder{What: "x", Plain: true}, `{"inner": {"n": "1"}}`, `"1" is not an integer (write integers without a fraction or exponent)`},
 		{"plain list", Decoder{What: "x", Plain: true}, `{"list": {}}`, `field "list": object is not a list`},
 		{"subject named", Decoder{What: "the step"}, `[]`, "the step must be a JSON object"},
