@@ -43,9 +43,8 @@ func TestAppendStems(t *testing.T) {
 	terms, tf := NewCounter().Count("Contribution contributes to the contributor's 771 contribution")
 	exact := slices.Clone(terms)
 	terms, tf = NewStemmer().AppendStems(terms, tf)
-	wantTerms := append(exact, "~contribut", "~to", "~the", "~s")
 	// contribution 2 + contributes 1; contributor stems to contributor.
-	wantTerms = []string{"contribution", "contributes", "to", "the", "contributor", "s", "771",
+	wantTerms := []string{"contribution", "contributes", "to", "the", "contributor", "s", "771",
 		"~contribut", "~to", "~the", "~contributor", "~s"}
 	wantTF := []int32{2, 1, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1}
 	if !slices.Equal(terms, wantTerms) || !slices.Equal(tf, wantTF) {
@@ -82,10 +81,9 @@ func TestVocabularyStemsAsStemmer(t *testing.T) {
 
 func TestStemMatcher(t *testing.T) {
 	m := NewStemMatcher([]string{"contribution", "771", "provided", "dying", "contribution"})
-	m.Scan("They contribute what the study provides; 771 dies.")
-	want := []bool{true, false, true, false, true} // 771 has no stem term; dies stems to die, but dying is a special word (~die) too
+	// 771 has no stem term; dying is one of Porter2's special words (~die).
 	m.Scan("They contribute what the study provides; 771 died, the man dying.")
-	want = []bool{true, false, true, true, true}
+	want := []bool{true, false, true, true, true}
 	for i, w := range want {
 		if m.Has(i) != w {
 			t.Errorf("Has(%d) = %v, want %v", i, m.Has(i), w)
