@@ -235,3 +235,43 @@ func TestVectorizeHashingIsPrepare(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkPrepareAnalyzers measures Prepare of prose-like documents under
+// each analyzer: the English one stems each distinct word once a document
+// and adds a stem term a distinct stem (terms/chunk reports how many terms
+// a chunk carries, postings included).
+func BenchmarkPrepareAnalyzers(b *testing.B) {
+	words := strings.Fields(`mutations contribute to tumour growth in most patients the contribution of a mutation
+		to growth was provided by the cohort providers provided samples analysis analyses analysed cells cell
+		signalling pathways pathway regulation regulates regulated expression expressed increases increased`)
+	docs := make([]cordontype.Document, 64)
+	for i := range docs {
+		var sb strings.Builder
+		for j := range 400 {
+			sb.WriteString(words[(i*7+j*13)%len(words)])
+			sb.WriteByte(' ')
+		}
+		docs[i] = cordontype.Document{Tenant: "t", DocID: fmt.Sprintf("d%d", i), Text: sb.String(), Classification: cordontype.Public}
+	}
+	for _, a := range []string{analysis.AnalyzerExact, analysis.AnalyzerEnglish} {
+		b.Run(a, func(b *testing.B) {
+			s := DefaultSettings()
+			s.Analyzer = a
+			chunks, terms := 0, 0
+			for b.Loop() {
+				chunks, terms = 0, 0
+				for i := range docs {
+					pcs, err := Prepare(&docs[i], s)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, pc := range pcs {
+						chunks++
+						terms += len(pc.Terms)
+					}
+				}
+			}
+			b.ReportMetric(float64(terms)/float64(chunks), "terms/chunk")
+		})
+	}
+}
