@@ -66,12 +66,7 @@ type RankRequest struct {
 
 // Weight is the weight of Terms[i]: Weights[i], or 1 when Weights does not
 // reach i.
-func (r *RankRequest) Weight(i int) float64 {
-	if i < len(r.Weights) {
-		return r.Weights[i]
-	}
-	return 1
-}
+func (r *RankRequest) Weight(i int) float64 { return weightAt(r.Weights, i) }
 
 // Hit is one chunk in a ranking with its score. Chunk carries the text.
 type Hit struct {
