@@ -28,28 +28,46 @@ const StemPrefix = "~"
 const StemmerVersion = "porter2-snowball-0.10.0"
 
 // Version is what a tenant records as its tokenizer version
-// (cordon.tenants.tokenizer_version) under analyzer: TokenizerVersion for
-// the exact analyzer, followed by "/english-" and StemmerVersion for the
-// English one. A binary serves only the versions it produces, so one
-// without the English analyzer (or with another stemmer) refuses such a
-// tenant instead of indexing it differently.
-func Version(analyzer string) string {
+// (cordon.tenants.tokenizer_version) under analyzer, with or without field
+// terms: TokenizerVersion, then "/english-" and StemmerVersion for the
+// English analyzer, then "/" and FieldsVersion when the tenant indexes
+// field terms ([AppendFieldTerms]). A binary serves only the versions it
+// produces, so one without the English analyzer, another stemmer or other
+// field rules refuses such a tenant instead of indexing it differently.
+func Version(analyzer string, fields bool) string {
+	v := TokenizerVersion
 	if analyzer == AnalyzerEnglish {
-		return TokenizerVersion + "/english-" + StemmerVersion
+		v += "/english-" + StemmerVersion
 	}
-	return TokenizerVersion
+	if fields {
+		v += "/" + FieldsVersion
+	}
+	return v
 }
 
-// AnalyzerOf is the analyzer of a recorded tokenizer version; ok is false
-// when this binary does not produce that version.
-func AnalyzerOf(version string) (analyzer string, ok bool) {
-	switch version {
-	case Version(AnalyzerExact):
-		return AnalyzerExact, true
-	case Version(AnalyzerEnglish):
-		return AnalyzerEnglish, true
+// AnalyzerOf is the analyzer of a recorded tokenizer version and whether
+// it indexes field terms; ok is false when this binary does not produce
+// that version.
+func AnalyzerOf(version string) (analyzer string, fields, ok bool) {
+	for _, a := range []string{AnalyzerExact, AnalyzerEnglish} {
+		for _, f := range []bool{false, true} {
+			if version == Version(a, f) {
+				return a, f, true
+			}
+		}
 	}
-	return "", false
+	return "", false, false
+}
+
+// Versions lists every tokenizer version this binary produces.
+func Versions() []string {
+	var out []string
+	for _, a := range []string{AnalyzerExact, AnalyzerEnglish} {
+		for _, f := range []bool{false, true} {
+			out = append(out, Version(a, f))
+		}
+	}
+	return out
 }
 
 // ValidateAnalyzer checks an analyzer's name.

@@ -22,6 +22,7 @@ type tenantJSON struct {
 	OverlapWords   int     `json:"overlap_words"`
 	BM25Statistics string  `json:"bm25_statistics"`
 	Analyzer       string  `json:"analyzer"`
+	Fields         bool    `json:"fields"`
 	Chunks         int64   `json:"chunks"`
 	Reembed        string  `json:"reembed"`
 }
@@ -45,7 +46,7 @@ func writeTenantsJSON(w io.Writer, ts []postgres.TenantInfo, roles []string) err
 	for _, t := range ts {
 		out.Tenants = append(out.Tenants, tenantJSON{Name: t.Name, Schema: t.Schema, Model: t.Settings.Spec().Model,
 			Dims: t.Settings.Dims, K1: t.Settings.BM25.K1, B: t.Settings.BM25.B, MaxWords: t.Settings.Chunking.MaxWords,
-			OverlapWords: t.Settings.Chunking.OverlapWords, BM25Statistics: string(t.Settings.Statistics), Analyzer: analyzerName(t), Chunks: t.Chunks,
+			OverlapWords: t.Settings.Chunking.OverlapWords, BM25Statistics: string(t.Settings.Statistics), Analyzer: analyzerName(t), Fields: t.Settings.Fields, Chunks: t.Chunks,
 			Reembed: t.Reembed})
 	}
 	return writeJSON(w, out)

@@ -329,6 +329,7 @@ func settingsFlags(fs *flag.FlagSet) func() (index.Settings, error) {
 	overlap := fs.Int("overlap-words", chunk.DefaultOverlapWords, "words shared by consecutive windows (< max-words)")
 	scope := fs.String("bm25-statistics", string(bm25.DefaultScope), `BM25 statistics scope: "entitled" or "tenant"`)
 	analyzer := fs.String("analyzer", analysis.AnalyzerEnglish, `analyzer: "english" (each word and its English stem, so "contribution" finds "contribute") or "exact" (each word as written)`)
+	fields := fs.Bool("fields", true, "index each chunk's document title and section heading as field terms, searchable with the policy's field_weight")
 	return func() (index.Settings, error) {
 		if err := analysis.ValidateAnalyzer(*analyzer); err != nil {
 			return index.Settings{}, fmt.Errorf("%w: --analyzer: %w", cmdline.ErrUsage, err)
@@ -342,8 +343,38 @@ func settingsFlags(fs *flag.FlagSet) func() (index.Settings, error) {
 			d = known
 		}
 		return index.Settings{Model: *model, Dims: d, BM25: bm25.Params{K1: *k1, B: *b}, Chunking: chunk.Options{MaxWords: *maxWords, OverlapWords: *overlap},
-			Statistics: bm25.Scope(*scope), Analyzer: *analyzer}, nil
+			Statistics: bm25.Scope(*scope), Analyzer: *analyzer, Fields: *fields}, nil
 	}
+}
+
+// flagGiven reports whether the command line set flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			given = true
+		}
+	})
+	return given
+}
+
+// analysisOf is tenant's analyzer and field setting as recorded, or an
+// error when the tenant does not exist. A tenant whose tokenizer version
+// this binary does not produce has the exact analyzer and no fields.
+func analysisOf(ctx context.Context, st *postgres.Store, tenant string) (string, bool, error) {
+	ts, err := st.Tenants(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	for _, t := range ts {
+		if t.Name == tenant {
+			if t.Settings.Analyzer == "" {
+				return analysis.AnalyzerExact, false, nil
+			}
+			return t.Settings.Analyzer, t.Settings.Fields, nil
+		}
+	}
+	return "", false, fmt.Errorf("%w: %q", postgres.ErrTenantNotFound, tenant)
 }
 
 // analyzerName is a listed tenant's analyzer, or its recorded tokenizer
@@ -364,6 +395,7 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		settings func() (index.Settings, error)
 		scope    *string
 		analyzer *string
+		fields   *bool
 		yes      *bool
 		asJSON   *bool
 	)
@@ -373,6 +405,7 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	case "set":
 		scope = fs.String("bm25-statistics", "", `BM25 statistics scope: "entitled" or "tenant" (set changes only what a flag names)`)
 		analyzer = fs.String("analyzer", "", `analyzer: "english" or "exact"; re-indexes every document of the tenant in one transaction (set changes only what a flag names)`)
+		fields = fs.Bool("fields", true, "index titles and headings as field terms (--fields=false: not); re-indexes like --analyzer")
 	case "drop":
 		yes = fs.Bool("yes", false, "confirm: the tenant's documents are deleted for good")
 	case "list":
@@ -389,6 +422,7 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		return fmt.Errorf("%w: %s takes %d argument(s), got %d", cmdline.ErrUsage, action, wantArgs, fs.NArg())
 	}
 	var created index.Settings
+	var fieldsGiven bool
 	switch action {
 	case "create":
 		s, err := settings()
@@ -397,8 +431,9 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		}
 		created = s
 	case "set":
-		if *scope == "" && *analyzer == "" {
-			return fmt.Errorf("%w: set changes nothing without a flag: give --bm25-statistics entitled|tenant or --analyzer english|exact", cmdline.ErrUsage)
+		fieldsGiven = flagGiven(fs, "fields")
+		if *scope == "" && *analyzer == "" && !fieldsGiven {
+			return fmt.Errorf("%w: set changes nothing without a flag: give --bm25-statistics entitled|tenant, --analyzer english|exact or --fields=true|false", cmdline.ErrUsage)
 		}
 		if *scope != "" {
 			if _, err := bm25.ParseScope(*scope); err != nil {
@@ -461,15 +496,25 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 			}
 			fmt.Fprintf(env.Stdout, "tenant %s: bm25_statistics %s\n", fs.Arg(0), scope)
 		}
-		if *analyzer != "" {
+		if *analyzer != "" || fieldsGiven {
+			a, f, err := analysisOf(ctx, st, fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			if *analyzer != "" {
+				a = *analyzer
+			}
+			if fieldsGiven {
+				f = *fields
+			}
 			start := time.Now()
-			n, err := st.SetAnalyzer(ctx, fs.Arg(0), *analyzer, func(done, total int64) {
+			n, err := st.SetAnalyzer(ctx, fs.Arg(0), a, f, func(done, total int64) {
 				fmt.Fprintf(env.Stderr, "re-indexed %d of %d documents (%.1fs)\n", done, total, time.Since(start).Seconds())
 			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(env.Stdout, "tenant %s: analyzer %s (%d documents re-indexed in %.1fs)\n", fs.Arg(0), *analyzer, n, time.Since(start).Seconds())
+			fmt.Fprintf(env.Stdout, "tenant %s: analyzer %s, fields %t (%d documents re-indexed in %.1fs)\n", fs.Arg(0), a, f, n, time.Since(start).Seconds())
 		}
 	case "drop":
 		dropped, err := st.DropTenant(ctx, fs.Arg(0))
@@ -492,10 +537,10 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		if *asJSON {
 			return writeTenantsJSON(env.Stdout, ts, roles)
 		}
-		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s %-16s %-8s %s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "MODEL", "REEMBED", "ANALYZER")
+		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s %-16s %-8s %-8s %s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "MODEL", "REEMBED", "ANALYZER", "FIELDS")
 		for _, t := range ts {
-			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d %-16s %-8s %s\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
-				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Settings.Spec().Model, t.Reembed, analyzerName(t))
+			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d %-16s %-8s %-8s %t\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
+				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Settings.Spec().Model, t.Reembed, analyzerName(t), t.Settings.Fields)
 		}
 		if len(roles) > 0 {
 			fmt.Fprintf(env.Stdout, "service roles: %s\n", strings.Join(roles, ", "))

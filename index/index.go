@@ -34,17 +34,26 @@ type Settings struct {
 	// "", the same) its distinct tokens, analysis.AnalyzerEnglish those and
 	// their English stem terms. Changing it re-indexes the tenant.
 	Analyzer string
+	// Fields makes each chunk's title and heading searchable as field
+	// terms ([analysis.AppendFieldTerms]) after its other terms. Changing
+	// it re-indexes the tenant.
+	Fields bool
 }
 
 // DefaultSettings returns dims 256, k1 1.5, b 0.75, 200-word windows with 40
-// words of overlap, the entitled statistics scope and the English analyzer.
+// words of overlap, the entitled statistics scope, the English analyzer and
+// field terms.
 func DefaultSettings() Settings {
 	return Settings{Model: embed.Hash, Dims: hashembed.DefaultDims, BM25: bm25.DefaultParams(), Chunking: chunk.DefaultOptions(),
-		Statistics: bm25.DefaultScope, Analyzer: analysis.AnalyzerEnglish}
+		Statistics: bm25.DefaultScope, Analyzer: analysis.AnalyzerEnglish, Fields: true}
 }
 
 // Stems reports whether the settings index stem terms.
 func (s Settings) Stems() bool { return s.Analyzer == analysis.AnalyzerEnglish }
+
+// TokenizerVersion is what a store records for the settings' terms
+// ([analysis.Version]).
+func (s Settings) TokenizerVersion() string { return analysis.Version(s.Analyzer, s.Fields) }
 
 // Validate checks every setting.
 func (s Settings) Validate() error {
@@ -84,7 +93,9 @@ type PreparedChunk struct {
 	Chunk cordontype.Chunk
 	// Terms are the chunk's distinct tokens in first-occurrence order,
 	// then, under the English analyzer, their stem terms
-	// ([analysis.Stemmer.AppendStems]), with their frequencies in TF (same
+	// ([analysis.Stemmer.AppendStems]), then, with Settings.Fields, the
+	// field terms of its document's title and its section
+	// ([analysis.AppendFieldTerms]), with their frequencies in TF (same
 	// index).
 	Terms  []string
 	TF     []int32
@@ -144,6 +155,9 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 		}
 		if stemmer != nil {
 			pc.Terms, pc.TF = stemmer.AppendStems(pc.Terms, pc.TF)
+		}
+		if s.Fields {
+			pc.Terms, pc.TF = analysis.AppendFieldTerms(pc.Terms, pc.TF, analysis.FieldText(doc.Title, p.Section), counter, stemmer)
 		}
 		out[i] = pc
 	}

@@ -39,7 +39,7 @@ func TestPrepareProperties(t *testing.T) {
 		for _, opts := range []chunk.Options{{MaxWords: 3, OverlapWords: 1}, {MaxWords: 200, OverlapWords: 40}, {MaxWords: 1, OverlapWords: 0}} {
 			t.Run(fmt.Sprintf("text%d/max%d", i, opts.MaxWords), func(t *testing.T) {
 				d := cordontype.Document{Tenant: "wholesale", DocID: "pay/001:x.y_z-1", Text: text, Classification: cordontype.Internal,
-					Barriers: []string{"z", "a", "z"}, AsOfTick: 42}
+					Barriers: []string{"z", "a", "z"}, AsOfTick: 42, Title: "Cross-border payments: a last resort"}
 				got, err := Prepare(&d, settings(opts.MaxWords, opts.OverlapWords))
 				if err != nil {
 					t.Fatalf("Prepare: %v", err)
@@ -70,7 +70,13 @@ func TestPrepareProperties(t *testing.T) {
 					}
 					for j, term := range pc.Terms {
 						want := int32(0)
-						for _, tok := range toks {
+						of := toks
+						if analysis.IsFieldTerm(term) {
+							// A field term counts the title's and the
+							// heading's tokens.
+							of, term = analysis.Tokenize(analysis.FieldText(d.Title, c.Section)), term[len(analysis.FieldPrefix):]
+						}
+						for _, tok := range of {
 							// A stem term counts every token with its stem.
 							if st, _ := analysis.Stem(tok); tok == term || st == term {
 								want++

@@ -2,6 +2,8 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -170,4 +172,103 @@ func queryStrings(t *testing.T, dbURL, sql string, args ...any) []string {
 		t.Fatalf("%s: %v", firstLine(sql), err)
 	}
 	return out
+}
+
+// TestCLITenantFields: 'cordon tenant create --fields', 'tenant set
+// --fields' and '--analyzer' (each keeping the setting it does not name),
+// as 'tenant list --json' reports them; the default is english with field
+// terms, and set without a flag is a usage error.
+func TestCLITenantFields(t *testing.T) {
+	dbURL := migrated(t)
+	env := map[string]string{"CORDON_DATABASE_URL": dbURL}
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, env, args...)
+		if code != want {
+			t.Fatalf("cordon %v: exit %d, want %d: %s%s", args, code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	type tenant struct {
+		Name, Analyzer string
+		Fields         bool
+	}
+	settingsOf := func(name string) tenant {
+		t.Helper()
+		var out struct{ Tenants []tenant }
+		if err := json.Unmarshal([]byte(run(0, "tenant", "list", "--json")), &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range out.Tenants {
+			if x.Name == name {
+				return x
+			}
+		}
+		t.Fatalf("tenant %s not listed", name)
+		return tenant{}
+	}
+	run(0, "tenant", "create", "titled")
+	run(0, "tenant", "create", "--fields=false", "--analyzer", "exact", "plain")
+	if got := settingsOf("titled"); got.Analyzer != "english" || !got.Fields {
+		t.Fatalf("titled: %+v, want english with fields (the defaults)", got)
+	}
+	if got := settingsOf("plain"); got.Analyzer != "exact" || got.Fields {
+		t.Fatalf("plain: %+v, want exact without fields", got)
+	}
+	if out := run(0, "tenant", "set", "--fields=true", "plain"); !strings.Contains(out, "analyzer exact, fields true") {
+		t.Fatalf("tenant set --fields said %q", out)
+	}
+	if got := settingsOf("plain"); got.Analyzer != "exact" || !got.Fields {
+		t.Fatalf("plain after --fields=true: %+v, want exact with fields", got)
+	}
+	run(0, "tenant", "set", "--analyzer", "english", "plain")
+	if got := settingsOf("plain"); got.Analyzer != "english" || !got.Fields {
+		t.Fatalf("plain after --analyzer english: %+v, want english with fields kept", got)
+	}
+	if list := run(0, "tenant", "list"); !strings.Contains(list, "FIELDS") {
+		t.Fatalf("tenant list lacks FIELDS:\n%s", list)
+	}
+	run(2, "tenant", "set", "plain")
+	run(1, "tenant", "set", "--fields=false", "missing")
+}
+
+// TestServerCreateTenantFields: POST /v1/tenants takes analyzer and fields
+// (defaults english and true); a title found only through field terms is
+// retrieved under field_weight on both query paths, and not without it;
+// a non-boolean fields is a 400.
+func TestServerCreateTenantFields(t *testing.T) {
+	for _, path := range servePaths {
+		t.Run(path.name, func(t *testing.T) {
+			a := startAPIServer(t, serverOpts{cache: path.cache})
+			admin := tok(t, "root", "admin")
+			a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]any{"tenant": "titled"}), http.StatusCreated)
+			a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]any{"tenant": "plain", "analyzer": "exact", "fields": false}), http.StatusCreated)
+			a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]any{"tenant": "odd", "fields": "yes"}), http.StatusBadRequest)
+			ts, err := a.store.Tenants(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, x := range ts {
+				got[x.Name] = fmt.Sprintf("%s %t", x.Settings.Analyzer, x.Settings.Fields)
+			}
+			if got["titled"] != "english true" || got["plain"] != "exact false" || got["odd"] != "" {
+				t.Fatalf("tenants: %v; want titled english true, plain exact false, no odd", got)
+			}
+			for _, tenant := range []string{"titled", "plain"} {
+				w := tok(t, "w", "tenant="+tenant, "writer")
+				reader := tok(t, "r", "tenant="+tenant, "clearance=internal", "reader")
+				a.want(t, a.call(t, "PUT", "/v1/tenants/"+tenant+"/documents/vacuum", w,
+					map[string]any{"text": "# Reclaiming storage\nDead tuples are removed.", "title": "VACUUM", "classification": "internal"}), http.StatusOK)
+				for _, fw := range []float64{0, 1} {
+					r := a.want(t, a.call(t, "POST", "/v1/tenants/"+tenant+"/retrieve", reader,
+						map[string]any{"query": "vacuum", "policy": map[string]any{"field_weight": fw, "enable_rerank": false}}), http.StatusOK)
+					n := len(r.json(t)["results"].([]any))
+					if want := tenant == "titled" && fw > 0; (n > 0) != want {
+						t.Errorf("%s, field_weight %v: %d results, want some: %t", tenant, fw, n, want)
+					}
+				}
+			}
+		})
+	}
 }

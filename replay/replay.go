@@ -49,6 +49,9 @@ type config struct {
 	// Analyzer is "english" (the default: tokens and their stem terms) or
 	// "exact" (tokens only).
 	Analyzer *string `json:"analyzer"`
+	// Fields is true (the default: each chunk's title and heading are
+	// field terms) or false.
+	Fields *bool `json:"fields"`
 }
 
 // ParseSettings reads a script's config object (nil or null gives defaults).
@@ -75,6 +78,9 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 			return s, err
 		}
 		s.Analyzer = *c.Analyzer
+	}
+	if c.Fields != nil {
+		s.Fields = *c.Fields
 	}
 	if c.K1.Set {
 		s.BM25.K1 = c.K1.V

@@ -39,6 +39,8 @@ type PolicyPatch struct {
 	QTFK3 *float64 `json:"qtf_k3,omitempty"`
 	// StemWeight weighs the query's stem terms (0: none).
 	StemWeight *float64 `json:"stem_weight,omitempty"`
+	// FieldWeight weighs the field terms of the request's terms (0: none).
+	FieldWeight *float64 `json:"field_weight,omitempty"`
 	// IDF is the lexical idf formula ("plus1" or "rsj").
 	IDF *string `json:"idf,omitempty"`
 	// StopWords is the query stop list ("", "none" or "english").
@@ -92,6 +94,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	setv(&pol.PRFWeight, p.PRFWeight)
 	setv(&pol.QTFK3, p.QTFK3)
 	setv(&pol.StemWeight, p.StemWeight)
+	setv(&pol.FieldWeight, p.FieldWeight)
 	if p.IDF != nil {
 		pol.IDF = bm25.IDFKind(*p.IDF)
 	}
@@ -129,6 +132,7 @@ func (p Policy) Patch() *PolicyPatch {
 		PRFWeight:       &p.PRFWeight,
 		QTFK3:           &p.QTFK3,
 		StemWeight:      &p.StemWeight,
+		FieldWeight:     &p.FieldWeight,
 		RerankMinScore:  &p.RerankMinScore,
 		RerankBudgetMS:  &p.RerankBudgetMS,
 	}

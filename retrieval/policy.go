@@ -141,6 +141,15 @@ type Policy struct {
 	// (SPEC's ranking). The overlap rerankers then count a query term
 	// found only in another form as StemWeight of a match.
 	StemWeight float64
+	// FieldWeight in [0, MaxFieldWeight] weighs the field terms
+	// (analysis.AppendFieldTerms) of the request's terms in the lexical
+	// ranking: after the query's terms and their stem terms, each of them
+	// is added once more as a field term, weighted FieldWeight times its
+	// own weight, so a chunk whose document title or section heading holds
+	// a query word scores for it too. It decides what the store ranks; a
+	// tenant without field terms scores nothing for them. 0 adds none
+	// (SPEC's ranking).
+	FieldWeight float64
 	// RerankMinScore is the "model" kind's relevance floor on the model's
 	// score (MinScore is the overlap kinds'): any finite number, since
 	// providers' scales differ.
@@ -403,6 +412,8 @@ func (p Policy) validate(model bool) error {
 		return fmt.Errorf("%w: prf_terms %d must be >= 1", ErrInvalidPolicy, p.PRFTerms)
 	case !(p.StemWeight >= 0 && p.StemWeight <= 1):
 		return fmt.Errorf("%w: stem_weight %v must be in [0, 1]", ErrInvalidPolicy, p.StemWeight)
+	case !(p.FieldWeight >= 0 && p.FieldWeight <= MaxFieldWeight):
+		return fmt.Errorf("%w: field_weight %v must be in [0, %d]", ErrInvalidPolicy, p.FieldWeight, MaxFieldWeight)
 	case !(p.PRFWeight >= 0 && p.PRFWeight <= 1):
 		return fmt.Errorf("%w: prf_weight %v must be in [0, 1]", ErrInvalidPolicy, p.PRFWeight)
 	case p.IDF != bm25.IDFPlusOne && p.IDF != bm25.IDFRSJ:

@@ -47,10 +47,10 @@ func weightAt(weights []float64, i int) float64 {
 }
 
 // queryTerms is the number of a rank request's terms that are the query's
-// own (not stem terms): the stem terms come after them.
+// own (not stem or field terms): the stem and field terms come after them.
 func queryTerms(terms []string) int {
 	for i, t := range terms {
-		if analysis.IsStemTerm(t) {
+		if analysis.IsStemTerm(t) || analysis.IsFieldTerm(t) {
 			return i
 		}
 	}

@@ -50,6 +50,9 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, id Identit
 		}
 		settings.Analyzer = *req.Analyzer
 	}
+	if req.Fields != nil {
+		settings.Fields = *req.Fields
+	}
 	created, err := s.store.CreateTenant(r.Context(), *req.Tenant, settings)
 	if err != nil {
 		s.fail(w, r, err)

@@ -16,6 +16,9 @@ type CreateTenantRequest struct {
 	BM25Statistics *string `json:"bm25_statistics"`
 	// Analyzer is "english" (the default) or "exact".
 	Analyzer *string `json:"analyzer"`
+	// Fields indexes each chunk's title and heading as field terms
+	// (default true).
+	Fields *bool `json:"fields"`
 }
 
 // UpdateTenantRequest is the body of PATCH /v1/tenants/{tenant}: the

@@ -26,15 +26,18 @@ const (
 	// and searchable like the rest (the default).
 	TitleLine TitleMode = "line"
 	// TitleHeading makes the title a "# " heading: a section name, which
-	// SPEC section 2 keeps out of the chunk text, so its words are not
-	// searched.
+	// SPEC section 2 keeps out of the chunk text, so its words are searched
+	// only as field terms (the policy's field_weight).
 	TitleHeading TitleMode = "heading"
+	// TitleField makes the title the document's title, searched only as
+	// field terms (the policy's field_weight).
+	TitleField TitleMode = "field"
 	// TitleNone leaves the title out.
 	TitleNone TitleMode = "none"
 )
 
 // TitleModes lists the title modes, the default first.
-var TitleModes = []TitleMode{TitleLine, TitleHeading, TitleNone}
+var TitleModes = []TitleMode{TitleLine, TitleHeading, TitleField, TitleNone}
 
 // BEIR is one split of a BEIR-format dataset (Thakur et al., NeurIPS 2021
 // Datasets and Benchmarks) as Cordon evaluates it.
@@ -195,7 +198,11 @@ func ReadBEIRCorpus(r io.Reader, name string, title TitleMode) ([]Document, erro
 		if !analysis.HasToken(text) {
 			return fmt.Errorf("%w: %s:%d: document %q has no word to index", ErrBEIR, name, line, id)
 		}
-		docs = append(docs, Document{ID: id, Text: text})
+		d := Document{ID: id, Text: text}
+		if title == TitleField {
+			d.Title = strings.Join(strings.Fields(t), " ")
+		}
+		docs = append(docs, d)
 		return nil
 	})
 	if err != nil {
@@ -223,7 +230,7 @@ func validTitle(m TitleMode) bool {
 func BEIRText(title, text string, mode TitleMode) string {
 	title = strings.Join(strings.Fields(title), " ")
 	text = FlattenStructure(text)
-	if title == "" || mode == TitleNone {
+	if title == "" || mode == TitleNone || mode == TitleField {
 		return text
 	}
 	if mode == TitleHeading {

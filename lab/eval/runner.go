@@ -70,6 +70,8 @@ const Tenant = "eval"
 type Document struct {
 	ID   string
 	Text string
+	// Title is the document's title (searched as field terms), or "".
+	Title string
 }
 
 // Options configure one evaluation.
@@ -542,6 +544,7 @@ func build(ctx context.Context, docs []Document, opts Options, chunk func(cordon
 			Tenant:         Tenant,
 			DocID:          d.ID,
 			Text:           text,
+			Title:          d.Title,
 			Classification: cordontype.Public,
 		})
 		if err != nil {

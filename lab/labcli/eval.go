@@ -38,13 +38,13 @@ func evalCommand() *cmdline.Command {
               [--save RUN.json] [--per-query FILE.jsonl] [--trec DIR]
               [--reranker-url URL [--reranker-api tei|cohere] [--reranker-model M] ...]
               [--rerank-budget DURATION]
-  cordon-lab eval --beir DIR --split SPLIT [--title line|heading|none] [--depth N] [...]
+  cordon-lab eval --beir DIR --split SPLIT [--title line|heading|field|none] [--depth N] [...]
   cordon-lab eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
               [--split dev|test] [--bootstrap N] [--markdown | --json]
   cordon-lab eval score --beir DIR --split SPLIT --run FILE [--run FILE]... [...]
   cordon-lab eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
-  cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|none] --chunks FILE.jsonl [...]
+  cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|field|none] --chunks FILE.jsonl [...]
 
 Indexes every *.md document under DIR (doc id = path without .md) in an
 in-memory store and runs each query of FILE.jsonl through every pipeline.
@@ -65,8 +65,9 @@ corpus-id TAB score"; the score is the document's grade, 0 is not
 relevant). Queries without a positive judgment are left out, as BEIR
 leaves them. --title says where a document's title goes: "line" (default)
 makes it the first line of the text, searchable like the rest; "heading"
-a Markdown heading, which Cordon indexes as the section's name and does not
-search; "none" leaves it out. A line of the text the chunker would read as
+a Markdown heading, which Cordon indexes as the section's name; "field" the
+document's title; "none" leaves it out. A heading's and a title's words are
+searched as field terms only, under the policy's field_weight. A line of the text the chunker would read as
 a heading or a fence is indented by a space: BEIR's text is prose.
 
 Pipelines, each returning at most 10 chunks:
@@ -172,7 +173,7 @@ Example:
 `},
 			{Name: "export", Summary: "write the chunks eval indexes, for another system", Run: runEvalExport, Usage: `Usage: cordon-lab eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
-       cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|none] --chunks FILE.jsonl [...]
+       cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|field|none] --chunks FILE.jsonl [...]
 
 Writes the chunks 'cordon-lab eval' indexes with the same inputs, one
 {"chunk_id", "doc_id", "text"} line each. 'cordon-lab eval --help' says more.
@@ -278,7 +279,7 @@ func addInputFlags(fs *flag.FlagSet, withCorpus bool) *evalInput {
 	title := string(eval.TitleLine)
 	in.title = &title
 	if withCorpus {
-		in.title = fs.String("title", string(eval.TitleLine), "with --beir, where a document's title goes: line (first line of the text), heading (not searched) or none")
+		in.title = fs.String("title", string(eval.TitleLine), "with --beir, where a document's title goes: line (first line of the text), heading (a section heading), field (the document's title) or none; heading and field are searched as field terms (the policy's field_weight)")
 	}
 	return in
 }

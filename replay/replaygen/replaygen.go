@@ -57,6 +57,10 @@ func Generate(seed uint64, steps int) []byte {
 	if x := r.IntN(3); x > 0 {
 		cfg["analyzer"] = []string{"english", "exact"}[x-1]
 	}
+	// With field terms and without, and the default (with) by omission.
+	if x := r.IntN(3); x > 0 {
+		cfg["fields"] = x == 1
+	}
 	var out []any
 	for i := 0; i < steps; i++ {
 		switch x := r.IntN(100); {
@@ -250,6 +254,10 @@ func (g gen) retrieve() map[string]any {
 	// The stem terms' weight, drawn last for the same reason.
 	if g.r.IntN(2) == 0 {
 		pol["stem_weight"] = []float64{0, 0.3, 0.5, 1}[g.r.IntN(4)]
+	}
+	// The field terms' weight, drawn last for the same reason.
+	if g.r.IntN(2) == 0 {
+		pol["field_weight"] = []float64{0, 0.25, 1, 4}[g.r.IntN(4)]
 	}
 	return step
 }

@@ -17,7 +17,8 @@ import (
 const reindexPage = 256
 
 // SetAnalyzer changes tenant's analyzer (analysis.AnalyzerExact or
-// analysis.AnalyzerEnglish) and re-indexes every document under it, in
+// analysis.AnalyzerEnglish) and whether it indexes field terms
+// (index.Settings.Fields), and re-indexes every document under them, in
 // one transaction: the documents are read back from the database and
 // written again as they were (text, title, metadata, labels, as_of_tick),
 // their chunks, postings and column blocks rebuilt, so the tenant is
@@ -27,9 +28,9 @@ const reindexPage = 256
 // model is not hashing has its chunks embedded again by the store's
 // provider. progress, when set, is called after each page of documents
 // with the documents written and the total. It reports how many documents
-// were re-indexed; a tenant already under analyzer is re-indexed too (a
-// repair). Re-embedding must be finished first.
-func (s *Store) SetAnalyzer(ctx context.Context, tenant, analyzer string, progress func(done, total int64)) (int64, error) {
+// were re-indexed; a tenant already under analyzer and fields is re-indexed
+// too (a repair). Re-embedding must be finished first.
+func (s *Store) SetAnalyzer(ctx context.Context, tenant, analyzer string, fields bool, progress func(done, total int64)) (int64, error) {
 	if err := cordontype.ValidateTenant(tenant); err != nil {
 		return 0, err
 	}
@@ -51,7 +52,7 @@ func (s *Store) SetAnalyzer(ctx context.Context, tenant, analyzer string, progre
 		if err := lockWriteExclusive(ctx, tx, t.tables); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE cordon.tenants SET tokenizer_version = $2 WHERE name = $1`, tenant, analysis.Version(analyzer))
+		_, err = tx.Exec(ctx, `UPDATE cordon.tenants SET tokenizer_version = $2 WHERE name = $1`, tenant, analysis.Version(analyzer, fields))
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" {
 			return fmt.Errorf("%w: the database role may not change tenant %q (%s): run 'cordon tenant set --analyzer %s %s' as the owner role",
@@ -60,7 +61,7 @@ func (s *Store) SetAnalyzer(ctx context.Context, tenant, analyzer string, progre
 		if err != nil {
 			return classify(err)
 		}
-		t.settings.Analyzer = analyzer
+		t.settings.Analyzer, t.settings.Fields = analyzer, fields
 		var total int64
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+t.tables.documents).Scan(&total); err != nil {
 			return classify(err)

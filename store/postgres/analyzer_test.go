@@ -14,10 +14,11 @@ import (
 	"github.com/cordon-rag/cordon/store/memory"
 )
 
-// TestSetAnalyzerReindexes: a tenant created under the exact analyzer and
-// re-indexed under the English one answers, on the in-memory path and in
-// SQL, exactly as a reference store built under the English analyzer from
-// the start (a query word's other forms found under stem_weight); its
+// TestSetAnalyzerReindexes: a tenant created under the exact analyzer
+// without field terms and re-indexed under the English one with field
+// terms answers, on the in-memory path and in SQL, exactly as a reference
+// store built so from the start (a query word's other forms found under
+// stem_weight, a title's words under field_weight); its
 // documents (titles, metadata, labels, ticks) are unchanged; and back
 // under exact it answers as the exact reference. A bad analyzer, an
 // unknown tenant and a re-embedding tenant are refused, and nothing
@@ -26,7 +27,7 @@ func TestSetAnalyzerReindexes(t *testing.T) {
 	ctx := context.Background()
 	url := testDatabase(t)
 	exact := index.DefaultSettings()
-	exact.Analyzer = analysis.AnalyzerExact
+	exact.Analyzer, exact.Fields = analysis.AnalyzerExact, false
 	w, err := Open(ctx, url, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -35,10 +36,11 @@ func TestSetAnalyzerReindexes(t *testing.T) {
 	if _, err := w.CreateTenant(ctx, "lab", exact); err != nil {
 		t.Fatal(err)
 	}
+	// The exact reference has no field terms, the English one has them.
 	refs := map[string]*memory.Store{}
 	for _, a := range []string{analysis.AnalyzerExact, analysis.AnalyzerEnglish} {
 		s := index.DefaultSettings()
-		s.Analyzer = a
+		s.Analyzer, s.Fields = a, a == analysis.AnalyzerEnglish
 		if refs[a], err = memory.New(s); err != nil {
 			t.Fatal(err)
 		}
@@ -73,9 +75,9 @@ func TestSetAnalyzerReindexes(t *testing.T) {
 	defer sql.Close()
 	check := func(step, analyzer string) {
 		t.Helper()
-		for _, text := range []string{"contributions of mutations", "contribute", "provide growth"} {
+		for _, text := range []string{"contributions of mutations", "contribute", "provide growth", "study 17 findings"} {
 			pol := retrieval.ServicePolicy()
-			pol.Limit = 20
+			pol.Limit, pol.FieldWeight = 20, 1
 			q := retrieval.Query{Principal: cordontype.Principal{Tenant: "lab", Clearance: cordontype.Restricted, Barriers: []string{}}, Text: text, NowTick: 1000, Policy: pol}
 			js := func(st retrieval.Store) string {
 				t.Helper()
@@ -103,14 +105,22 @@ func TestSetAnalyzerReindexes(t *testing.T) {
 	if errE != nil || errX != nil || len(re.Chunks) <= len(rx.Chunks) {
 		t.Fatalf("\"contribute\": english finds %d chunks, exact %d (%v, %v); want more under english", len(re.Chunks), len(rx.Chunks), errE, errX)
 	}
+	// Only the titles hold "study": the overlap rerankers read the text,
+	// so the lexical ranking alone shows the field terms.
+	q.Text, q.Policy.FieldWeight, q.Policy.EnableRerank = "study", 1, false
+	re, errE = retrieval.New(refs[analysis.AnalyzerEnglish]).Retrieve(ctx, q)
+	rx, errX = retrieval.New(refs[analysis.AnalyzerExact]).Retrieve(ctx, q)
+	if errE != nil || errX != nil || len(re.Chunks) == 0 || len(rx.Chunks) != 0 {
+		t.Fatalf("\"study\": with field terms %d chunks, without %d (%v, %v); want some and none", len(re.Chunks), len(rx.Chunks), errE, errX)
+	}
 	check("created exact", analysis.AnalyzerExact)
-	n, err := w.SetAnalyzer(ctx, "lab", analysis.AnalyzerEnglish, nil)
+	n, err := w.SetAnalyzer(ctx, "lab", analysis.AnalyzerEnglish, true, nil)
 	if err != nil || n != int64(len(docs)) {
 		t.Fatalf("SetAnalyzer: %d, %v; want %d documents", n, err, len(docs))
 	}
 	check("re-indexed english", analysis.AnalyzerEnglish)
 	ts, err := w.Tenants(ctx)
-	if err != nil || len(ts) != 1 || ts[0].Settings.Analyzer != analysis.AnalyzerEnglish || ts[0].Chunks != int64(len(docs)) {
+	if err != nil || len(ts) != 1 || ts[0].Settings.Analyzer != analysis.AnalyzerEnglish || !ts[0].Settings.Fields || ts[0].Chunks != int64(len(docs)) {
 		t.Fatalf("tenants after the re-index: %+v, %v", ts, err)
 	}
 	var title, meta string
@@ -119,14 +129,14 @@ func TestSetAnalyzerReindexes(t *testing.T) {
 		title != "Study 9" || meta != `{"n": 9, "tag": "x"}` || tick != 9 {
 		t.Fatalf("document d009 after the re-index: %q %q %d (%v)", title, meta, tick, err)
 	}
-	if _, err := w.SetAnalyzer(ctx, "lab", analysis.AnalyzerExact, nil); err != nil {
+	if _, err := w.SetAnalyzer(ctx, "lab", analysis.AnalyzerExact, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	check("back to exact", analysis.AnalyzerExact)
-	if _, err := w.SetAnalyzer(ctx, "lab", "porter", nil); !errors.Is(err, cordontype.ErrInvalid) {
+	if _, err := w.SetAnalyzer(ctx, "lab", "porter", true, nil); !errors.Is(err, cordontype.ErrInvalid) {
 		t.Fatalf("a bad analyzer: %v", err)
 	}
-	if _, err := w.SetAnalyzer(ctx, "nobody", analysis.AnalyzerEnglish, nil); !errors.Is(err, ErrTenantNotFound) {
+	if _, err := w.SetAnalyzer(ctx, "nobody", analysis.AnalyzerEnglish, true, nil); !errors.Is(err, ErrTenantNotFound) {
 		t.Fatalf("an unknown tenant: %v", err)
 	}
 	check("after refusals", analysis.AnalyzerExact)

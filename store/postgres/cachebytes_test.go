@@ -47,7 +47,7 @@ func TestLoadChargeWithinLiveHeap(t *testing.T) {
 					t.Fatal(err)
 				}
 				for j := range pcs {
-					rows.add(&pcs[j])
+					rows.add(&pcs[j], c.Docs[i].Title)
 				}
 			}
 			cache := newCache(1<<40, false, 0)
@@ -93,8 +93,9 @@ type storedRows struct {
 	at   int
 }
 
-// add appends pc's row, each column in PostgreSQL's binary format.
-func (r *storedRows) add(pc *index.PreparedChunk) {
+// add appends pc's row, each column in PostgreSQL's binary format, its
+// document titled title.
+func (r *storedRows) add(pc *index.PreparedChunk, title string) {
 	c := &pc.Chunk
 	int4 := func(v int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(int32(v))) }
 	barriers := binary.BigEndian.AppendUint32(nil, 0) // no dimensions
@@ -115,7 +116,7 @@ func (r *storedRows) add(pc *index.PreparedChunk) {
 	}
 	r.rows = append(r.rows, [][]byte{[]byte(c.DocID), []byte(c.ChunkID), []byte(c.Section), []byte(c.Text),
 		int4(c.StartChar), int4(c.EndChar), int4(c.Length), binary.BigEndian.AppendUint16(nil, uint16(c.Classification)),
-		barriers, binary.BigEndian.AppendUint64(nil, uint64(c.AsOfTick)), vec})
+		barriers, binary.BigEndian.AppendUint64(nil, uint64(c.AsOfTick)), vec, []byte(title)})
 }
 
 func (r *storedRows) Close()                        {}

@@ -36,14 +36,21 @@ import (
 // chunkRowsSQL selects the chunk rows forEachStoredDoc decodes, with where
 // (on chunks c) appended: a document's chunks together, in chunk order,
 // documents in doc_id order.
+//
+// The last column is the document's title when the tenant indexes field
+// terms (index.Settings.Fields), which need it, else ” (no join).
 func chunkRowsSQL(t tenantInfo, where string) string {
+	title, join := `''::text`, ``
+	if t.settings.Fields {
+		title, join = `d.title`, ` JOIN `+t.tables.documents+` d ON d.doc_id = c.doc_id`
+	}
 	return `SELECT c.doc_id, c.chunk_id, c.section, c.text, c.start_char, c.end_char, c.length,
-		c.classification, c.barriers, c.as_of_tick, c.embedding
-		FROM ` + t.tables.chunks + ` c` + where + ` ORDER BY c.doc_id, c.ord`
+		c.classification, c.barriers, c.as_of_tick, c.embedding, ` + title + `
+		FROM ` + t.tables.chunks + ` c` + join + where + ` ORDER BY c.doc_id, c.ord`
 }
 
 // chunkRowCols is the number of columns chunkRowsSQL selects.
-const chunkRowCols = 11
+const chunkRowCols = 12
 
 // binaryRows are the query options that make every column of a
 // chunkRowsSQL result arrive in binary format, the embedding included
@@ -60,11 +67,24 @@ type storedDoc struct {
 	// worker's vocabulary.
 	ids   [][]int32
 	vocab *analysis.Vocabulary
+	// fields is the worker's scratch for field terms.
+	fields *fieldScratch
 	// termBytes is what the terms this document added to vocab add to an
 	// index's dictionary (memindex.TermBytes): at least what the document
 	// adds to a load's (a term may be new to more than one vocabulary).
 	termBytes int64
 	err       error
+}
+
+// fieldScratch is what a decoding worker counts and stems field texts
+// with (analysis.AppendFieldTerms).
+type fieldScratch struct {
+	counter *analysis.Counter
+	stemmer *analysis.Stemmer
+}
+
+func newFieldScratch() *fieldScratch {
+	return &fieldScratch{counter: analysis.NewCounter(), stemmer: analysis.NewStemmer()}
 }
 
 // storedBatch is a few documents decoded by one worker.
@@ -93,11 +113,11 @@ func forEachStoredDoc(rows pgx.Rows, t tenantInfo, named bool, fn func(d *stored
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			vocab := analysis.NewVocabulary()
+			vocab, fields := analysis.NewVocabulary(), newFieldScratch()
 			for b := range jobs {
 				for i := range b.docs {
 					d := &b.docs[i]
-					d.vocab = vocab
+					d.vocab, d.fields = vocab, fields
 					d.err = decodeStoredDoc(d, t, named)
 				}
 				close(b.done)
@@ -204,7 +224,7 @@ func decodeStoredDoc(d *storedDoc, t tenantInfo, named bool) error {
 	d.pcs, d.ids = make([]index.PreparedChunk, len(d.raw)), make([][]int32, len(d.raw))
 	known := len(d.vocab.Terms())
 	for i := range d.raw {
-		if err := decodeChunkRow(&d.pcs[i], &d.ids[i], &d.raw[i], t, d.vocab); err != nil {
+		if err := decodeChunkRow(&d.pcs[i], &d.ids[i], &d.raw[i], t, d.vocab, d.fields); err != nil {
 			return fmt.Errorf("chunk %d: %w", i, err)
 		}
 		if named {
@@ -219,7 +239,7 @@ func decodeStoredDoc(d *storedDoc, t tenantInfo, named bool) error {
 
 // decodeChunkRow decodes one chunkRowsSQL row into pc and the ids of its
 // terms in vocab.
-func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]byte, t tenantInfo, vocab *analysis.Vocabulary) error {
+func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]byte, t tenantInfo, vocab *analysis.Vocabulary, fields *fieldScratch) error {
 	c := &pc.Chunk
 	c.DocID, c.ChunkID, c.Section, c.Text = string(raw[0]), string(raw[1]), string(raw[2]), string(raw[3])
 	c.Tenant = t.name
@@ -255,6 +275,13 @@ func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]
 	*ids, pc.TF = vocab.CountIDs(c.Text)
 	if t.settings.Stems() {
 		*ids, pc.TF = vocab.AppendStemIDs(*ids, pc.TF)
+	}
+	if t.settings.Fields {
+		var stemmer *analysis.Stemmer
+		if t.settings.Stems() {
+			stemmer = fields.stemmer
+		}
+		*ids, pc.TF = vocab.AppendFieldIDs(*ids, pc.TF, analysis.FieldText(string(raw[11]), c.Section), fields.counter, stemmer)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -142,12 +143,12 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t 
 	if t.schema != schema {
 		return t, false, fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, t.schema, schema)
 	}
-	analyzer, ok := analysis.AnalyzerOf(tok)
+	analyzer, fields, ok := analysis.AnalyzerOf(tok)
 	if !ok {
-		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s (analyzer exact) and %s (analyzer english): re-index the tenant (drop, create, re-ingest)",
-			tenant, tok, analysis.Version(analysis.AnalyzerExact), analysis.Version(analysis.AnalyzerEnglish))
+		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s: re-index the tenant (drop, create, re-ingest)",
+			tenant, tok, strings.Join(analysis.Versions(), ", "))
 	}
-	t.settings.Analyzer = analyzer
+	t.settings.Analyzer, t.settings.Fields = analyzer, fields
 	t.tables = tablesFor(t.schema)
 	t.name = tenant
 	return t, true, nil
@@ -194,7 +195,7 @@ func createTenant(ctx context.Context, db DBTX, tenant string, st index.Settings
 	var created bool
 	err := db.QueryRow(ctx, `SELECT cordon.create_tenant($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		tenant, st.Dims, st.BM25.K1, st.BM25.B, st.Chunking.MaxWords, st.Chunking.OverlapWords,
-		analysis.Version(st.Analyzer), string(st.Statistics), st.Spec().Model).Scan(&created)
+		st.TokenizerVersion(), string(st.Statistics), st.Spec().Model).Scan(&created)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "CD001" {
 		return false, fmt.Errorf("%w: %s", ErrTenantSettings, pe.Message)
@@ -293,7 +294,7 @@ func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
 			rows.Close()
 			return nil, err
 		}
-		t.Settings.Analyzer, _ = analysis.AnalyzerOf(t.Tokenizer) // "" when this binary has it not
+		t.Settings.Analyzer, t.Settings.Fields, _ = analysis.AnalyzerOf(t.Tokenizer) // "" when this binary has it not
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
