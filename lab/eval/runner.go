@@ -248,6 +248,7 @@ type PolicyInfo struct {
 	RerankProximity float64              `json:"rerank_proximity,omitempty"`
 	RerankDoc       float64              `json:"rerank_doc,omitempty"`
 	StemWeight      float64              `json:"stem_weight,omitempty"`
+	FieldWeight     float64              `json:"field_weight,omitempty"`
 	// The model reranker's floor and budget, given for rerank "model"
 	// only.
 	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
@@ -257,7 +258,7 @@ type PolicyInfo struct {
 func policyInfo(p retrieval.Policy) PolicyInfo {
 	in := PolicyInfo{EnableRerank: p.EnableRerank, MinScore: p.MinScore, TopN: p.TopN, RerankDepth: p.RerankDepth,
 		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend,
-		RerankProximity: p.RerankProximity, RerankDoc: p.RerankDoc, StemWeight: p.StemWeight}
+		RerankProximity: p.RerankProximity, RerankDoc: p.RerankDoc, StemWeight: p.StemWeight, FieldWeight: p.FieldWeight}
 	in.RRFWeights.BM25, in.RRFWeights.Cosine, in.RRFWeights.Doc = p.RRFWeights.BM25, p.RRFWeights.Cosine, p.RRFWeights.Doc
 	if p.Rerank == retrieval.RerankModel {
 		floor := p.RerankMinScore
@@ -606,11 +607,12 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		deepest = max(deepest, DeepChunks*depth)
 	}
 	type rankKey struct {
-		k3   float64
-		idf  bm25.IDFKind
-		docs bool
-		stop retrieval.StopWords
-		stem float64
+		k3    float64
+		idf   bm25.IDFKind
+		docs  bool
+		stop  retrieval.StopWords
+		stem  float64
+		field float64
 	}
 	type rankedAt struct {
 		topN int
@@ -619,8 +621,8 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 	ranked := make(map[rankKey]rankedAt)
 	// rank ranks as the Retriever does: the stop list reduces the terms
 	// (and the tokens qtf weights count), the dense side keeps the query.
-	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords, stem float64) (retrieval.Rankings, error) {
-		key := rankKey{k3, idf, docs, stop, stem}
+	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords, stem, field float64) (retrieval.Rankings, error) {
+		key := rankKey{k3, idf, docs, stop, stem, field}
 		if r, ok := ranked[key]; ok && r.topN >= topN {
 			return truncateRankings(r.rk, topN), nil
 		}
@@ -628,6 +630,7 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		kept := retrieval.Stop(tokens, stop)
 		terms := retrieval.Stop(allTerms, stop)
 		terms, weights := retrieval.WithStems(terms, retrieval.QueryTermWeights(kept, terms, k3), stem)
+		terms, weights = retrieval.WithFields(terms, weights, field)
 		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
 			Weights: weights, IDF: idf, Dense: dense, TopN: n, Docs: docs})
 		if err != nil {
@@ -653,14 +656,14 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		qr.Chunks = make(map[Pipeline][]Hit, len(specs))
 	}
 	for _, s := range specs {
-		k3, idf, withDocs, stop, stem := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0, s.Policy.StopWords, s.Policy.StemWeight
+		k3, idf, withDocs, stop, stem, field := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0, s.Policy.StopWords, s.Policy.StemWeight, s.Policy.FieldWeight
 		if s.Mode != Hybrid {
 			// BM25 alone is SPEC section 4's: every distinct term once,
-			// the plus-one idf, no stop list, no stem terms.
-			k3, idf, withDocs, stop, stem = 0, bm25.IDFPlusOne, false, "", 0
+			// the plus-one idf, no stop list, no stem or field terms.
+			k3, idf, withDocs, stop, stem, field = 0, bm25.IDFPlusOne, false, "", 0, 0
 		}
 		terms := retrieval.Stop(allTerms, stop)
-		rk, err := rank(s.Policy.TopN, k3, idf, withDocs, stop, stem)
+		rk, err := rank(s.Policy.TopN, k3, idf, withDocs, stop, stem, field)
 		if err != nil {
 			return QueryResult{}, err
 		}
@@ -710,7 +713,7 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 				p := s.Policy
 				p.TopN = max(p.TopN, DeepChunks*depth)
 				p.RerankDepth = max(p.RerankDepth, DeepChunks*depth)
-				deepRK, err := rank(p.TopN, k3, idf, withDocs, stop, stem)
+				deepRK, err := rank(p.TopN, k3, idf, withDocs, stop, stem, field)
 				if err != nil {
 					return QueryResult{}, err
 				}
@@ -721,7 +724,7 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 				more = chunkDocs(res.Chunks)
 			default:
 				for n := max(s.Policy.TopN, DeepChunks*depth); ; n *= 2 {
-					deepRK, err := rank(n, k3, idf, withDocs, stop, stem)
+					deepRK, err := rank(n, k3, idf, withDocs, stop, stem, field)
 					if err != nil {
 						return QueryResult{}, err
 					}

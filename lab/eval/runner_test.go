@@ -90,12 +90,13 @@ func TestRunErrors(t *testing.T) {
 // TestHybridIsTheRetriever: the hybrid pipelines are retrieval.Tail over
 // rankings computed once per query; their chunks must be exactly what the
 // Retriever returns over the store, for the service, seed and profile
-// policies (query expansion, document evidence), and their first chunks the document-level ranking's start.
+// policies (query expansion, document evidence, stem and field terms), and
+// their first chunks the document-level ranking's start.
 func TestHybridIsTheRetriever(t *testing.T) {
 	docs := []Document{
 		{ID: "a", Text: "# NAME\nls - list directory contents\n# DESCRIPTION\nList information about the FILEs."},
 		{ID: "b", Text: "# NAME\ncp - copy files and directories\n# DESCRIPTION\nCopy SOURCE to DEST."},
-		{ID: "c", Text: "# NAME\nmv - move (rename) files\n"},
+		{ID: "c", Text: "# NAME\nmv - move (rename) files\n", Title: "Renaming listed files"},
 	}
 	opts := DefaultOptions()
 	prof := opts.Policy
@@ -104,14 +105,16 @@ func TestHybridIsTheRetriever(t *testing.T) {
 	prf.PRFDocs, prf.PRFTerms, prf.MaxChunksPerDoc = 2, 3, 1
 	doc := opts.Policy
 	doc.RRFWeights.Doc = 3
-	opts.Profiles = []Profile{{Name: "p", Policy: prof}, {Name: "prf", Policy: prf}, {Name: "doc", Policy: doc}}
+	stems := prof
+	stems.StemWeight, stems.FieldWeight = 0.5, 2
+	opts.Profiles = []Profile{{Name: "p", Policy: prof}, {Name: "prf", Policy: prf}, {Name: "doc", Policy: doc}, {Name: "stems", Policy: stems}}
 	opts.PerQuery = true
 	st, _, err := build(context.Background(), docs, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var queries []Query
-	for _, q := range []string{"list files", "copy directories", "rename", "nothing matches zz"} {
+	for _, q := range []string{"list files", "copy directories", "rename", "nothing matches zz", "renamed listing"} {
 		queries = append(queries, Query{Query: q, Relevant: []string{"a"}})
 	}
 	rep, err := Run(context.Background(), docs, queries, opts)
