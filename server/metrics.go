@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/internal/version"
 	"github.com/cordon-rag/cordon/rerank"
+	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
@@ -32,13 +33,23 @@ import (
 //   - route: a registered route pattern, else "unmatched" ([metrics.request]);
 //   - method: one of [httpMethods], else "other";
 //   - code: a status code [http.StatusText] knows, else "other";
-//   - stage: retrieval's degraded stages (constants);
+//   - stage: retrieval's degraded stages ([retrieval.DegradedStages]);
 //   - outcome: [rerank.Outcomes], [embed.Outcomes] for the embedding
 //     provider's calls;
 //   - tenant (with Config.MetricsTenantLabels only): the tenant of a
 //     verified token whose retrieval was audited, so a tenant that exists
 //     (a retrieval over one that does not has no audit chain and is not
 //     counted), never the URL's text on its own.
+//
+// # Series at 0 from the start
+//
+// A counter whose labels come from a known, finite set has every series
+// created at registration, so a rate or an alert over it reads 0 before
+// the first event rather than no data: the degraded stages, the rerank and
+// embedding outcomes, the refused requests' op and reason. Not so the
+// latency histogram (routes by methods by codes would be thousands of
+// series, most never used) nor, with tenant labels, the per-tenant
+// counters (the tenants are not known up front).
 type metrics struct {
 	reg *prometheus.Registry
 	// routes are the route patterns a request's route label may name.
@@ -92,6 +103,11 @@ func newMetrics(pool func() *pgxpool.Pool, auditStats func() (audit.Stats, bool)
 		// Aggregate counters exist (at 0) from the start.
 		for _, c := range []*prometheus.CounterVec{m.retrievals, m.considered, m.exclEnt, m.exclFresh} {
 			c.WithLabelValues()
+		}
+		// So do the degraded stages' series: an alert on their rate
+		// sees 0 before the first shed stage, not no data.
+		for _, stage := range retrieval.DegradedStages {
+			m.degraded.WithLabelValues(stage)
 		}
 	}
 	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_audit_append_failures_total", Help: "Audit records that could not be written (the request failed)."})

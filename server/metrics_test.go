@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +18,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/rerank"
+	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
@@ -188,4 +192,109 @@ func TestRequestLabels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scrapeFamilies reads srv's /metrics into Cordon's own metric families.
+func scrapeFamilies(t *testing.T, srv *Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d", rec.Code)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	for name := range families {
+		if !strings.HasPrefix(name, "cordon_") {
+			delete(families, name)
+		}
+	}
+	return families
+}
+
+// registeredNames returns the names of the Cordon families on reg.
+func registeredNames(reg *prometheus.Registry) []string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		reg.Describe(ch)
+		close(ch)
+	}()
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	var names []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil && strings.HasPrefix(m[1], "cordon_") && !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestMetricsAtZero: before any request, every Cordon family is exported
+// but the latency histogram (whose series are made by requests), every
+// counter reads 0, and each counter whose labels come from a known set has
+// every one of its series, so a rate or an alert over it reads 0, not no
+// data.
+func TestMetricsAtZero(t *testing.T) {
+	srv := New(Config{}, nil, newHS256Verifier(t, AuthConfig{}))
+	families := scrapeFamilies(t, srv)
+	registered := registeredNames(srv.metrics.reg)
+	if len(registered) < 40 {
+		t.Fatalf("got %d registered Cordon families, want the server's (at least 40): %v", len(registered), registered)
+	}
+	for _, name := range registered {
+		if _, ok := families[name]; !ok && name != "cordon_http_request_duration_seconds" {
+			t.Errorf("%s is registered but not exported before the first request", name)
+		}
+	}
+	var counters int
+	for name, f := range families {
+		if f.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			counters++
+			if v := m.GetCounter().GetValue(); v != 0 {
+				t.Errorf("%s%s = %v before any request, want 0", name, labelString(m), v)
+			}
+		}
+	}
+	var want []string
+	for _, stage := range retrieval.DegradedStages {
+		want = append(want, `cordon_retrieval_degraded_total{stage="`+stage+`"}`)
+	}
+	for _, o := range rerank.Outcomes {
+		want = append(want, `cordon_rerank_model_calls_total{outcome="`+string(o)+`"}`)
+	}
+	for _, o := range embed.Outcomes {
+		want = append(want, `cordon_embed_calls_total{outcome="`+string(o)+`"}`)
+	}
+	for _, op := range admittedOps {
+		for _, reason := range []string{reasonTenantLimit, reasonQueueTimeout} {
+			want = append(want, `cordon_requests_refused_total{op="`+op+`",reason="`+reason+`"}`)
+		}
+	}
+	for _, op := range []string{opGround, opAssemble} {
+		want = append(want, `cordon_requests_refused_total{op="`+op+`",reason="`+reasonChunkIDs+`"}`)
+	}
+	for _, name := range []string{"cordon_retrievals_total", "cordon_retrieval_considered_total",
+		"cordon_retrieval_excluded_by_entitlement_total", "cordon_retrieval_excluded_by_freshness_total",
+		"cordon_audit_append_failures_total", "cordon_request_timeouts_total", "cordon_unknown_tenant_requests_total"} {
+		want = append(want, name+"{}")
+	}
+	var got []string
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			got = append(got, name+labelString(m))
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("no series %s before any request", w)
+		}
+	}
+	t.Logf("%d families, %d counter series, all at 0", len(families), counters)
 }
