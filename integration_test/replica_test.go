@@ -459,8 +459,8 @@ func BenchmarkReplicaReads(b *testing.B) {
 // TestReplicaLagBound: with ReplicaMaxLag, a read without a token goes to
 // the standby only while the standby is known to hold every commit older
 // than the bound. A paused standby behind a new write is skipped once the
-// bound passes (the primary answers, with the write); resumed, it serves
-// again.
+// bound passes (the primary answers, with the write) and its stats report
+// a lag above the bound; resumed, it serves again, within the bound.
 func TestReplicaLagBound(t *testing.T) {
 	sb := startStandby(t)
 	ctx := context.Background()
@@ -504,6 +504,9 @@ func TestReplicaLagBound(t *testing.T) {
 	if len(res.Chunks) != 2 {
 		t.Fatalf("the primary's answer has %d chunks, want 2 (the write included)", len(res.Chunks))
 	}
+	if r := after.Replicas[0]; r.Lag <= bound || !r.OverLag {
+		t.Fatalf("the paused standby's stats: %+v, want a lag above %v and OverLag", r, bound)
+	}
 
 	execSQL(t, standbyURL, `SELECT pg_wal_replay_resume()`)
 	waitReplay(t, standbyURL, tok)
@@ -512,6 +515,9 @@ func TestReplicaLagBound(t *testing.T) {
 		read()
 		return reader.ReadStats().Replicas[0].Served > b
 	})
+	if r := reader.ReadStats().Replicas[0]; r.Lag > bound || r.OverLag {
+		t.Fatalf("the caught-up standby's stats: %+v, want a lag within %v and not OverLag", r, bound)
+	}
 	if res := read(); len(res.Chunks) != 2 {
 		t.Fatalf("the caught-up standby answered %d chunks, want 2", len(res.Chunks))
 	}
