@@ -13,6 +13,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/cordon-rag/cordon/store/postgres"
 )
 
 // monitoringFiles are the alert rules and the dashboard shipped in deploy/:
@@ -64,8 +66,13 @@ func stringsOf(v any) []string {
 // label they select on is one of its labels (or job and instance, which
 // Prometheus adds); and every value they select is one the label takes,
 // so a renamed metric, label or route fails here, not silently on call.
+// The server is made over a store with one replica, so the replica series
+// (replica="1") are among those exported.
 func TestAlertsNameExportedMetrics(t *testing.T) {
-	srv := New(Config{}, nil, newHS256Verifier(t, AuthConfig{}))
+	// A store with one replica: the replica series exist only with
+	// replicas configured.
+	st := replicaStats{stats: postgres.ReadStats{Replicas: []postgres.ReplicaStats{{Healthy: true}}}}
+	srv := New(Config{}, st, newHS256Verifier(t, AuthConfig{}))
 	// One request, so the latency histogram has a series.
 	srv.Handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/healthz", nil))
 	families := scrapeFamilies(t, srv)

@@ -36,6 +36,9 @@ import (
 //   - stage: retrieval's degraded stages ([retrieval.DegradedStages]);
 //   - outcome: [rerank.Outcomes], [embed.Outcomes] for the embedding
 //     provider's calls;
+//   - replica: a configured read replica's place in --replica-url's order
+//     (from 1), with reason (lag, failed) and outcome (served, behind,
+//     failed, lagging) on the replica series ([metrics.registerReplicas]);
 //   - tenant (with Config.MetricsTenantLabels only): the tenant of a
 //     verified token whose retrieval was audited, so a tenant that exists
 //     (a retrieval over one that does not has no audit chain and is not
@@ -306,6 +309,59 @@ func (m *metrics) registerCache(stats func() (postgres.CacheStats, bool)) {
 	} {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help, ConstLabels: c.labels}, value(c.f)))
 	}
+}
+
+// registerReplicas adds the series of the store's read replicas
+// (postgres.ReadStats), read at each scrape: one set per replica configured
+// when the metrics are made (none without replicas). The replica label is
+// the replica's place in --replica-url's order, from 1, never its URL,
+// which may hold credentials.
+func (m *metrics) registerReplicas(stats func() (postgres.ReadStats, bool)) {
+	rs, ok := stats()
+	if !ok {
+		return
+	}
+	for i := range rs.Replicas {
+		labels := prometheus.Labels{"replica": strconv.Itoa(i + 1)}
+		value := func(f func(r postgres.ReplicaStats) float64) func() float64 {
+			return func() float64 {
+				if rs, ok := stats(); ok && i < len(rs.Replicas) {
+					return f(rs.Replicas[i])
+				}
+				return 0
+			}
+		}
+		with := func(name, value string) prometheus.Labels {
+			return prometheus.Labels{"replica": labels["replica"], name: value}
+		}
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_replica_lag_seconds",
+			Help:        "How far behind the primary the replica is known to be at most: the time since it was last seen to hold every commit (sampled every second, or four times within --replica-max-lag), counted from the start until it is first seen to catch up.",
+			ConstLabels: labels}, value(func(r postgres.ReplicaStats) float64 { return r.Lag.Seconds() })))
+		excluded := "1 while the replica is out of the rotation, by reason: lag (further behind than --replica-max-lag: reads without a consistency token skip it), failed (a read failed on it: skipped for the backoff)."
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_replica_excluded", Help: excluded, ConstLabels: with("reason", "lag")},
+			value(func(r postgres.ReplicaStats) float64 { return bool01(r.OverLag) })))
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_replica_excluded", Help: excluded, ConstLabels: with("reason", "failed")},
+			value(func(r postgres.ReplicaStats) float64 { return bool01(!r.Healthy) })))
+		reads := "Query path reads routed to the replica, by outcome: served (it answered), behind (a consistency token it had not replayed), failed (it failed; the primary answered), lagging (a read without a token skipped under --replica-max-lag). Reads it did not serve went to another replica or the primary."
+		for _, o := range []struct {
+			outcome string
+			f       func(r postgres.ReplicaStats) float64
+		}{
+			{"served", func(r postgres.ReplicaStats) float64 { return float64(r.Served) }},
+			{"behind", func(r postgres.ReplicaStats) float64 { return float64(r.Behind) }},
+			{"failed", func(r postgres.ReplicaStats) float64 { return float64(r.Failed) }},
+			{"lagging", func(r postgres.ReplicaStats) float64 { return float64(r.Lagging) }},
+		} {
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cordon_replica_reads_total", Help: reads, ConstLabels: with("outcome", o.outcome)}, value(o.f)))
+		}
+	}
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // embedMetrics count what the embedding provider does (the --embed-*

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/rerank"
 	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/postgres"
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
@@ -297,4 +299,62 @@ func TestMetricsAtZero(t *testing.T) {
 		}
 	}
 	t.Logf("%d families, %d counter series, all at 0", len(families), counters)
+}
+
+// replicaStats is a store of read stats only; any other method panics (the
+// embedded nil Store).
+type replicaStats struct {
+	Store
+	stats postgres.ReadStats
+}
+
+func (r replicaStats) ReadStats() postgres.ReadStats { return r.stats }
+func (replicaStats) Pool() *pgxpool.Pool             { return nil }
+func (replicaStats) AuditStats() audit.Stats         { return audit.Stats{} }
+func (replicaStats) CacheStats() postgres.CacheStats { return postgres.CacheStats{} }
+func (replicaStats) Models() *embed.Registry         { return nil }
+
+// TestReplicaMetrics: without replicas there is no replica series; with
+// two, each has its lag, its exclusions and its reads under its place in
+// --replica-url's order, at the values the store reports.
+func TestReplicaMetrics(t *testing.T) {
+	v := newHS256Verifier(t, AuthConfig{})
+	families := scrapeFamilies(t, New(Config{}, replicaStats{}, v))
+	for name := range families {
+		if strings.HasPrefix(name, "cordon_replica_") {
+			t.Errorf("without replicas, %s is exported", name)
+		}
+	}
+	st := replicaStats{stats: postgres.ReadStats{Primary: 9, Replicas: []postgres.ReplicaStats{
+		{Served: 5, Behind: 1, Failed: 2, Lagging: 3, Healthy: true, Lag: 2500 * time.Millisecond, OverLag: true},
+		{Served: 7, Healthy: false, Lag: 40 * time.Millisecond},
+	}}}
+	families = scrapeFamilies(t, New(Config{}, st, v))
+	got := map[string]float64{}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			if strings.HasPrefix(name, "cordon_replica_") {
+				got[name+labelString(m)] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{
+		`cordon_replica_lag_seconds{replica="1"}`:                   2.5,
+		`cordon_replica_lag_seconds{replica="2"}`:                   0.04,
+		`cordon_replica_excluded{reason="lag",replica="1"}`:         1,
+		`cordon_replica_excluded{reason="failed",replica="1"}`:      0,
+		`cordon_replica_excluded{reason="lag",replica="2"}`:         0,
+		`cordon_replica_excluded{reason="failed",replica="2"}`:      1,
+		`cordon_replica_reads_total{outcome="served",replica="1"}`:  5,
+		`cordon_replica_reads_total{outcome="behind",replica="1"}`:  1,
+		`cordon_replica_reads_total{outcome="failed",replica="1"}`:  2,
+		`cordon_replica_reads_total{outcome="lagging",replica="1"}`: 3,
+		`cordon_replica_reads_total{outcome="served",replica="2"}`:  7,
+		`cordon_replica_reads_total{outcome="behind",replica="2"}`:  0,
+		`cordon_replica_reads_total{outcome="failed",replica="2"}`:  0,
+		`cordon_replica_reads_total{outcome="lagging",replica="2"}`: 0,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("replica series:\ngot  %v\nwant %v", got, want)
+	}
 }
