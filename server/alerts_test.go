@@ -66,12 +66,12 @@ func stringsOf(v any) []string {
 // label they select on is one of its labels (or job and instance, which
 // Prometheus adds); and every value they select is one the label takes,
 // so a renamed metric, label or route fails here, not silently on call.
-// The server is made over a store with one replica, so the replica series
-// (replica="1") are among those exported.
+// The server is made over a store with two replicas, so the replica series
+// (replica="1", "2") are among those exported.
 func TestAlertsNameExportedMetrics(t *testing.T) {
-	// A store with one replica: the replica series exist only with
-	// replicas configured.
-	st := replicaStats{stats: postgres.ReadStats{Replicas: []postgres.ReplicaStats{{Healthy: true}}}}
+	// A store with two replicas: the replica series exist only with
+	// replicas configured, one set per replica (replica="1", "2").
+	st := replicaStats{stats: postgres.ReadStats{Replicas: []postgres.ReplicaStats{{Healthy: true}, {Healthy: true}}}}
 	srv := New(Config{}, st, newHS256Verifier(t, AuthConfig{}))
 	// One request, so the latency histogram has a series.
 	srv.Handler().ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/healthz", nil))
