@@ -278,7 +278,7 @@ for s in "${steps[@]}"; do
     go) timed go build_go ;;
     cordon) timed cordon build_cordon ;;
     all) build_all ;;
-    deps) install_deps ;;
+    deps) install_deps; exit 0 ;;
     *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
