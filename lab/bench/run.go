@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
@@ -38,7 +39,10 @@ type Options struct {
 	// storage figures are then not measured (null).
 	Reuse bool
 
-	Seed        uint64
+	Seed uint64
+	// Settings are the index settings of the bench's tenants (memory and
+	// cordon); the zero value is index.DefaultSettings.
+	Settings    *index.Settings
 	Chunks      int
 	Tenants     int
 	Queries     int
@@ -251,14 +255,22 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// settings are the tenants' index settings: Settings, or the defaults.
+func (o Options) settings() index.Settings {
+	if o.Settings != nil {
+		return *o.Settings
+	}
+	return index.DefaultSettings()
+}
+
 func openSystem(ctx context.Context, name, dbURL string, conns int32, opts Options) (System, error) {
 	switch name {
 	case SystemMemory:
-		return newMemory()
+		return newMemory(opts.settings())
 	case SystemCordon:
 		c, err := newCordon(ctx, dbURL, conns, opts.CacheBytes)
 		if err == nil {
-			c.reuse = opts.Reuse
+			c.reuse, c.settings = opts.Reuse, opts.settings()
 		}
 		return c, err
 	case SystemCordonSQL:

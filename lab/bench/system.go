@@ -175,8 +175,8 @@ type memorySystem struct {
 	r  *retrieval.Retriever
 }
 
-func newMemory() (*memorySystem, error) {
-	st, err := memory.New(index.DefaultSettings())
+func newMemory(settings index.Settings) (*memorySystem, error) {
+	st, err := memory.New(settings)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +210,8 @@ type cordonSystem struct {
 	// reuse skips the ingest when the tenants hold the corpus already
 	// (Options.Reuse).
 	reuse bool
+	// settings are the tenants' index settings.
+	settings index.Settings
 }
 
 // newCordon opens the store as 'cordon serve' does: the in-memory query
@@ -219,7 +221,7 @@ func newCordon(ctx context.Context, url string, conns int32, cacheBytes int64) (
 	if err != nil {
 		return nil, err
 	}
-	return &cordonSystem{st: st, r: retrieval.New(st)}, nil
+	return &cordonSystem{st: st, r: retrieval.New(st), settings: index.DefaultSettings()}, nil
 }
 
 // cordonSQLSystem is cordon with the in-memory query path off
@@ -264,7 +266,7 @@ func (c *cordonSystem) Ingest(ctx context.Context, g *Generator, writers, batch 
 		if _, err := c.st.DropTenant(ctx, name); err != nil {
 			return true, err
 		}
-		if _, err := c.st.CreateTenant(ctx, name, index.DefaultSettings()); err != nil {
+		if _, err := c.st.CreateTenant(ctx, name, c.settings); err != nil {
 			return true, err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"github.com/cordon-rag/cordon/analysis"
+	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/internal/cmdline"
 	"github.com/cordon-rag/cordon/lab/bench"
 	"github.com/cordon-rag/cordon/replay"
@@ -24,7 +26,7 @@ func benchCommand() *cmdline.Command {
                [--concurrency C] [--writers W] [--batch B] [--seed S] [--systems LIST]
                [--warmup N] [--warm-tenants=false] [--cache-mib auto|M] [--serial N]
                [--mix OPS] [--policy JSON|@FILE|service] [--cpuprofile FILE]
-               [--http-server process|local]
+               [--http-server process|local] [--analyzer english|exact] [--fields=false]
                [--create-database=false] [--keep] [--json]
 
 Generates a deterministic corpus of N chunks split across T tenants (Zipf
@@ -148,6 +150,8 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	asJSON := fs.Bool("json", false, "write one JSON object to stdout")
 	quiet := fs.Bool("quiet", false, "no progress display on stderr")
 	policy := fs.String("policy", "", "the retrieval policy of memory, cordon, cordon_sql and http: a SPEC 9 policy JSON object over the bench's (the seed profile, limit 10), or @FILE; \"service\": the service profile, what 'cordon serve' ranks a retrieve with when its request names no policy (limit 10)")
+	analyzer := fs.String("analyzer", analysis.AnalyzerEnglish, `the bench tenants' analyzer: "english" or "exact"`)
+	fields := fs.Bool("fields", true, "the bench tenants index titles and headings as field terms")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the bench process (ingest and queries) to this file, for go tool pprof; with --http-server process, the http server's to FILE.server")
 	httpServer := fs.String("http-server", "process", "where the http system's server runs: process (a process of its own: its CPU measured apart from the clients') or local (in the bench process)")
 	if err := cmdline.ParseFlags(fs, c, env, args); err != nil {
@@ -198,7 +202,13 @@ func runBench(ctx context.Context, env Env, c *cmdline.Command, args []string) e
 	if err != nil {
 		return err
 	}
+	if err := analysis.ValidateAnalyzer(*analyzer); err != nil {
+		return fmt.Errorf("%w: --analyzer: %w", cmdline.ErrUsage, err)
+	}
+	settings := index.DefaultSettings()
+	settings.Analyzer, settings.Fields = *analyzer, *fields
 	opts := bench.Options{
+		Settings:          &settings,
 		DatabaseURL:       cmdline.DatabaseURL(env, *dbURL),
 		CreateDatabase:    *create,
 		Keep:              *keep,
