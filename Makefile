@@ -161,10 +161,11 @@ golden: ## regenerate the golden replay outputs in testdata/replay
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck
+lint: ## gofmt, go vet, staticcheck, and promtool on the alert rules (scripts/promtool-check.sh)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	bash scripts/promtool-check.sh
 
 .PHONY: bench
 bench: ## micro-benchmarks with allocation counts

@@ -71,6 +71,9 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 	if err != nil {
 		return nil, err
 	}
+	if err := engineNetworking(ctx, &o); err != nil {
+		return nil, err
+	}
 	c := &Container{secret: secret}
 	if err := c.startPostgres(ctx, image, o, opts); err != nil {
 		return c.orNil(), err

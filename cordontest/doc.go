@@ -27,11 +27,16 @@
 //
 // # Networking
 //
-// Containers normally publish their ports on the Docker host's loopback.
-// [WithHostNetwork] runs them in the host's network namespace instead, each
-// server on a free loopback port: the way to run where the engine has no
-// bridge (dockerd --bridge=none), as Cordon's own CI does. Nothing is then
-// sent to a container's private address.
+// On an engine with a bridge network, containers publish their ports on
+// the Docker host's loopback. On an engine without one (dockerd
+// --bridge=none) Run runs them in the host's network namespace instead,
+// each server on a free loopback port, by itself: testcontainers-go would
+// otherwise create a bridge network of its own, reaper_default, and leave it
+// behind. That needs the engine on this machine (a Unix socket) and Ryuk
+// disabled (TESTCONTAINERS_RYUK_DISABLED=true: Ryuk runs on the bridge);
+// otherwise Run returns [ErrNoBridge], saying which, before it starts
+// anything. [WithHostNetwork] asks for the host's network on any engine.
+// Nothing is sent to a container's private address on the host's network.
 //
 // # Images
 //

@@ -25,8 +25,10 @@ type options struct {
 }
 
 // WithHostNetwork runs the containers in the host's network namespace,
-// each server on a free port of 127.0.0.1, instead of publishing ports:
-// for engines without a bridge (dockerd --bridge=none). Linux only.
+// each server on a free port of 127.0.0.1, instead of publishing ports.
+// Run does so by itself on an engine without a bridge (dockerd
+// --bridge=none) that runs on this machine; this option asks for it on any
+// engine, local or not. Linux only.
 func WithHostNetwork() Option { return func(o *options) { o.hostNetwork = true } }
 
 // WithCordonImage runs Cordon from image (built from deploy/Dockerfile, e.g.

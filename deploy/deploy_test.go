@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -846,5 +848,183 @@ func TestSystemdUnit(t *testing.T) {
 	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) != 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite k8s/prometheusrule/prometheusrule.yaml from prometheus/cordon-rules.yaml")
+
+// prometheusRuleFrom returns the PrometheusRule that holds rules' groups:
+// the current file's lines up to its "spec:", then the rules file from its
+// "groups:" on, indented under spec.
+func prometheusRuleFrom(t *testing.T, current, rules []byte) []byte {
+	t.Helper()
+	head, _, ok := bytes.Cut(current, []byte("\nspec:\n"))
+	if !ok {
+		t.Fatal("k8s/prometheusrule/prometheusrule.yaml has no line spec:")
+	}
+	i := bytes.Index(rules, []byte("\ngroups:\n"))
+	if i < 0 {
+		t.Fatal("prometheus/cordon-rules.yaml has no line groups:")
+	}
+	var out bytes.Buffer
+	out.Write(head)
+	out.WriteString("\nspec:\n")
+	for _, line := range strings.SplitAfter(string(rules[i+1:]), "\n") {
+		if strings.TrimSpace(line) != "" {
+			out.WriteString("  ")
+		}
+		out.WriteString(line)
+	}
+	return out.Bytes()
+}
+
+// headingAnchors returns the anchors of a Markdown file's headings, as
+// GitHub makes them.
+func headingAnchors(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	inFence := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		text, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if inFence || !strings.HasPrefix(line, "#") || !ok {
+			continue
+		}
+		var a strings.Builder
+		for _, r := range strings.ToLower(text) {
+			switch {
+			case r == ' ':
+				a.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+				a.WriteRune(r)
+			}
+		}
+		out = append(out, a.String())
+	}
+	return out
+}
+
+// TestPrometheusRule: the alert rules are one source. The PrometheusRule
+// component holds exactly the plain rules file's groups (regenerate it
+// with -update), the component lists it, and every alert has a severity
+// of critical or warning, a summary, a description and a runbook_url that
+// names a heading of docs/running.md.
+func TestPrometheusRule(t *testing.T) {
+	const path = "k8s/prometheusrule/prometheusrule.yaml"
+	rules, err := os.ReadFile("prometheus/cordon-rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := prometheusRuleFrom(t, current, rules)
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		current = want
+	}
+	if !bytes.Equal(current, want) {
+		t.Errorf("%s is not prometheus/cordon-rules.yaml's groups: go test ./deploy -run TestPrometheusRule -update", path)
+	}
+	plain := yamlDocs(t, "prometheus/cordon-rules.yaml")[0]
+	pr := yamlDocs(t, path)[0]
+	if get(t, pr, "kind") != "PrometheusRule" || get(t, pr, "apiVersion") != "monitoring.coreos.com/v1" {
+		t.Errorf("%s: kind %v, apiVersion %v", path, get(t, pr, "kind"), get(t, pr, "apiVersion"))
+	}
+	if got, want := get(t, pr, "spec", "groups"), get(t, plain, "groups"); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s spec.groups differ from prometheus/cordon-rules.yaml's groups", path)
+	}
+	comp := yamlDocs(t, "k8s/prometheusrule/kustomization.yaml")[0]
+	if get(t, comp, "kind") != "Component" || !slices.Equal(get(t, comp, "resources").([]any), []any{"prometheusrule.yaml"}) {
+		t.Errorf("prometheusrule component: %v", comp)
+	}
+
+	anchors := headingAnchors(t, "../docs/running.md")
+	var alerts []string
+	for _, g := range get(t, plain, "groups").([]any) {
+		for _, r := range get(t, g, "rules").([]any) {
+			name, _ := get(t, r, "alert").(string)
+			if name == "" {
+				t.Errorf("group %v: a rule without alert (recording rules belong elsewhere)", get(t, g, "name"))
+				continue
+			}
+			alerts = append(alerts, name)
+			if sev := get(t, r, "labels", "severity"); sev != "critical" && sev != "warning" {
+				t.Errorf("%s: severity %v, want critical or warning", name, sev)
+			}
+			for _, k := range []string{"summary", "description", "runbook_url"} {
+				if s, _ := get(t, r, "annotations").(map[string]any)[k].(string); strings.TrimSpace(s) == "" {
+					t.Errorf("%s: no %s", name, k)
+				}
+			}
+			url, _ := get(t, r, "annotations").(map[string]any)["runbook_url"].(string)
+			anchor, ok := strings.CutPrefix(url, "docs/running.md#")
+			if !ok || !slices.Contains(anchors, anchor) {
+				t.Errorf("%s: runbook_url %q names no heading of docs/running.md", name, url)
+			}
+		}
+	}
+	if len(alerts) == 0 {
+		t.Fatal("prometheus/cordon-rules.yaml has no alert")
+	}
+	if dup := len(alerts) - len(slices.Compact(slices.Sorted(slices.Values(alerts)))); dup != 0 {
+		t.Errorf("%d alert names repeated: %v", dup, alerts)
+	}
+}
+
+// TestGrafanaDashboard: the dashboard parses, has a fixed uid, and each
+// panel but the rows queries Prometheus through the datasource variable.
+// (That its metrics exist is server's TestAlertsNameExportedMetrics.)
+func TestGrafanaDashboard(t *testing.T) {
+	raw, err := os.ReadFile("grafana/cordon.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		UID    string `json:"uid"`
+		Title  string `json:"title"`
+		Panels []struct {
+			Type       string `json:"type"`
+			Title      string `json:"title"`
+			Datasource struct {
+				UID string `json:"uid"`
+			} `json:"datasource"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.UID != "cordon" || d.Title == "" {
+		t.Errorf("uid %q, title %q", d.UID, d.Title)
+	}
+	queries := 0
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource.UID != "${datasource}" || len(p.Targets) == 0 {
+			t.Errorf("panel %q: datasource %q, %d queries", p.Title, p.Datasource.UID, len(p.Targets))
+		}
+		for _, q := range p.Targets {
+			if strings.TrimSpace(q.Expr) == "" {
+				t.Errorf("panel %q: an empty query", p.Title)
+			}
+			queries++
+		}
+	}
+	if queries < 20 {
+		t.Errorf("%d queries, want the dashboard's (at least 20)", queries)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -459,8 +461,8 @@ func BenchmarkReplicaReads(b *testing.B) {
 // TestReplicaLagBound: with ReplicaMaxLag, a read without a token goes to
 // the standby only while the standby is known to hold every commit older
 // than the bound. A paused standby behind a new write is skipped once the
-// bound passes (the primary answers, with the write); resumed, it serves
-// again.
+// bound passes (the primary answers, with the write) and its stats report
+// a lag above the bound; resumed, it serves again, within the bound.
 func TestReplicaLagBound(t *testing.T) {
 	sb := startStandby(t)
 	ctx := context.Background()
@@ -504,6 +506,9 @@ func TestReplicaLagBound(t *testing.T) {
 	if len(res.Chunks) != 2 {
 		t.Fatalf("the primary's answer has %d chunks, want 2 (the write included)", len(res.Chunks))
 	}
+	if r := after.Replicas[0]; r.Lag <= bound || !r.OverLag {
+		t.Fatalf("the paused standby's stats: %+v, want a lag above %v and OverLag", r, bound)
+	}
 
 	execSQL(t, standbyURL, `SELECT pg_wal_replay_resume()`)
 	waitReplay(t, standbyURL, tok)
@@ -512,7 +517,62 @@ func TestReplicaLagBound(t *testing.T) {
 		read()
 		return reader.ReadStats().Replicas[0].Served > b
 	})
+	if r := reader.ReadStats().Replicas[0]; r.Lag > bound || r.OverLag {
+		t.Fatalf("the caught-up standby's stats: %+v, want a lag within %v and not OverLag", r, bound)
+	}
 	if res := read(); len(res.Chunks) != 2 {
 		t.Fatalf("the caught-up standby answered %d chunks, want 2", len(res.Chunks))
 	}
+}
+
+// TestReplicaLagMetric: a server with a standby exports its lag as
+// cordon_replica_lag_seconds{replica="1"}, without a lag bound too: under
+// two seconds while it keeps up, rising while its replay is paused behind
+// a write, falling once it catches up. No series names the standby's
+// address.
+func TestReplicaLagMetric(t *testing.T) {
+	sb := startStandby(t)
+	ctx := context.Background()
+	dbURL := newDatabase(t)
+	standbyURL := sb.url(t, dbURL)
+	a := startAPIServer(t, serverOpts{dbURL: dbURL, replicas: []string{standbyURL}, metrics: true})
+	admin := tok(t, "root", "admin")
+	a.want(t, a.call(t, "POST", "/v1/tenants", admin, map[string]string{"tenant": "rep"}), http.StatusCreated)
+	w := tok(t, "w", "tenant=rep", "writer")
+	put := func(id string) {
+		t.Helper()
+		a.want(t, a.call(t, "PUT", "/v1/tenants/rep/documents/"+id, w, map[string]any{"text": "wire hold " + id, "classification": "public"}), http.StatusOK)
+	}
+	lagRE := regexp.MustCompile(`(?m)^cordon_replica_lag_seconds\{replica="1"\} (\S+)$`)
+	lag := func() float64 {
+		t.Helper()
+		body := a.get(t, a.metricsURL+"/metrics")
+		if u, err := url.Parse(standbyURL); err != nil || strings.Contains(body, u.Host) {
+			t.Fatalf("the metrics name the standby's address %s (%v)", u.Host, err)
+		}
+		m := lagRE.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no cordon_replica_lag_seconds{replica=\"1\"} in the metrics")
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	put("a")
+	waitFor(t, "the standby's lag under 2s", func() bool { return lag() < 2 })
+
+	execSQL(t, standbyURL, `SELECT pg_wal_replay_pause()`)
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(ctx, standbyURL); err == nil {
+			_, _ = c.Exec(ctx, `SELECT pg_wal_replay_resume()`)
+			c.Close(ctx)
+		}
+	})
+	put("b")
+	waitFor(t, "the paused standby's lag above 3s", func() bool { return lag() > 3 })
+
+	execSQL(t, standbyURL, `SELECT pg_wal_replay_resume()`)
+	waitFor(t, "the resumed standby's lag under 2s", func() bool { return lag() < 2 })
 }

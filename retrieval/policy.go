@@ -41,6 +41,10 @@ const (
 	MaxQTFK3 = 1000
 )
 
+// DegradedStages lists every stage Result.Degraded may name, in the order
+// it names them (metrics create a series for each up front).
+var DegradedStages = []string{DegradedDense, DegradedRerank}
+
 // RerankKind names how the reranker scores a chunk's hold on the query
 // (SPEC section 5, step 6).
 type RerankKind string

@@ -7,6 +7,13 @@
 # builds Citus from its source tarball and installs it (about 2.5 CPU-minutes).
 # Concurrent runs wait for each other (flock).
 #
+#   scripts/citus-install.sh        install (build) Citus when missing
+#   scripts/citus-install.sh deps   only what the build needs from apt
+#                                   (PostgreSQL 15, pgvector, the build
+#                                   dependencies), when Citus is missing: so
+#                                   that a build run in the background next
+#                                   to other apt users (.ci/run) runs no apt
+#
 # Citus is not packaged for Debian 12 or 13 and cannot be fetched from these
 # machines; its source tarball (citus-13.2.2.tar.gz, the v13.2.2 release tag
 # packed with `git archive`) is looked up, in order, at:
@@ -25,6 +32,9 @@ PG_CONFIG="${PG_BIN}/pg_config"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOCK=/tmp/cordon-citus-install.lock
 export DEBIAN_FRONTEND=noninteractive
+
+MODE=${1:-build}
+case $MODE in build | deps) ;; *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;; esac
 
 log() { echo "citus-install: $*" >&2; }
 die() { echo "citus-install: ERROR: $*" >&2; exit 1; }
@@ -109,6 +119,11 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   run_logged "${SUDO[@]}" apt-get update
   run_logged "${SUDO[@]}" apt-get install -y --no-install-recommends \
     -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
+fi
+
+if [[ $MODE == deps ]]; then
+  log "build dependencies present"
+  exit 0
 fi
 
 # --- build --------------------------------------------------------------------

@@ -2,9 +2,10 @@
 # Build the images Cordon's container tests run, from Debian's archive and
 # the Go module proxy only (no image registry):
 #
-#   cordon-base:bookworm  debootstrap --variant=minbase bookworm, with the
-#                         security and updates suites, upgraded; imported
-#                         with 'docker import' (skipped when present)
+#   cordon-base:bookworm  mmdebstrap --variant=minbase bookworm with the
+#                         updates and security suites (current packages),
+#                         imported with 'docker import' (skipped when
+#                         present); every other image builds FROM it
 #   cordon-pg:15          PostgreSQL 15 + pgvector (deploy/pgvector/Dockerfile,
 #                         scripts/pg-install.sh inside)
 #   cordon-go:GOVERSION-HASH  the host's Go toolchain ($(go env GOROOT)) on
@@ -16,13 +17,16 @@
 #                         RUNTIME_IMAGE=cordon-base:bookworm
 #
 #   scripts/docker-images.sh [base|pg|go|cordon|all]...   (default: all)
+#   scripts/docker-images.sh deps   only install what the builds need on
+#                                   the host (mmdebstrap), then stop
 #
-# Each step builds what it needs first. Builds run with --network host: the
+# Each step builds what it needs first; 'all' builds cordon-pg while it
+# builds cordon-go and cordon:local. Builds run with --network host: the
 # engine scripts/docker-engine.sh starts has no bridge. DOCKER_HOST is taken
 # from the environment, else from that engine. Idempotent: a second run
 # reuses the images and Docker's layer cache (seconds).
 #
-#   CORDON_REBUILD_BASE=1   debootstrap again even if cordon-base:bookworm exists
+#   CORDON_REBUILD_BASE=1   build the base again even if cordon-base:bookworm exists
 #   CORDON_DEBIAN_MIRROR    archive URI (default: the host's, from its apt sources)
 #   CORDON_DEBIAN_SECURITY  security archive URI (default: the host's)
 #   CORDON_IMAGE            Cordon's tag (default cordon:local)
@@ -43,8 +47,10 @@ if [[ -z ${DOCKER_HOST:-} ]]; then
   [[ -n $DOCKER_HOST ]] || unset DOCKER_HOST
 fi
 [[ -z ${DOCKER_HOST:-} ]] || export DOCKER_HOST
-docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
-  die "no Docker engine answers${DOCKER_HOST:+ at $DOCKER_HOST} (run: scripts/docker-engine.sh start)"
+if [[ $* != deps ]]; then
+  docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
+    die "no Docker engine answers${DOCKER_HOST:+ at $DOCKER_HOST} (run: scripts/docker-engine.sh start)"
+fi
 
 have() { docker image inspect "$1" >/dev/null 2>&1; }
 
@@ -75,38 +81,29 @@ sources_uri() {
     }' "$f"
 }
 
+# build_base makes the base every other image builds FROM (and Cordon's
+# runtime image): one mmdebstrap run that takes bookworm's packages at
+# their current versions from the release, updates and security suites at
+# once (debootstrap knows only the release suite, so it took a second,
+# upgrading build), streamed into 'docker import'.
 build_base() {
   if have "$BASE" && [[ ${CORDON_REBUILD_BASE:-} != 1 ]]; then
     log "$BASE present"
     return
   fi
-  [[ $(id -u) -eq 0 ]] || die "debootstrap needs root"
-  if ! command -v debootstrap >/dev/null 2>&1; then
-    log "apt-get install debootstrap"
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap; } </dev/null >/dev/null ||
-      die "apt-get install debootstrap failed"
-  fi
+  [[ $(id -u) -eq 0 ]] || die "mmdebstrap needs root"
+  install_deps
   local mirror security
   mirror=${CORDON_DEBIAN_MIRROR:-$(sources_uri '[[:space:]]bookworm([[:space:]]|$)')}
   mirror=${mirror:-http://deb.debian.org/debian}
   security=${CORDON_DEBIAN_SECURITY:-$(sources_uri 'bookworm-security')}
   security=${security:-http://deb.debian.org/debian-security}
-  local root
-  root=$(mktemp -d /var/tmp/cordon-rootfs.XXXXXX)
-  # shellcheck disable=SC2064 # expand root now
-  trap "rm -rf -- '$root'" RETURN
-  log "debootstrap --variant=minbase bookworm from $mirror"
-  local dlog=$root.log
-  # ca-certificates: Cordon's image verifies OIDC/JWKS endpoints over TLS.
-  if ! debootstrap --variant=minbase --include=ca-certificates bookworm "$root" "$mirror" >"$dlog" 2>&1; then
-    tail -n 30 "$dlog" >&2
-    die "debootstrap failed (log: $dlog)"
-  fi
-  rm -f "$dlog"
-  # A bare debootstrap knows only the release suite: add the updates and
-  # security suites so images built on it get fixes.
-  rm -f "$root/etc/apt/sources.list"
-  cat >"$root/etc/apt/sources.list.d/debian.sources" <<EOF
+  local tmp
+  tmp=$(mktemp -d /var/tmp/cordon-base.XXXXXX)
+  # shellcheck disable=SC2064 # expand tmp now
+  trap "rm -rf -- '$tmp'" RETURN
+  # The image's sources: the three suites, as deb822 with the archive key.
+  cat >"$tmp/debian.sources" <<EOF
 Types: deb
 URIs: $mirror
 Suites: bookworm bookworm-updates
@@ -119,19 +116,30 @@ Suites: bookworm-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
-  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
-  log "docker import $BASE-import"
-  tar -C "$root" -c . | docker import \
-    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'CMD ["/bin/bash"]' - "$BASE-import" >/dev/null
-  # The packages debootstrap fetched are the release's; take the fixes.
-  log "apt-get upgrade into $BASE"
-  docker build --network host --force-rm -q -t "$BASE" - >/dev/null <<EOF
-FROM $BASE-import
-RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -qq >/dev/null \
- && apt-get clean && rm -rf /var/lib/apt/lists/*
-EOF
-  docker image rm "$BASE-import" >/dev/null
+  log "mmdebstrap --variant=minbase bookworm (with bookworm-updates and bookworm-security) from $mirror"
+  # ca-certificates: Cordon's image verifies OIDC/JWKS endpoints over TLS.
+  # mmdebstrap leaves no downloaded packages and no package lists behind.
+  if ! mmdebstrap --mode=root --variant=minbase --include=ca-certificates --format=tar \
+    --customize-hook='rm -f "$1/etc/apt/sources.list"' \
+    --customize-hook="copy-in $tmp/debian.sources /etc/apt/sources.list.d" \
+    bookworm - \
+    "deb $mirror bookworm main" "deb $mirror bookworm-updates main" "deb $security bookworm-security main" \
+    2>"$tmp/mmdebstrap.log" |
+    docker import \
+      --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+      --change 'CMD ["/bin/bash"]' - "$BASE" >/dev/null; then
+    tail -n 30 "$tmp/mmdebstrap.log" >&2
+    die "mmdebstrap | docker import $BASE failed"
+  fi
+}
+
+# install_deps installs what building the base needs on the host.
+install_deps() {
+  command -v mmdebstrap >/dev/null 2>&1 && return 0
+  [[ $(id -u) -eq 0 ]] || die "mmdebstrap is not installed and this is not root"
+  log "apt-get install mmdebstrap"
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends mmdebstrap; } </dev/null >/dev/null ||
+    die "apt-get install mmdebstrap failed"
 }
 
 build_pg() {
@@ -242,6 +250,25 @@ build_cordon() {
       -t "$CORDON" - >/dev/null
 }
 
+# build_all builds the base, then cordon-pg next to cordon-go and Cordon:
+# the first mostly waits for the archive, the others mostly compile. The
+# PostgreSQL build's output is kept apart and shown after, prefixed.
+build_all() {
+  timed base build_base
+  local pglog pgpid rc=0
+  pglog=$(mktemp /tmp/cordon-images-pg.XXXXXX.log)
+  (timed pg build_pg) >"$pglog" 2>&1 &
+  pgpid=$!
+  (timed go build_go && timed cordon build_cordon) || rc=$?
+  if ! wait "$pgpid"; then
+    sed 's/^/[pg] /' "$pglog" >&2
+    die "building $PG failed (log above and in $pglog)"
+  fi
+  sed 's/^/[pg] /' "$pglog" >&2
+  rm -f "$pglog"
+  [[ $rc -eq 0 ]] || die "building cordon-go or $CORDON failed"
+}
+
 steps=("$@")
 [[ ${#steps[@]} -gt 0 ]] || steps=(all)
 for s in "${steps[@]}"; do
@@ -250,7 +277,8 @@ for s in "${steps[@]}"; do
     pg) timed pg build_pg ;;
     go) timed go build_go ;;
     cordon) timed cordon build_cordon ;;
-    all) timed base build_base; timed pg build_pg; timed go build_go; timed cordon build_cordon ;;
+    all) build_all ;;
+    deps) install_deps; exit 0 ;;
     *) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done

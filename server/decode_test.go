@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/cordon-rag/cordon/internal/jsonstrict"
+	"github.com/cordon-rag/cordon/retrieval"
 )
 
 func TestDecodeStrict(t *testing.T) {
@@ -388,5 +389,25 @@ func BenchmarkDecodeStrict(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDecodeRetrieve measures the strict decoding of a retrieve body
+// that sends a whole policy, as the service bench's clients do:
+//
+//	go test ./server/ -run '^$' -bench BenchmarkDecodeRetrieve -benchmem
+func BenchmarkDecodeRetrieve(b *testing.B) {
+	q := "settlement hold PMT-771 release approval"
+	body, err := json.Marshal(RetrieveRequest{Query: &q, Policy: retrieval.ServicePolicy().Patch()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var req RetrieveRequest
+		if err := DecodeStrict(body, &req); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

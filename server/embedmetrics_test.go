@@ -109,3 +109,4 @@ func (m modelsOnly) Models() *embed.Registry       { return m.reg }
 func (modelsOnly) Pool() *pgxpool.Pool             { return nil }
 func (modelsOnly) AuditStats() audit.Stats         { return audit.Stats{} }
 func (modelsOnly) CacheStats() postgres.CacheStats { return postgres.CacheStats{} }
+func (modelsOnly) ReadStats() postgres.ReadStats   { return postgres.ReadStats{} }

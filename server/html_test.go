@@ -18,6 +18,7 @@ import (
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/memory"
+	"github.com/cordon-rag/cordon/store/postgres"
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
@@ -72,6 +73,9 @@ func (m *memStore) IDF(ctx context.Context, p cordontype.Principal, terms []stri
 
 func (m *memStore) Models() *embed.Registry { return nil }
 func (m *memStore) HasReplicas() bool       { return false }
+func (m *memStore) ReadStats() postgres.ReadStats {
+	return postgres.ReadStats{}
+}
 func (m *memStore) AppendAudit(_ context.Context, _ string, r audit.Record) (audit.Record, error) {
 	return r, nil
 }

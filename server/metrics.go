@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/internal/version"
 	"github.com/cordon-rag/cordon/rerank"
+	"github.com/cordon-rag/cordon/retrieval"
 	"github.com/cordon-rag/cordon/store/postgres"
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
@@ -32,13 +33,26 @@ import (
 //   - route: a registered route pattern, else "unmatched" ([metrics.request]);
 //   - method: one of [httpMethods], else "other";
 //   - code: a status code [http.StatusText] knows, else "other";
-//   - stage: retrieval's degraded stages (constants);
+//   - stage: retrieval's degraded stages ([retrieval.DegradedStages]);
 //   - outcome: [rerank.Outcomes], [embed.Outcomes] for the embedding
 //     provider's calls;
+//   - replica: a configured read replica's place in --replica-url's order
+//     (from 1), with reason (lag, failed) and outcome (served, behind,
+//     failed, lagging) on the replica series ([metrics.registerReplicas]);
 //   - tenant (with Config.MetricsTenantLabels only): the tenant of a
 //     verified token whose retrieval was audited, so a tenant that exists
 //     (a retrieval over one that does not has no audit chain and is not
 //     counted), never the URL's text on its own.
+//
+// # Series at 0 from the start
+//
+// A counter whose labels come from a known, finite set has every series
+// created at registration, so a rate or an alert over it reads 0 before
+// the first event rather than no data: the degraded stages, the rerank and
+// embedding outcomes, the refused requests' op and reason. Not so the
+// latency histogram (routes by methods by codes would be thousands of
+// series, most never used) nor, with tenant labels, the per-tenant
+// counters (the tenants are not known up front).
 type metrics struct {
 	reg *prometheus.Registry
 	// routes are the route patterns a request's route label may name.
@@ -92,6 +106,11 @@ func newMetrics(pool func() *pgxpool.Pool, auditStats func() (audit.Stats, bool)
 		// Aggregate counters exist (at 0) from the start.
 		for _, c := range []*prometheus.CounterVec{m.retrievals, m.considered, m.exclEnt, m.exclFresh} {
 			c.WithLabelValues()
+		}
+		// So do the degraded stages' series: an alert on their rate
+		// sees 0 before the first shed stage, not no data.
+		for _, stage := range retrieval.DegradedStages {
+			m.degraded.WithLabelValues(stage)
 		}
 	}
 	m.auditFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "cordon_audit_append_failures_total", Help: "Audit records that could not be written (the request failed)."})
@@ -290,6 +309,59 @@ func (m *metrics) registerCache(stats func() (postgres.CacheStats, bool)) {
 	} {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help, ConstLabels: c.labels}, value(c.f)))
 	}
+}
+
+// registerReplicas adds the series of the store's read replicas
+// (postgres.ReadStats), read at each scrape: one set per replica configured
+// when the metrics are made (none without replicas). The replica label is
+// the replica's place in --replica-url's order, from 1, never its URL,
+// which may hold credentials.
+func (m *metrics) registerReplicas(stats func() (postgres.ReadStats, bool)) {
+	rs, ok := stats()
+	if !ok {
+		return
+	}
+	for i := range rs.Replicas {
+		labels := prometheus.Labels{"replica": strconv.Itoa(i + 1)}
+		value := func(f func(r postgres.ReplicaStats) float64) func() float64 {
+			return func() float64 {
+				if rs, ok := stats(); ok && i < len(rs.Replicas) {
+					return f(rs.Replicas[i])
+				}
+				return 0
+			}
+		}
+		with := func(name, value string) prometheus.Labels {
+			return prometheus.Labels{"replica": labels["replica"], name: value}
+		}
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_replica_lag_seconds",
+			Help:        "How far behind the primary the replica is known to be at most: the time since it was last seen to hold every commit (sampled every second, or four times within --replica-max-lag), counted from the start until it is first seen to catch up.",
+			ConstLabels: labels}, value(func(r postgres.ReplicaStats) float64 { return r.Lag.Seconds() })))
+		excluded := "1 while the replica is out of the rotation, by reason: lag (further behind than --replica-max-lag: reads without a consistency token skip it), failed (a read failed on it: skipped for the backoff)."
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_replica_excluded", Help: excluded, ConstLabels: with("reason", "lag")},
+			value(func(r postgres.ReplicaStats) float64 { return bool01(r.OverLag) })))
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cordon_replica_excluded", Help: excluded, ConstLabels: with("reason", "failed")},
+			value(func(r postgres.ReplicaStats) float64 { return bool01(!r.Healthy) })))
+		reads := "Query path reads routed to the replica, by outcome: served (it answered), behind (a consistency token it had not replayed), failed (it failed; the primary answered), lagging (a read without a token skipped under --replica-max-lag). Reads it did not serve went to another replica or the primary."
+		for _, o := range []struct {
+			outcome string
+			f       func(r postgres.ReplicaStats) float64
+		}{
+			{"served", func(r postgres.ReplicaStats) float64 { return float64(r.Served) }},
+			{"behind", func(r postgres.ReplicaStats) float64 { return float64(r.Behind) }},
+			{"failed", func(r postgres.ReplicaStats) float64 { return float64(r.Failed) }},
+			{"lagging", func(r postgres.ReplicaStats) float64 { return float64(r.Lagging) }},
+		} {
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cordon_replica_reads_total", Help: reads, ConstLabels: with("outcome", o.outcome)}, value(o.f)))
+		}
+	}
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // embedMetrics count what the embedding provider does (the --embed-*

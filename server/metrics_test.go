@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +19,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/cordon-rag/cordon/embed"
+	"github.com/cordon-rag/cordon/rerank"
+	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/postgres"
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
@@ -187,5 +193,168 @@ func TestRequestLabels(t *testing.T) {
 				t.Fatalf("got %d observations under route=%q method=%q code=%q, want 1", n, tt.wantRoute, tt.wantMethod, tt.want)
 			}
 		})
+	}
+}
+
+// scrapeFamilies reads srv's /metrics into Cordon's own metric families.
+func scrapeFamilies(t *testing.T, srv *Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d", rec.Code)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	for name := range families {
+		if !strings.HasPrefix(name, "cordon_") {
+			delete(families, name)
+		}
+	}
+	return families
+}
+
+// registeredNames returns the names of the Cordon families on reg.
+func registeredNames(reg *prometheus.Registry) []string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		reg.Describe(ch)
+		close(ch)
+	}()
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	var names []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil && strings.HasPrefix(m[1], "cordon_") && !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestMetricsAtZero: before any request, every Cordon family is exported
+// but the latency histogram (whose series are made by requests), every
+// counter reads 0, and each counter whose labels come from a known set has
+// every one of its series, so a rate or an alert over it reads 0, not no
+// data.
+func TestMetricsAtZero(t *testing.T) {
+	srv := New(Config{}, nil, newHS256Verifier(t, AuthConfig{}))
+	families := scrapeFamilies(t, srv)
+	registered := registeredNames(srv.metrics.reg)
+	if len(registered) < 40 {
+		t.Fatalf("got %d registered Cordon families, want the server's (at least 40): %v", len(registered), registered)
+	}
+	for _, name := range registered {
+		if _, ok := families[name]; !ok && name != "cordon_http_request_duration_seconds" {
+			t.Errorf("%s is registered but not exported before the first request", name)
+		}
+	}
+	var counters int
+	for name, f := range families {
+		if f.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			counters++
+			if v := m.GetCounter().GetValue(); v != 0 {
+				t.Errorf("%s%s = %v before any request, want 0", name, labelString(m), v)
+			}
+		}
+	}
+	var want []string
+	for _, stage := range retrieval.DegradedStages {
+		want = append(want, `cordon_retrieval_degraded_total{stage="`+stage+`"}`)
+	}
+	for _, o := range rerank.Outcomes {
+		want = append(want, `cordon_rerank_model_calls_total{outcome="`+string(o)+`"}`)
+	}
+	for _, o := range embed.Outcomes {
+		want = append(want, `cordon_embed_calls_total{outcome="`+string(o)+`"}`)
+	}
+	for _, op := range admittedOps {
+		for _, reason := range []string{reasonTenantLimit, reasonQueueTimeout} {
+			want = append(want, `cordon_requests_refused_total{op="`+op+`",reason="`+reason+`"}`)
+		}
+	}
+	for _, op := range []string{opGround, opAssemble} {
+		want = append(want, `cordon_requests_refused_total{op="`+op+`",reason="`+reasonChunkIDs+`"}`)
+	}
+	for _, name := range []string{"cordon_retrievals_total", "cordon_retrieval_considered_total",
+		"cordon_retrieval_excluded_by_entitlement_total", "cordon_retrieval_excluded_by_freshness_total",
+		"cordon_audit_append_failures_total", "cordon_request_timeouts_total", "cordon_unknown_tenant_requests_total"} {
+		want = append(want, name+"{}")
+	}
+	var got []string
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			got = append(got, name+labelString(m))
+		}
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("no series %s before any request", w)
+		}
+	}
+	t.Logf("%d families, %d counter series, all at 0", len(families), counters)
+}
+
+// replicaStats is a store of read stats only; any other method panics (the
+// embedded nil Store).
+type replicaStats struct {
+	Store
+	stats postgres.ReadStats
+}
+
+func (r replicaStats) ReadStats() postgres.ReadStats { return r.stats }
+func (replicaStats) Pool() *pgxpool.Pool             { return nil }
+func (replicaStats) AuditStats() audit.Stats         { return audit.Stats{} }
+func (replicaStats) CacheStats() postgres.CacheStats { return postgres.CacheStats{} }
+func (replicaStats) Models() *embed.Registry         { return nil }
+
+// TestReplicaMetrics: without replicas there is no replica series; with
+// two, each has its lag, its exclusions and its reads under its place in
+// --replica-url's order, at the values the store reports.
+func TestReplicaMetrics(t *testing.T) {
+	v := newHS256Verifier(t, AuthConfig{})
+	families := scrapeFamilies(t, New(Config{}, replicaStats{}, v))
+	for name := range families {
+		if strings.HasPrefix(name, "cordon_replica_") {
+			t.Errorf("without replicas, %s is exported", name)
+		}
+	}
+	st := replicaStats{stats: postgres.ReadStats{Primary: 9, Replicas: []postgres.ReplicaStats{
+		{Served: 5, Behind: 1, Failed: 2, Lagging: 3, Healthy: true, Lag: 2500 * time.Millisecond, OverLag: true},
+		{Served: 7, Healthy: false, Lag: 40 * time.Millisecond},
+	}}}
+	families = scrapeFamilies(t, New(Config{}, st, v))
+	got := map[string]float64{}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			if strings.HasPrefix(name, "cordon_replica_") {
+				got[name+labelString(m)] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{
+		`cordon_replica_lag_seconds{replica="1"}`:                   2.5,
+		`cordon_replica_lag_seconds{replica="2"}`:                   0.04,
+		`cordon_replica_excluded{reason="lag",replica="1"}`:         1,
+		`cordon_replica_excluded{reason="failed",replica="1"}`:      0,
+		`cordon_replica_excluded{reason="lag",replica="2"}`:         0,
+		`cordon_replica_excluded{reason="failed",replica="2"}`:      1,
+		`cordon_replica_reads_total{outcome="served",replica="1"}`:  5,
+		`cordon_replica_reads_total{outcome="behind",replica="1"}`:  1,
+		`cordon_replica_reads_total{outcome="failed",replica="1"}`:  2,
+		`cordon_replica_reads_total{outcome="lagging",replica="1"}`: 3,
+		`cordon_replica_reads_total{outcome="served",replica="2"}`:  7,
+		`cordon_replica_reads_total{outcome="behind",replica="2"}`:  0,
+		`cordon_replica_reads_total{outcome="failed",replica="2"}`:  0,
+		`cordon_replica_reads_total{outcome="lagging",replica="2"}`: 0,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("replica series:\ngot  %v\nwant %v", got, want)
 	}
 }

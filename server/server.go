@@ -228,6 +228,12 @@ func New(cfg Config, st Store, v *Verifier) *Server {
 		}
 		return st.CacheStats(), true
 	})
+	s.metrics.registerReplicas(func() (postgres.ReadStats, bool) {
+		if st == nil {
+			return postgres.ReadStats{}, false
+		}
+		return st.ReadStats(), true
+	})
 	if cfg.Reranker != nil {
 		s.reranker = rerank.Observe(cfg.Reranker, s.metrics.rerankCall)
 	}

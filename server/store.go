@@ -60,6 +60,8 @@ type Stats interface {
 	Pool() *pgxpool.Pool
 	AuditStats() audit.Stats
 	CacheStats() postgres.CacheStats
+	// ReadStats reports the read replicas' routing and lag.
+	ReadStats() postgres.ReadStats
 	// Models is the registry the store embeds documents and queries with,
 	// whose providers report to the metrics.
 	Models() *embed.Registry

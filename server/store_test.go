@@ -19,6 +19,7 @@ import (
 	"github.com/cordon-rag/cordon/embed"
 	"github.com/cordon-rag/cordon/internal/proccpu"
 	"github.com/cordon-rag/cordon/retrieval"
+	"github.com/cordon-rag/cordon/store/postgres"
 	"github.com/cordon-rag/cordon/store/postgres/audit"
 )
 
@@ -34,6 +35,9 @@ type cannedStore struct {
 
 // Pool is nil: no database (the server's admission then bounds by CPU).
 func (c *cannedStore) Pool() *pgxpool.Pool { return nil }
+
+// ReadStats: no replicas.
+func (c *cannedStore) ReadStats() postgres.ReadStats { return postgres.ReadStats{} }
 
 func (c *cannedStore) RankVersion(_ context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
 	r := c.rankings

@@ -44,7 +44,11 @@ if [[ ! -s $PGDATA/PG_VERSION ]]; then
   echo "listen_addresses = '*'" >>"$PGDATA/postgresql.conf"
   echo "host all all all $auth" >>"$PGDATA/pg_hba.conf"
 
-  pg_ctl -D "$PGDATA" -w -o "$(printf '%q ' "$@") -c listen_addresses=''" start
+  # The server's own arguments, quoted for pg_ctl; none when the command is
+  # a bare "postgres" (printf with no arguments would still print '').
+  args=""
+  if [[ $# -gt 0 ]]; then args=$(printf '%q ' "$@"); fi
+  pg_ctl -D "$PGDATA" -w -o "$args -c listen_addresses=''" start
   psql=(psql -X -q -v ON_ERROR_STOP=1 --username "$user" --no-password)
   if [[ $db != postgres ]]; then
     "${psql[@]}" --dbname postgres --set db="$db" <<<'CREATE DATABASE :"db";'

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // Decoder is one contract's strict decoding: the HTTP API's request bodies
@@ -90,7 +91,8 @@ func FieldKeys(root reflect.Type) KeyFunc {
 			for t.Kind() == reflect.Pointer {
 				t = t.Elem()
 			}
-			if reflect.PointerTo(t).Implements(unmarshalerType) {
+			info := infoOf(t)
+			if info.unmarshaler {
 				return nil
 			}
 			last := level == s.Depth()-1
@@ -100,7 +102,7 @@ func FieldKeys(root reflect.Type) KeyFunc {
 				if !last {
 					k = s.Key(level)
 				}
-				ft, ok := fieldType(t, k)
+				ft, ok := info.fields[string(k)]
 				if !ok {
 					if last {
 						return fmt.Errorf("unknown field %q", s.Path())
@@ -118,16 +120,39 @@ func FieldKeys(root reflect.Type) KeyFunc {
 	}
 }
 
-// fieldType is the type of t's field whose json name is exactly name.
-func fieldType(t reflect.Type, name []byte) (reflect.Type, bool) {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if tag != "" && tag != "-" && tag == string(name) {
-			return f.Type, true
+// typeInfo is what [FieldKeys] asks of a type, worked out once per type:
+// every key of every request would otherwise read the struct's tags again.
+type typeInfo struct {
+	// unmarshaler is whether a pointer to the type has its own
+	// UnmarshalJSON.
+	unmarshaler bool
+	// fields maps a struct's json names to their fields' types: the
+	// first field of each name, in field order (nil for other kinds).
+	fields map[string]reflect.Type
+}
+
+// typeInfos caches a *typeInfo per reflect.Type. The types are those of
+// the decoders' destinations and what they hold, a fixed set.
+var typeInfos sync.Map
+
+// infoOf returns t's typeInfo.
+func infoOf(t reflect.Type) *typeInfo {
+	if v, ok := typeInfos.Load(t); ok {
+		return v.(*typeInfo)
+	}
+	info := &typeInfo{unmarshaler: reflect.PointerTo(t).Implements(unmarshalerType)}
+	if t.Kind() == reflect.Struct {
+		info.fields = map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if _, dup := info.fields[tag]; tag != "" && tag != "-" && !dup {
+				info.fields[tag] = f.Type
+			}
 		}
 	}
-	return nil, false
+	v, _ := typeInfos.LoadOrStore(t, info)
+	return v.(*typeInfo)
 }
 
 // CleanError turns encoding/json's messages about data into ones that name

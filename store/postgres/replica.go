@@ -99,8 +99,18 @@ type ReplicaStats struct {
 	// Lagging is the number of reads without a token it was skipped for,
 	// further behind than Options.ReplicaMaxLag.
 	Lagging int64
-	// Healthy is false while the replica is out of the rotation.
+	// Healthy is false while the replica is out of the rotation after a
+	// failed read (for the backoff).
 	Healthy bool
+	// Lag is how far behind the primary the replica is known to be at
+	// most: the time since the lag monitor last saw it hold every commit
+	// of the primary (sampled every second, or four times within
+	// Options.ReplicaMaxLag), counted from the store's opening until it is
+	// first seen to catch up.
+	Lag time.Duration
+	// OverLag is true while Lag is above Options.ReplicaMaxLag (when set):
+	// reads without a token skip the replica.
+	OverLag bool
 }
 
 // ReadStats reports where the query path's reads went.
@@ -118,7 +128,7 @@ func (s *Store) ReadStats() ReadStats {
 	for _, r := range s.replicas {
 		out.Replicas = append(out.Replicas, ReplicaStats{
 			Served: r.served.Load(), Behind: r.behind.Load(), Failed: r.failed.Load(), Lagging: r.lagging.Load(),
-			Healthy: r.downUntil.Load() <= now,
+			Healthy: r.downUntil.Load() <= now, Lag: s.lagOf(r, now), OverLag: !s.fresh(r, now),
 		})
 	}
 	return out

@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// A lag bound for reads without a consistency token (Options.ReplicaMaxLag).
+// A lag bound for reads without a consistency token (Options.ReplicaMaxLag),
+// and each replica's lag as ReadStats reports it.
 //
 // A monitor samples the primary's WAL position and then each replica's
-// replay position every interval. A replica that has replayed past a
+// replay position every interval (every second without a bound: only the
+// stats read it then). A replica that has replayed past a
 // position the primary had at time T holds every transaction committed
 // before T: its lag is at most now - T. The monitor keeps recent samples
 // of the primary and records, per replica, the latest such T
@@ -17,7 +19,8 @@ import (
 // now - caughtUpAt <= ReplicaMaxLag; otherwise the replica is skipped
 // (counted as Lagging) like a failed one, and the primary answers if no
 // replica qualifies. Until the monitor has seen a replica catch up, it is
-// skipped.
+// skipped. ReadStats reports now - caughtUpAt as the replica's lag, counted
+// from the monitor's start until it is first seen to catch up.
 
 // lagSample is the primary's WAL position at a time.
 type lagSample struct {
@@ -27,23 +30,27 @@ type lagSample struct {
 
 // lagMonitor samples positions until stopped.
 type lagMonitor struct {
-	stop chan struct{}
-	done sync.WaitGroup
+	stop    chan struct{}
+	done    sync.WaitGroup
+	started int64 // unix nanoseconds
 }
 
 // lagInterval is how often the monitor samples for a bound of maxLag: four
-// times within the bound, at least every 10 ms and at most every second.
+// times within the bound, at least every 10 ms and at most every second;
+// every second without a bound (maxLag 0).
 func lagInterval(maxLag time.Duration) time.Duration {
+	if maxLag <= 0 {
+		return time.Second
+	}
 	return min(max(maxLag/4, 10*time.Millisecond), time.Second)
 }
 
-// startLagMonitor starts sampling when the store has replicas and a lag
-// bound.
+// startLagMonitor starts sampling when the store has replicas.
 func (s *Store) startLagMonitor() {
-	if len(s.replicas) == 0 || s.opts.ReplicaMaxLag <= 0 {
+	if len(s.replicas) == 0 {
 		return
 	}
-	m := &lagMonitor{stop: make(chan struct{})}
+	m := &lagMonitor{stop: make(chan struct{}), started: time.Now().UnixNano()}
 	s.lag = m
 	m.done.Add(1)
 	go func() {
@@ -114,4 +121,15 @@ func (s *Store) fresh(r *replica, now int64) bool {
 		return true
 	}
 	return now-r.caughtUpAt.Load() <= int64(s.opts.ReplicaMaxLag)
+}
+
+// lagOf is how far behind the primary r is known to be at most, at now
+// (unix nanoseconds): the time since the monitor last saw it hold every
+// commit, or since the monitor started if it has not seen that yet. It is
+// 0 without a monitor (a store without replicas).
+func (s *Store) lagOf(r *replica, now int64) time.Duration {
+	if s.lag == nil {
+		return 0
+	}
+	return time.Duration(max(now-max(r.caughtUpAt.Load(), s.lag.started), 0))
 }

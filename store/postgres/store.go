@@ -81,7 +81,8 @@ type Options struct {
 	// samples the primary's and the replicas' WAL positions (four times
 	// within the bound), and a replica not known to hold every commit
 	// older than the bound is skipped. 0 lets any healthy replica serve
-	// such reads.
+	// such reads (the monitor then samples every second, for ReadStats'
+	// Lag).
 	ReplicaMaxLag time.Duration
 	// ReplicaBackoff is how long a replica that failed a read is skipped
 	// (0: DefaultReplicaBackoff).
@@ -118,7 +119,7 @@ type Store struct {
 	writes writeGroups
 
 	replicas     []*replica
-	lag          *lagMonitor // nil without a lag bound
+	lag          *lagMonitor // nil without replicas
 	nextReplica  atomic.Uint32
 	primaryReads atomic.Int64
 	// citus is set when the database has the Citus extension: snapshot

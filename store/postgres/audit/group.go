@@ -48,7 +48,8 @@ import (
 // first begins, looks the tenant up, takes the lock and reads the head;
 // the second, once the records are chained on that head, inserts them and
 // commits. A batch that fails leaves no head known. (A connection's first
-// batch of a tenant adds a round trip that prepares its statements.)
+// batch of a tenant, and its first of several records, adds a round trip
+// that prepares its statements.)
 //
 // A batch of several tenants whose heads the store knows is one shared
 // transaction: one pipeline begins, takes each tenant's lock and inserts
@@ -816,7 +817,9 @@ func chainAudit(ws []*auditWaiter, head auditHead, key []byte) []Record {
 }
 
 // queueAuditInsert queues the one statement that inserts recs, chained on
-// head: one array element per record ($7 to $23), all of one time ($6).
+// head. A lone record's values are parameters as they are ($6 to $21);
+// several records are sent as one array element per record ($7 to $23),
+// all of one time ($6).
 // Arrays of arrays must be rectangular, so a record's chunk ids and
 // degraded sides are each a slice of one flat array ($24, $25). The
 // arrays are unnested in a select list, where they run in step one row at
@@ -827,6 +830,26 @@ func chainAudit(ws []*auditWaiter, head auditHead, key []byte) []Record {
 // $5; seq 0 is an empty table); its command tag tells how many rows it
 // inserted, all or none.
 func queueAuditInsert(b *pgx.Batch, tenant, schema string, head auditHead, recs []Record) {
+	table := auditTable(schema)
+	if len(recs) == 1 {
+		// One record (every batch while requests come one at a time):
+		// no arrays for the backend to receive and unnest, no
+		// set-returning functions in its plan.
+		r := recs[0]
+		b.Queue(`INSERT INTO `+table+`
+		(seq, at, sub, op, query, policy, chunk_ids, considered, excluded_by_entitlement,
+		 excluded_by_freshness, degraded, index_version, request_id, key_id, prev_hash, hash)
+		SELECT $6::bigint, $7::timestamptz, $8::text, $9::text, $10::text, $11::text, $12::text[],
+		       $13::bigint, $14::bigint, $15::bigint, $16::text[], $17::bigint, $18::text, $19::text,
+		       $20::bytea, $21::bytea
+		WHERE EXISTS (SELECT FROM cordon.tenants WHERE name = $1 AND schema_name = $2)
+		  AND coalesce((SELECT seq = $3::bigint AND hash = $4::bytea AND key_id = $5::text FROM `+table+`
+		                ORDER BY seq DESC LIMIT 1), $3::bigint = 0)`,
+			tenant, schema, head.seq, head.hash, head.keyID,
+			r.Seq, r.At, r.Sub, r.Op, r.Query, r.Policy, r.ChunkIDs, r.Considered, r.ExcludedByEntitlement,
+			r.ExcludedByFreshness, r.Degraded, r.IndexVersion, r.RequestID, r.KeyID, r.PrevHash, r.Hash)
+		return
+	}
 	// The columns of one type share an allocation.
 	n := len(recs)
 	i64, str, i32, byt := make([]int64, 5*n), make([]string, 6*n), make([]int32, 4*n), make([][]byte, 2*n)
@@ -847,7 +870,6 @@ func queueAuditInsert(b *pgx.Batch, tenant, schema string, head auditHead, recs 
 		degradedTo[i] = int32(len(degraded))
 		prevHash[i], hash[i] = r.PrevHash, r.Hash
 	}
-	table := auditTable(schema)
 	b.Queue(`INSERT INTO `+table+`
 		(seq, at, sub, op, query, policy, chunk_ids, considered, excluded_by_entitlement,
 		 excluded_by_freshness, degraded, index_version, request_id, key_id, prev_hash, hash)

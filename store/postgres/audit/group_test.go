@@ -76,8 +76,18 @@ func TestAuditBatchRoundTrips(t *testing.T) {
 	appendOn := func(s *Log) func() error {
 		return func() error { _, err := s.Append(ctx, "acme", rec); return err }
 	}
-	// The first append prepares the statements on the connection.
+	// The first append prepares the statements on the connection, and a
+	// first batch of two records the insert of several.
 	if err := appendOn(st)(); err != nil {
+		t.Fatal(err)
+	}
+	var two []*auditWaiter
+	for range 2 {
+		r := rec
+		r.KeyID = "k1"
+		two = append(two, &auditWaiter{ctx: ctx, rec: r, done: make(chan struct{})})
+	}
+	if err := st.writeBatch("acme", keys.Keys["k1"], two); err != nil {
 		t.Fatal(err)
 	}
 	recs := []Record{
@@ -133,10 +143,10 @@ func TestAuditBatchRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	if want := int64(7 + len(recs)); sum.Rows != want {
+	if want := int64(9 + len(recs)); sum.Rows != want {
 		t.Fatalf("%d rows, want %d", sum.Rows, want)
 	}
-	rows, err := st.pool.Query(ctx, `SELECT seq, request_id, chunk_ids, degraded FROM cordon_t_acme.audit WHERE seq > 7 ORDER BY seq`)
+	rows, err := st.pool.Query(ctx, `SELECT seq, request_id, chunk_ids, degraded FROM cordon_t_acme.audit WHERE seq > 9 ORDER BY seq`)
 	if err != nil {
 		t.Fatal(err)
 	}
