@@ -73,13 +73,10 @@ func TestServerScoresIgnoreHiddenDocuments(t *testing.T) {
 	}
 }
 
-// TestCLITenantStatistics: 'cordon tenant create --bm25-statistics', 'tenant
-// set' and the BM25_STATISTICS column of 'tenant list', as the README shows
-// them; bad values are usage errors.
-func TestCLITenantStatistics(t *testing.T) {
-	dbURL := migrated(t)
-	env := map[string]string{"CORDON_DATABASE_URL": dbURL}
-	run := func(want int, args ...string) string {
+// cliRunner returns a function that runs cordon with env and args, fails
+// the test unless it exits want, and returns its stdout and stderr.
+func cliRunner(t *testing.T, env map[string]string) func(want int, args ...string) string {
+	return func(want int, args ...string) string {
 		t.Helper()
 		code, out, errOut := runCLI(t, env, args...)
 		if code != want {
@@ -87,6 +84,15 @@ func TestCLITenantStatistics(t *testing.T) {
 		}
 		return out + errOut
 	}
+}
+
+// TestCLITenantStatistics: 'cordon tenant create --bm25-statistics', 'tenant
+// set' and the BM25_STATISTICS column of 'tenant list', as the README shows
+// them; bad values are usage errors.
+func TestCLITenantStatistics(t *testing.T) {
+	dbURL := migrated(t)
+	env := map[string]string{"CORDON_DATABASE_URL": dbURL}
+	run := cliRunner(t, env)
 	run(0, "tenant", "create", "fresh")
 	run(0, "tenant", "create", "--bm25-statistics", "tenant", "legacy")
 	list := run(0, "tenant", "list")
@@ -181,14 +187,7 @@ func queryStrings(t *testing.T, dbURL, sql string, args ...any) []string {
 func TestCLITenantFields(t *testing.T) {
 	dbURL := migrated(t)
 	env := map[string]string{"CORDON_DATABASE_URL": dbURL}
-	run := func(want int, args ...string) string {
-		t.Helper()
-		code, out, errOut := runCLI(t, env, args...)
-		if code != want {
-			t.Fatalf("cordon %v: exit %d, want %d: %s%s", args, code, want, out, errOut)
-		}
-		return out + errOut
-	}
+	run := cliRunner(t, env)
 	type tenant struct {
 		Name, Analyzer string
 		Fields         bool

@@ -31,21 +31,8 @@ import (
 // values.
 func scrapeSeries(t *testing.T, srv *Server) (series []string, values map[string][]string) {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /metrics = %d", rec.Code)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatalf("/metrics does not parse: %v", err)
-	}
 	values = map[string][]string{}
-	for name, f := range families {
-		if !strings.HasPrefix(name, "cordon_") {
-			continue
-		}
+	for name, f := range scrapeFamilies(t, srv) {
 		for _, m := range f.GetMetric() {
 			series = append(series, name+labelString(m))
 			for _, l := range m.GetLabel() {
