@@ -143,7 +143,14 @@ func LengthNorm(dl int64, avgdl float64, p Params) float64 {
 // in the same order, so Term(idf, tf, dl, avgdl, p) ==
 // TermNorm(idf, tf, LengthNorm(dl, avgdl, p), p) bit for bit.
 func TermNorm(idf float64, tf int64, norm float64, p Params) float64 {
-	ftf := float64(tf)
+	return TermNormF(idf, float64(tf), norm, p)
+}
+
+// TermNormF is TermNorm for a term frequency that is not a whole number
+// (a combined term's pseudo-frequency, SPEC section 4, "Combined terms"):
+// TermNormF(idf, float64(tf), norm, p) == TermNorm(idf, tf, norm, p) bit
+// for bit.
+func TermNormF(idf, ftf, norm float64, p Params) float64 {
 	denom := float64(ftf + float64(p.K1*norm))
 	num := float64(idf * float64(ftf*float64(p.K1+1)))
 	return float64(num / denom)

@@ -60,6 +60,13 @@ func RankDocs(req *RankRequest, docs []DocEvidence, sc DocScope, p bm25.Params) 
 			continue
 		}
 		var score float64
+		if c := req.Combined; c != nil {
+			score = c.Score(w.Lex, func(i int) int64 { return d.TF[i] }, bm25.LengthNorm(d.Length, avgdl, p), p)
+			if score > 0 {
+				out = append(out, DocHit{DocID: d.DocID, Score: score})
+			}
+			continue
+		}
 		for i, tf := range d.TF {
 			if tf > 0 {
 				score += float64(req.Weight(i) * bm25.Term(w.Lex[i], tf, d.Length, avgdl, p))

@@ -162,5 +162,6 @@ func (r *Retriever) expand(ctx context.Context, req RankRequest, rk Rankings, p 
 		out.Weights[i] = req.Weight(i) // the query's own terms keep their weights
 	}
 	out.Weights = append(out.Weights, e.Weights...)
+	out.Combined = req.Combined.Append(len(req.Terms), e.Weights)
 	return out, e.Terms, true, nil
 }

@@ -41,6 +41,8 @@ type PolicyPatch struct {
 	StemWeight *float64 `json:"stem_weight,omitempty"`
 	// FieldWeight weighs the field terms of the request's terms (0: none).
 	FieldWeight *float64 `json:"field_weight,omitempty"`
+	// BM25F combines each query word's forms and fields into one term.
+	BM25F *bool `json:"bm25f,omitempty"`
 	// IDF is the lexical idf formula ("plus1" or "rsj").
 	IDF *string `json:"idf,omitempty"`
 	// StopWords is the query stop list ("", "none" or "english").
@@ -95,6 +97,7 @@ func (p *PolicyPatch) Apply(base Policy) Policy {
 	setv(&pol.QTFK3, p.QTFK3)
 	setv(&pol.StemWeight, p.StemWeight)
 	setv(&pol.FieldWeight, p.FieldWeight)
+	setv(&pol.BM25F, p.BM25F)
 	if p.IDF != nil {
 		pol.IDF = bm25.IDFKind(*p.IDF)
 	}
@@ -133,6 +136,7 @@ func (p Policy) Patch() *PolicyPatch {
 		QTFK3:           &p.QTFK3,
 		StemWeight:      &p.StemWeight,
 		FieldWeight:     &p.FieldWeight,
+		BM25F:           &p.BM25F,
 		RerankMinScore:  &p.RerankMinScore,
 		RerankBudgetMS:  &p.RerankBudgetMS,
 	}

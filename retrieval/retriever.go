@@ -83,7 +83,7 @@ type Query struct {
 	// is known once the store has ranked, so ModelPolicy must rank as
 	// Policy does: the fields that decide what the store ranks, and query
 	// expansion (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight,
-	// qtf_k3, idf, stop_words, stem_weight, field_weight), must be equal, or the query is
+	// qtf_k3, idf, stop_words, stem_weight, field_weight, bm25f), must be equal, or the query is
 	// invalid.
 	ModelPolicy *Policy
 	// Reserve is the time the caller needs once the retrieval returns (the
@@ -105,13 +105,13 @@ func (q Query) RankRequest() RankRequest {
 	tokens := analysis.Tokenize(q.Text)
 	kept := Stop(tokens, q.Policy.StopWords)
 	terms := distinct(kept)
-	terms, weights := WithStems(terms, QueryTermWeights(kept, terms, q.Policy.QTFK3), q.Policy.StemWeight)
-	terms, weights = WithFields(terms, weights, q.Policy.FieldWeight)
+	terms, weights, combined := LexicalTerms(kept, terms, q.Policy)
 	return RankRequest{
 		Principal:     q.Principal,
 		Tokens:        tokens,
 		Terms:         terms,
 		Weights:       weights,
+		Combined:      combined,
 		IDF:           q.Policy.IDF,
 		NowTick:       q.NowTick,
 		MaxStaleTicks: q.Policy.MaxStaleTicks,
@@ -142,7 +142,7 @@ func (r *Retriever) RetrieveVersion(ctx context.Context, q Query) (Result, int64
 		return Result{}, 0, err
 	}
 	if q.ModelPolicy != nil && !ranksAs(*q.ModelPolicy, q.Policy) {
-		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3, idf, stop_words, stem_weight and field_weight equal, rrf_weights.doc both 0 or both > 0)", ErrInvalidPolicy)
+		return Result{}, 0, fmt.Errorf("%w: the model policy must rank as the policy does (max_stale_ticks, top_n, prf_docs, prf_terms, prf_weight, qtf_k3, idf, stop_words, stem_weight, field_weight and bm25f equal, rrf_weights.doc both 0 or both > 0)", ErrInvalidPolicy)
 	}
 	req := q.RankRequest()
 	terms := req.Terms[:queryTerms(req.Terms)] // the reranker's: without stem terms
@@ -191,7 +191,7 @@ func ranksAs(p, q Policy) bool {
 		p.MaxStaleTicks != nil && q.MaxStaleTicks != nil && *p.MaxStaleTicks == *q.MaxStaleTicks
 	return stale && p.TopN == q.TopN && p.PRFDocs == q.PRFDocs && p.PRFTerms == q.PRFTerms &&
 		p.PRFWeight == q.PRFWeight && p.QTFK3 == q.QTFK3 && p.IDF == q.IDF && p.StemWeight == q.StemWeight &&
-		p.FieldWeight == q.FieldWeight &&
+		p.FieldWeight == q.FieldWeight && p.BM25F == q.BM25F &&
 		p.StopWords.effective() == q.StopWords.effective() &&
 		(p.RRFWeights.Doc > 0) == (q.RRFWeights.Doc > 0)
 }

@@ -42,6 +42,11 @@ type RankRequest struct {
 	// unweighted sum. Query expansion weighs its added terms below 1;
 	// qtf_k3 weighs the terms a query repeats above 1 ([QueryTermWeights]).
 	Weights []float64
+	// Combined, when not nil, scores the lexical and document rankings by
+	// its groups of terms (SPEC section 4, "Combined terms"; the policy's
+	// bm25f) instead of term by term: Weights then weigh nothing. A store
+	// applies [Combined.ForTenant] first.
+	Combined *Combined
 	// IDF is the idf formula the lexical ranking scores with: "" or
 	// bm25.IDFPlusOne is SPEC section 4's, bm25.IDFRSJ the
 	// Robertson-Spärck Jones weight. Rankings.IDF and [Store.IDF] are

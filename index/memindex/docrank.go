@@ -43,6 +43,9 @@ type docRun struct {
 type docScratch struct {
 	score []float64
 	seen  []bool
+	// A combined query's group sums and marks (docScoresCombined).
+	text, field []float64
+	gseen       []bool
 }
 
 // getDocScratch returns a scratch sized for every document number.
@@ -53,6 +56,7 @@ func (x *Index) getDocScratch() *docScratch {
 	}
 	if nd := len(x.docNames); len(sc.score) < nd {
 		sc.score, sc.seen = make([]float64, nd), make([]bool, nd)
+		sc.text, sc.field, sc.gseen = make([]float64, nd), make([]float64, nd), make([]bool, nd)
 	}
 	return sc
 }
@@ -137,7 +141,13 @@ func (x *Index) docScores(req *retrieval.RankRequest, idf []float64, avgdl float
 	params := x.settings.BM25
 	score, seen, docLen := sc.score, sc.seen, x.docLen
 	met := pt.met[:0]
+	if c := req.Combined; c != nil {
+		met = x.docScoresCombined(c, idf, avgdl, sc, pt, met)
+	}
 	for i := range req.Terms {
+		if req.Combined != nil {
+			break
+		}
 		if i >= len(pt.df) {
 			break
 		}
@@ -163,4 +173,56 @@ func (x *Index) docScores(req *retrieval.RankRequest, idf []float64, avgdl float
 		seen[d], score[d] = false, 0
 	}
 	pt.met, pt.docHits = met[:0], hits
+}
+
+// docScoresCombined is docScores' sums under c (SPEC section 4, "Combined
+// terms"): group by group, each member's kept runs add float64(coef * tf)
+// to the document's text or field sum in member order, then each document
+// the group met adds the group's contribution. It appends the documents
+// met to met and returns it.
+func (x *Index) docScoresCombined(c *retrieval.Combined, idf []float64, avgdl float64, sc *docScratch, pt *rankPart, met []int32) []int32 {
+	params := x.settings.BM25
+	score, seen, docLen := sc.score, sc.seen, x.docLen
+	text, field, gseen := sc.text, sc.field, sc.gseen
+	group := pt.group[:0]
+	defer func() { pt.group = group[:0] }()
+	for gi := range c.Groups {
+		g := &c.Groups[gi]
+		group = group[:0]
+		for _, m := range g.Members {
+			if m.Term >= len(pt.df) {
+				continue
+			}
+			from := int32(0)
+			if m.Term > 0 {
+				from = pt.ends[m.Term-1]
+			}
+			for _, r := range pt.runs[from:pt.ends[m.Term]] {
+				d := r.doc
+				if !gseen[d] {
+					gseen[d] = true
+					group = append(group, d)
+				}
+				if m.Field {
+					field[d] += float64(m.Coef * float64(r.tf))
+				} else {
+					text[d] += float64(m.Coef * float64(r.tf))
+				}
+			}
+		}
+		for _, d := range group {
+			norm := bm25.LengthNorm(docLen[d], avgdl, params)
+			ptf := c.Combine(text[d], field[d], norm)
+			text[d], field[d], gseen[d] = 0, 0, false
+			if !(ptf > 0) {
+				continue
+			}
+			if !seen[d] {
+				seen[d] = true
+				met = append(met, d)
+			}
+			score[d] += float64(g.Weight * bm25.TermNormF(idf[g.IDF], ptf, norm, params))
+		}
+	}
+	return met
 }

@@ -135,6 +135,10 @@ func SetPruneMin(t testing.TB, n int) {
 	t.Cleanup(func() { pruneMin = old })
 }
 
+// CombinedPruned is the number of lexical parts lexicalCombinedPruned
+// ranked so far.
+func CombinedPruned() int64 { return combinedPrunedRuns.Load() }
+
 // Pruned is the number of lexical parts lexicalPruned ranked so far.
 func Pruned() int64 { return pruned.Load() }
 

@@ -120,13 +120,17 @@ type labelStats struct {
 // the lexical accumulators by slot (the lexical parts own disjoint slot
 // ranges of them), the parts' results and each worker's own buffers.
 type scratch struct {
-	lex     []float64
-	mark    []bool
-	over    []int32 // overflow slots, sorted
-	parts   []rankPart
-	docHits []retrieval.DocHit // the lexical parts' document hits, joined
-	workers []*worker
-	next    atomic.Int32 // the next part to rank
+	lex  []float64
+	mark []bool
+	// A combined query's group sums and marks (lexicalCombined), by slot,
+	// allocated by the first such query.
+	text, field []float64
+	gmark       []bool
+	over        []int32 // overflow slots, sorted
+	parts       []rankPart
+	docHits     []retrieval.DocHit // the lexical parts' document hits, joined
+	workers     []*worker
+	next        atomic.Int32 // the next part to rank
 	// vis is the query's principal's visibility bitmap (see visible).
 	vis *visMask
 	// docPlan is the document ranking's statistics when it is pruned
@@ -141,6 +145,7 @@ type worker struct {
 	f       filter
 	spans   []span
 	touched []int32
+	group   []int32  // lexicalCombined's slots of one group
 	acc     []int64  // the dense side's dot products of one block
 	acc32   []int32  // the same as int32s (see fitsInt32)
 	pos     []uint64 // the block's positive dot products, a bit a slot
@@ -173,6 +178,7 @@ type rankPart struct {
 	ends    []int32
 	df      []int64
 	met     []int32
+	group   []int32 // docScoresCombined's documents of one group
 	docHits []retrieval.DocHit
 }
 
@@ -545,6 +551,12 @@ func (x *Index) getScratch(workers int) *scratch {
 		sc.mark = make([]bool, n)
 	}
 	sc.lex, sc.mark = sc.lex[:n], sc.mark[:n]
+	if sc.text != nil {
+		if cap(sc.text) < n {
+			sc.text, sc.field, sc.gmark = make([]float64, n), make([]float64, n), make([]bool, n)
+		}
+		sc.text, sc.field, sc.gmark = sc.text[:n], sc.field[:n], sc.gmark[:n]
+	}
 	for len(sc.workers) < workers {
 		sc.workers = append(sc.workers, &worker{})
 	}
@@ -652,6 +664,7 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 		return retrieval.Rankings{}, err
 	}
 	n := int32(len(x.chunks))
+	req.Combined = req.Combined.ForTenant(x.settings.Stems())
 	f := x.newFilter(&req)
 	st := x.scopeStats(req.Terms, req.IDF, f)
 	// A large index's query takes the cores no other query is ranking on:
@@ -670,7 +683,10 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	defer x.pool.Put(sc)
 	sc.vis = x.visible(f)
 	sc.docPlanned = false
-	if req.Docs {
+	if req.Combined != nil && sc.text == nil {
+		sc.text, sc.field, sc.gmark = make([]float64, n), make([]float64, n), make([]bool, n)
+	}
+	if req.Docs && req.Combined == nil {
 		sc.docPlan, sc.docPlanned = x.docPlanFor(&req, st, f, sc.vis)
 	}
 	defer func() { sc.vis = nil }()
@@ -905,6 +921,63 @@ const cachedTF = 8
 // it.
 var visitOrder = 0
 
+// lexicalCombined is lexical's sums under c (SPEC section 4, "Combined
+// terms"): group by group, each member's postings in spans add
+// float64(coef * tf) to the slot's text or field sum in member order,
+// then every slot the group touched adds the group's contribution to its
+// lexical sum and is reset. Slots not yet marked are appended to touched
+// unless scan; it returns touched.
+func (x *Index) lexicalCombined(c *retrieval.Combined, st scopeStats, w *worker, sc *scratch, spans []span, normOf func(int32) float64, scan bool, touched []int32) []int32 {
+	params := x.settings.BM25
+	lex, mark, alive, length := sc.lex, sc.mark, x.alive, x.length
+	text, field, gmark := sc.text, sc.field, sc.gmark
+	checkAlive := x.dead > 0
+	group := w.group[:0]
+	defer func() { w.group = group[:0] }()
+	for gi := range c.Groups {
+		g := &c.Groups[gi]
+		group = group[:0]
+		for _, m := range g.Members {
+			sp := spans[m.Term]
+			if sp.p == nil {
+				continue
+			}
+			sum := text
+			if m.Field {
+				sum = field
+			}
+			slots, tfs := sp.p.slots[sp.start:sp.end], sp.p.tfs[sp.start:sp.end]
+			tfs = tfs[:len(slots)]
+			for k, s := range slots {
+				if checkAlive && !alive[s] {
+					continue
+				}
+				if !gmark[s] {
+					gmark[s] = true
+					group = append(group, s)
+				}
+				sum[s] += float64(m.Coef * float64(tfs[k]))
+			}
+		}
+		idf := st.lex[g.IDF]
+		for _, s := range group {
+			gmark[s] = false
+			norm := normOf(length[s])
+			ptf := c.Combine(text[s], field[s], norm)
+			text[s], field[s] = 0, 0
+			if !(ptf > 0) {
+				continue
+			}
+			if !scan && !mark[s] {
+				mark[s] = true
+				touched = append(touched, s)
+			}
+			lex[s] += float64(g.Weight * bm25.TermNormF(idf, ptf, norm, params))
+		}
+	}
+	return touched
+}
+
 // lexical ranks the slots of pt's range (the whole tenant's statistics
 // still apply) into pt, with w's buffers and filter and the range's share
 // of sc's accumulators. A chunk's score sums float64(w * contribution) in
@@ -968,12 +1041,19 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 	if visitOrder != 0 {
 		scan = visitOrder == 1
 	}
-	if scan && total >= pruneMin && x.lexicalPruned(req, st, w, sc, pt, spans, normOf) {
-		return
+	if scan && total >= pruneMin {
+		if c := req.Combined; c != nil && x.lexicalCombinedPruned(c, st, w, sc, pt, spans, normOf) ||
+			c == nil && x.lexicalPruned(req, st, w, sc, pt, spans, normOf) {
+			return
+		}
 	}
 	checkAlive := x.dead > 0
 	touched := w.touched[:0]
 	defer func() { w.touched = touched[:0] }()
+	if req.Combined != nil {
+		touched = x.lexicalCombined(req.Combined, st, w, sc, spans, normOf, scan, touched)
+		spans = nil
+	}
 	for i, sp := range spans {
 		p := sp.p
 		if p == nil {

@@ -34,7 +34,8 @@ func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n, churn int) (*m
 		t.Fatal(err)
 	}
 	x := memindex.New(s)
-	words := []string{"ledger", "swap", "margin", "hold", "pmt", "fx", "desk", "limit", "tx4096", "note"}
+	words := []string{"ledger", "swap", "margin", "hold", "pmt", "fx", "desk", "limit", "tx4096", "note",
+		"ledgers", "holding", "limits", "swapped"}
 	var texts []string
 	put := func(d int) {
 		var text string
@@ -50,6 +51,10 @@ func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n, churn int) (*m
 		}
 		doc := cordontype.Document{Tenant: "t", DocID: fmt.Sprintf("d%04d", d), Text: text,
 			Classification: cordontype.Classification(r.IntN(4)), AsOfTick: int64(r.IntN(1001))}
+		// Titles hold field terms (with Settings.Fields).
+		for range r.IntN(3) {
+			doc.Title += words[r.IntN(len(words))] + " "
+		}
 		for _, l := range []string{"mna", "trading", "legal"} {
 			if r.IntN(4) == 0 {
 				doc.Barriers = append(doc.Barriers, l)
@@ -99,7 +104,8 @@ func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n, churn int) (*m
 // corpus, some repeated), weights, idf, freshness, top_n and the document
 // ranking.
 func partsQuery(r *rand.Rand) retrieval.RankRequest {
-	words := []string{"ledger", "swap", "margin", "hold", "pmt", "fx", "desk", "limit", "tx4096", "note", "absent"}
+	words := []string{"ledger", "swap", "margin", "hold", "pmt", "fx", "desk", "limit", "tx4096", "note", "absent",
+		"ledgers", "holds", "limiting", "notes"}
 	var q strings.Builder
 	for range 1 + r.IntN(6) {
 		q.WriteString(words[r.IntN(len(words))] + " ")
@@ -124,6 +130,12 @@ func partsQuery(r *rand.Rand) retrieval.RankRequest {
 	}
 	if r.IntN(3) == 0 {
 		req.Weights = retrieval.QueryTermWeights(tokens, terms, 8)
+	}
+	if r.IntN(2) == 0 {
+		// Stem and field terms, added or combined (bm25f).
+		p := retrieval.Policy{QTFK3: []float64{0, 8}[r.IntN(2)], StemWeight: []float64{0, 0.3, 0.5, 1}[r.IntN(4)],
+			FieldWeight: []float64{0, 0.5, 1, 4}[r.IntN(4)], BM25F: r.IntN(3) != 0}
+		req.Terms, req.Weights, req.Combined = retrieval.LexicalTerms(tokens, terms, p)
 	}
 	return req
 }
@@ -207,8 +219,11 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 func TestRankPartsMatchSerial(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	compactions := 0
-	pruned0, prunedDocs0 := memindex.Pruned(), memindex.PrunedDocs()
+	pruned0, prunedDocs0, combined0 := memindex.Pruned(), memindex.PrunedDocs(), memindex.CombinedPruned()
 	defer func() {
+		if memindex.CombinedPruned() == combined0 && !t.Failed() {
+			t.Error("no part was ranked by lexicalCombinedPruned")
+		}
 		if compactions == 0 && !t.Failed() {
 			t.Error("no corpus was compacted: the test exercised no renumbered documents")
 		}
@@ -225,6 +240,11 @@ func TestRankPartsMatchSerial(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 25))
 				s := index.DefaultSettings()
 				s.Statistics = scope
+				if seed%5 == 0 {
+					// No stem or field terms: combined groups keep the
+					// word alone.
+					s.Analyzer, s.Fields = analysis.AnalyzerExact, false
+				}
 				if seed%2 == 0 {
 					// Documents of several chunks, some of them cut by
 					// the parts' even slot ranges.

@@ -249,6 +249,7 @@ type PolicyInfo struct {
 	RerankDoc       float64              `json:"rerank_doc,omitempty"`
 	StemWeight      float64              `json:"stem_weight,omitempty"`
 	FieldWeight     float64              `json:"field_weight,omitempty"`
+	BM25F           bool                 `json:"bm25f,omitempty"`
 	// The model reranker's floor and budget, given for rerank "model"
 	// only.
 	RerankMinScore *float64 `json:"rerank_min_score,omitempty"`
@@ -258,7 +259,7 @@ type PolicyInfo struct {
 func policyInfo(p retrieval.Policy) PolicyInfo {
 	in := PolicyInfo{EnableRerank: p.EnableRerank, MinScore: p.MinScore, TopN: p.TopN, RerankDepth: p.RerankDepth,
 		RRFK: p.RRFK, Limit: p.Limit, Rerank: p.Rerank, RerankBlend: p.RerankBlend,
-		RerankProximity: p.RerankProximity, RerankDoc: p.RerankDoc, StemWeight: p.StemWeight, FieldWeight: p.FieldWeight}
+		RerankProximity: p.RerankProximity, RerankDoc: p.RerankDoc, StemWeight: p.StemWeight, FieldWeight: p.FieldWeight, BM25F: p.BM25F}
 	in.RRFWeights.BM25, in.RRFWeights.Cosine, in.RRFWeights.Doc = p.RRFWeights.BM25, p.RRFWeights.Cosine, p.RRFWeights.Doc
 	if p.Rerank == retrieval.RerankModel {
 		floor := p.RerankMinScore
@@ -613,6 +614,7 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		stop  retrieval.StopWords
 		stem  float64
 		field float64
+		bm25f bool
 	}
 	type rankedAt struct {
 		topN int
@@ -621,18 +623,18 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 	ranked := make(map[rankKey]rankedAt)
 	// rank ranks as the Retriever does: the stop list reduces the terms
 	// (and the tokens qtf weights count), the dense side keeps the query.
-	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords, stem, field float64) (retrieval.Rankings, error) {
-		key := rankKey{k3, idf, docs, stop, stem, field}
+	rank := func(topN int, k3 float64, idf bm25.IDFKind, docs bool, stop retrieval.StopWords, stem, field float64, bf bool) (retrieval.Rankings, error) {
+		key := rankKey{k3, idf, docs, stop, stem, field, bf}
 		if r, ok := ranked[key]; ok && r.topN >= topN {
 			return truncateRankings(r.rk, topN), nil
 		}
 		n := max(topN, deepest)
 		kept := retrieval.Stop(tokens, stop)
 		terms := retrieval.Stop(allTerms, stop)
-		terms, weights := retrieval.WithStems(terms, retrieval.QueryTermWeights(kept, terms, k3), stem)
-		terms, weights = retrieval.WithFields(terms, weights, field)
+		terms, weights, combined := retrieval.LexicalTerms(kept, terms,
+			retrieval.Policy{QTFK3: k3, StemWeight: stem, FieldWeight: field, BM25F: bf})
 		rk, err := st.Rank(ctx, retrieval.RankRequest{Principal: principal, Tokens: tokens, Terms: terms,
-			Weights: weights, IDF: idf, Dense: dense, TopN: n, Docs: docs})
+			Weights: weights, Combined: combined, IDF: idf, Dense: dense, TopN: n, Docs: docs})
 		if err != nil {
 			return retrieval.Rankings{}, fmt.Errorf("rank: %w", err)
 		}
@@ -656,14 +658,14 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 		qr.Chunks = make(map[Pipeline][]Hit, len(specs))
 	}
 	for _, s := range specs {
-		k3, idf, withDocs, stop, stem, field := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0, s.Policy.StopWords, s.Policy.StemWeight, s.Policy.FieldWeight
+		k3, idf, withDocs, stop, stem, field, bf := s.Policy.QTFK3, s.Policy.IDF, s.Policy.RRFWeights.Doc > 0, s.Policy.StopWords, s.Policy.StemWeight, s.Policy.FieldWeight, s.Policy.BM25F
 		if s.Mode != Hybrid {
 			// BM25 alone is SPEC section 4's: every distinct term once,
 			// the plus-one idf, no stop list, no stem or field terms.
-			k3, idf, withDocs, stop, stem, field = 0, bm25.IDFPlusOne, false, "", 0, 0
+			k3, idf, withDocs, stop, stem, field, bf = 0, bm25.IDFPlusOne, false, "", 0, 0, false
 		}
 		terms := retrieval.Stop(allTerms, stop)
-		rk, err := rank(s.Policy.TopN, k3, idf, withDocs, stop, stem, field)
+		rk, err := rank(s.Policy.TopN, k3, idf, withDocs, stop, stem, field, bf)
 		if err != nil {
 			return QueryResult{}, err
 		}
@@ -713,7 +715,7 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 				p := s.Policy
 				p.TopN = max(p.TopN, DeepChunks*depth)
 				p.RerankDepth = max(p.RerankDepth, DeepChunks*depth)
-				deepRK, err := rank(p.TopN, k3, idf, withDocs, stop, stem, field)
+				deepRK, err := rank(p.TopN, k3, idf, withDocs, stop, stem, field, bf)
 				if err != nil {
 					return QueryResult{}, err
 				}
@@ -724,7 +726,7 @@ func runQuery(ctx context.Context, rt *retrieval.Retriever, st retrieval.Store, 
 				more = chunkDocs(res.Chunks)
 			default:
 				for n := max(s.Policy.TopN, DeepChunks*depth); ; n *= 2 {
-					deepRK, err := rank(n, k3, idf, withDocs, stop, stem, field)
+					deepRK, err := rank(n, k3, idf, withDocs, stop, stem, field, bf)
 					if err != nil {
 						return QueryResult{}, err
 					}

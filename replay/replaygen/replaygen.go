@@ -259,6 +259,10 @@ func (g gen) retrieve() map[string]any {
 	if g.r.IntN(2) == 0 {
 		pol["field_weight"] = []float64{0, 0.25, 1, 4}[g.r.IntN(4)]
 	}
+	// Combined terms, drawn last for the same reason.
+	if g.r.IntN(2) == 0 {
+		pol["bm25f"] = true
+	}
 	return step
 }
 

@@ -148,6 +148,7 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 	if err != nil {
 		return retrieval.Rankings{}, err
 	}
+	req.Combined = req.Combined.ForTenant(s.settings.Stems())
 	st := t.stats(req, s.settings.Statistics)
 	rk := retrieval.Funnel(req, t.lexical(&req, st, s.settings.BM25), t.dense(q))
 	rk.IDF = st.idf
@@ -229,6 +230,9 @@ func (t *tenant) lexical(req *retrieval.RankRequest, st scopeStats, p bm25.Param
 		return nil
 	}
 	avgdl := bm25.AvgDL(st.sumLen, st.n)
+	if req.Combined != nil {
+		return t.combined(req.Combined, req, st, avgdl, p)
+	}
 	scores := make(map[string]float64)
 	var order []string
 	for i, term := range req.Terms {
@@ -255,6 +259,28 @@ func (t *tenant) lexical(req *retrieval.RankRequest, st scopeStats, p bm25.Param
 	for _, id := range order {
 		if sc := scores[id]; sc > 0 {
 			hits = append(hits, retrieval.Hit{Chunk: t.chunks[id].Chunk, Score: sc})
+		}
+	}
+	retrieval.SortHits(hits)
+	return hits
+}
+
+// combined is lexical under c (SPEC section 4, "Combined terms"): every
+// chunk holding a term of c's groups, each scored group by group.
+func (t *tenant) combined(c *retrieval.Combined, req *retrieval.RankRequest, st scopeStats, avgdl float64, p bm25.Params) []retrieval.Hit {
+	held := make(map[string]bool)
+	for _, term := range req.Terms {
+		for id := range t.postings[term] {
+			held[id] = true
+		}
+	}
+	hits := make([]retrieval.Hit, 0, len(held))
+	for id := range held {
+		ch := t.chunks[id].Chunk
+		norm := bm25.LengthNorm(int64(ch.Length), avgdl, p)
+		tf := func(i int) int64 { return t.postings[req.Terms[i]][id] }
+		if sc := c.Score(st.lex, tf, norm, p); sc > 0 {
+			hits = append(hits, retrieval.Hit{Chunk: ch, Score: sc})
 		}
 	}
 	retrieval.SortHits(hits)

@@ -246,6 +246,7 @@ func (s *Store) inSnapshot(ctx context.Context, tenant string, fn func(pgx.Tx, t
 // side is scored in Go (lexical), as the reference scores it.
 func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retrieval.RankRequest) (retrieval.Rankings, error) {
 	var rk retrieval.Rankings
+	req.Combined = req.Combined.ForTenant(t.settings.Stems())
 	n, sumLen, err := scopeTotals(ctx, tx, t, st, req.Principal)
 	if err != nil {
 		return rk, err
@@ -895,9 +896,9 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 			return
 		}
 		idLo, idHi := sc.ids[plo], sc.ids[phi-1]
-		for i, runs := range qp.runs {
-			weight, idf := req.Weight(i), w.Lex[i]
-			for j, r := range runs {
+		// each calls f(p, tf) for every posting of term i in the part.
+		each := func(i int, f func(p int32, tf int32)) {
+			for j, r := range qp.runs[i] {
 				klo, _ := slices.BinarySearch(r.chunks, idLo)
 				khi, found := slices.BinarySearch(r.chunks, idHi)
 				if found {
@@ -905,7 +906,26 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 				}
 				for k := klo; k < khi; k++ {
 					if p := at[i][j][k]; p >= 0 {
-						score[p] += float64(weight * bm25.Term(idf, int64(r.tfs[k]), int64(sc.lengths[p]), avgdl, settings.BM25))
+						f(p, r.tfs[k])
+					}
+				}
+			}
+		}
+		if c := req.Combined; c != nil {
+			combinedPart(c, each, score, plo, phi, sc.lengths, w.Lex, avgdl, settings)
+		} else {
+			for i, runs := range qp.runs {
+				weight, idf := req.Weight(i), w.Lex[i]
+				for j, r := range runs {
+					klo, _ := slices.BinarySearch(r.chunks, idLo)
+					khi, found := slices.BinarySearch(r.chunks, idHi)
+					if found {
+						khi++
+					}
+					for k := klo; k < khi; k++ {
+						if p := at[i][j][k]; p >= 0 {
+							score[p] += float64(weight * bm25.Term(idf, int64(r.tfs[k]), int64(sc.lengths[p]), avgdl, settings.BM25))
+						}
 					}
 				}
 			}
@@ -934,6 +954,39 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 		kept = append(kept, pt.kept.kept...)
 	}
 	return topWithTies(kept, req.TopN)
+}
+
+// combinedPart adds to score[plo:phi] each chunk's score under c (SPEC
+// section 4, "Combined terms"), group by group: each group's text and field
+// sums are accumulated member by member in member order, then the group's
+// contribution is added to every chunk of the part whose pseudo-frequency
+// is above 0. each(i, f) visits term i's postings in the part.
+func combinedPart(c *retrieval.Combined, each func(int, func(int32, int32)), score []float64, plo, phi int, lengths []int32, lex []float64, avgdl float64, settings index.Settings) {
+	text, field := make([]float64, phi-plo), make([]float64, phi-plo)
+	for gi := range c.Groups {
+		g := &c.Groups[gi]
+		for _, m := range g.Members {
+			sum := text
+			if m.Field {
+				sum = field
+			}
+			each(m.Term, func(p int32, tf int32) {
+				sum[int(p)-plo] += float64(m.Coef * float64(tf))
+			})
+		}
+		idf := lex[g.IDF]
+		for k := range text {
+			if text[k] == 0 && field[k] == 0 {
+				continue
+			}
+			p := plo + k
+			norm := bm25.LengthNorm(int64(lengths[p]), avgdl, settings.BM25)
+			if ptf := c.Combine(text[k], field[k], norm); ptf > 0 {
+				score[p] += float64(g.Weight * bm25.TermNormF(idf, ptf, norm, settings.BM25))
+			}
+			text[k], field[k] = 0, 0
+		}
+	}
 }
 
 // lexicalPart is about how many chunks one part of lexical scores at

@@ -1,0 +1,231 @@
+package memindex
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync/atomic"
+
+	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/retrieval"
+)
+
+// combinedPrunedRuns counts the parts lexicalCombinedPruned ranked (for
+// tests).
+var combinedPrunedRuns atomic.Int64
+
+// pruneGroup is one combined term's group (SPEC section 4, "Combined
+// terms") as lexicalCombinedPruned walks it: its members' spans in member
+// order (a member's wt is its coefficient), which of them are field
+// members, and the group's weight, idf and bound.
+type pruneGroup struct {
+	members []pruneTerm
+	field   []bool
+	wt, idf float64
+	ub      float64 // bound on the group's contribution to a chunk
+	has     bool
+	v       float64
+}
+
+// at reports whether one of g's members' cursors is at slot s, marking
+// those that are.
+func (g *pruneGroup) at(s int32) bool {
+	any := false
+	for k := range g.members {
+		m := &g.members[k]
+		m.has = m.c < len(m.slots) && m.slots[m.c] == s
+		any = any || m.has
+	}
+	return any
+}
+
+// mayHold reports whether slot s may be in one of g's members' lists (a
+// list without a bitmap may hold any slot).
+func (g *pruneGroup) mayHold(s int32) bool {
+	for k := range g.members {
+		if m := &g.members[k]; m.bits == nil || listHas(m.bits, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// score sets g.v to g's contribution to slot s from the members whose
+// cursors are at s (has), advancing them, with the same operations as
+// lexicalCombined; g.has says it is above zero.
+func (g *pruneGroup) score(c *retrieval.Combined, norm float64, p bm25.Params) {
+	var text, field float64
+	for k := range g.members {
+		m := &g.members[k]
+		if !m.has {
+			continue
+		}
+		if g.field[k] {
+			field += float64(m.wt * float64(m.tfs[m.c]))
+		} else {
+			text += float64(m.wt * float64(m.tfs[m.c]))
+		}
+		m.c++
+	}
+	ptf := c.Combine(text, field, norm)
+	g.has = ptf > 0
+	g.v = 0
+	if g.has {
+		g.v = float64(g.wt * bm25.TermNormF(g.idf, ptf, norm, p))
+	}
+}
+
+// lexicalCombinedPruned is lexicalPruned for a combined request: MaxScore
+// over the groups instead of the terms. A group's bound is its weight times
+// the saturation of the largest pseudo-frequency its lists allow (their
+// largest tfs, the text's in the shortest chunk of its text lists, as
+// norm-1 units), widened by pruneMargin; a proposed chunk is scored whole,
+// every group's contribution summed in group order as lexicalCombined sums
+// it, so its score has the same bits. It reports false, having done
+// nothing, when some group's contribution may not be positive or fewer than
+// two groups have postings in the range.
+func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *worker, sc *scratch, pt *rankPart, spans []span, normOf func(int32) float64) bool {
+	params := x.settings.BM25
+	groups := make([]pruneGroup, 0, len(c.Groups))
+	var lists []pruneTerm
+	for gi := range c.Groups {
+		g := &c.Groups[gi]
+		pg := pruneGroup{wt: g.Weight, idf: st.lex[g.IDF]}
+		if !(pg.wt*pg.idf > 1e-200) {
+			return false
+		}
+		var tmax, fmax float64
+		minLen := int32(math.MaxInt32)
+		for _, m := range g.Members {
+			sp := spans[m.Term]
+			if sp.p == nil || sp.start == sp.end {
+				continue
+			}
+			p := sp.p
+			if m.Field {
+				fmax += m.Coef * float64(p.maxTF)
+			} else {
+				tmax += m.Coef * float64(p.maxTF)
+				minLen = min(minLen, p.minLen)
+			}
+			pg.members = append(pg.members, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], bits: p.bits, wt: m.Coef})
+			pg.field = append(pg.field, m.Field)
+		}
+		if len(pg.members) == 0 {
+			continue
+		}
+		bound := c.FieldWeight * fmax
+		if tmax > 0 {
+			bound += tmax / normOf(minLen)
+		}
+		pg.ub = g.Weight * bm25.TermNormF(pg.idf, bound, 1, params) * pruneMargin
+		groups = append(groups, pg)
+		lists = append(lists, pg.members...)
+	}
+	if len(groups) < 2 {
+		return false
+	}
+	byBound := make([]int, len(groups))
+	for j := range groups {
+		byBound[j] = j
+	}
+	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(groups[a].ub, groups[b].ub) })
+	nonEss, below := 0, 0.0
+	combinedPrunedRuns.Add(1)
+	pruned.Add(1)
+	vis := sc.vis
+	x.pruneCount(w, vis, pt, lists)
+
+	alive, length := x.vis.alive, x.length
+	f := &w.f
+	asOf, fresh, now, maxStale := f.asOf, f.fresh, f.now, f.maxStale
+	floor := pt.top.floor()
+	for {
+		s := int32(math.MaxInt32)
+		for _, j := range byBound[nonEss:] {
+			for k := range groups[j].members {
+				if m := &groups[j].members[k]; m.c < len(m.slots) && m.slots[m.c] < s {
+					s = m.slots[m.c]
+				}
+			}
+		}
+		if s == math.MaxInt32 {
+			break
+		}
+		bound, maybe := 0.0, 0.0
+		for _, j := range byBound[nonEss:] {
+			if g := &groups[j]; g.at(s) {
+				g.has = true
+				bound += g.ub
+			} else {
+				g.has = false
+			}
+		}
+		for _, j := range byBound[:nonEss] {
+			if g := &groups[j]; g.mayHold(s) {
+				g.has = true
+				maybe += g.ub
+			} else {
+				g.has = false
+			}
+		}
+		if bound+maybe < floor || !liveVisible(alive, vis.bits, s) {
+			for _, j := range byBound[nonEss:] {
+				g := &groups[j]
+				for k := range g.members {
+					if m := &g.members[k]; m.has {
+						m.c++
+					}
+				}
+			}
+			continue
+		}
+		norm := normOf(length[s])
+		partial := 0.0
+		for _, j := range byBound[nonEss:] {
+			if g := &groups[j]; g.has {
+				g.score(c, norm, params)
+				partial += g.v
+			}
+		}
+		if partial*pruneMargin+maybe < floor {
+			continue
+		}
+		for _, j := range byBound[:nonEss] {
+			g := &groups[j]
+			if !g.has {
+				continue
+			}
+			for k := range g.members {
+				m := &g.members[k]
+				m.c = gallop(m.slots, m.c, s)
+			}
+			if g.at(s) {
+				g.score(c, norm, params)
+			} else {
+				g.has = false
+			}
+		}
+		score := 0.0
+		for j := range groups {
+			if g := &groups[j]; g.has {
+				score += g.v
+			}
+		}
+		if score < floor {
+			continue
+		}
+		if fresh && now-asOf[s] > maxStale {
+			continue
+		}
+		pt.top.offer(s, score)
+		if fl := pt.top.floor(); fl != floor {
+			floor = fl
+			for nonEss < len(byBound) && below+groups[byBound[nonEss]].ub < floor {
+				below += groups[byBound[nonEss]].ub
+				nonEss++
+			}
+		}
+	}
+	return true
+}
