@@ -2,6 +2,9 @@ package analysis
 
 import (
 	"fmt"
+	"hash/maphash"
+	"strings"
+	"sync"
 
 	"github.com/kljensen/snowball/english"
 )
@@ -90,8 +93,42 @@ func Stem(tok string) (term string, ok bool) {
 	if !stemmable(tok) {
 		return "", false
 	}
-	return StemPrefix + english.Stem(tok, true), true
+	sh := &stemShards[maphash.String(stemSeed, tok)%stemShardCount]
+	sh.mu.RLock()
+	term, ok = sh.m[tok]
+	sh.mu.RUnlock()
+	if ok {
+		return term, true
+	}
+	term = StemPrefix + english.Stem(tok, true)
+	sh.mu.Lock()
+	if len(sh.m) >= stemShardMax {
+		clear(sh.m)
+	}
+	if sh.m == nil {
+		sh.m = make(map[string]string)
+	}
+	// The key is a copy: a token may be a slice of a whole document.
+	sh.m[strings.Clone(tok)] = term
+	sh.mu.Unlock()
+	return term, true
 }
+
+// The process's stems, remembered: Stem is a pure function of the token
+// and the stemmer costs microseconds a word, while prose repeats its
+// words. The cache is split into shards, each with its own lock, and a
+// shard holding stemShardMax tokens is emptied (at most about 256k tokens
+// in all, some tens of MB).
+const stemShardCount = 64
+
+var (
+	stemShardMax = 4096 // a variable for the tests
+	stemSeed     = maphash.MakeSeed()
+	stemShards   [stemShardCount]struct {
+		mu sync.RWMutex
+		m  map[string]string
+	}
+)
 
 // stemmable reports whether tok is non-empty and made of a-z only.
 func stemmable(tok string) bool {

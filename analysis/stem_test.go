@@ -1,8 +1,13 @@
 package analysis
 
 import (
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/kljensen/snowball/english"
 )
 
 func TestStem(t *testing.T) {
@@ -94,5 +99,43 @@ func TestStemMatcher(t *testing.T) {
 		if m.Has(i) {
 			t.Errorf("after another scan Has(%d) = true", i)
 		}
+	}
+}
+
+// TestStemCacheConcurrent: stems read from the process's cache, by many
+// goroutines at once (run with -race), are the stemmer's own, including
+// after the cache's shards have been emptied.
+func TestStemCacheConcurrent(t *testing.T) {
+	old := stemShardMax
+	stemShardMax = 16
+	defer func() { stemShardMax = old }()
+	words := []string{"contribution", "contributes", "running", "generously", "the", "a", "lamins", "migraines"}
+	for i := range 3000 {
+		words = append(words, fmt.Sprintf("w%sx", strings.Repeat("q", i%40))+strings.Repeat("z", i/40))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range len(words) {
+				w := words[(k*(g+1))%len(words)]
+				got, ok := Stem(w)
+				want, wantOK := "", stemmable(w)
+				if wantOK {
+					want = StemPrefix + english.Stem(w, true)
+				}
+				if got != want || ok != wantOK {
+					errs <- fmt.Sprintf("Stem(%q) = %q, %v; want %q, %v", w, got, ok, want, wantOK)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
 	}
 }
