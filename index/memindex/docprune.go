@@ -1,6 +1,7 @@
 package memindex
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -9,8 +10,9 @@ import (
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
-// prunedDocs counts the document rankings docPruned ranked (for tests).
-var prunedDocs atomic.Int64
+// prunedDocs counts the document rankings docPruned ranked, and
+// combinedDocsPruned those of them docPrunedCombined ranked (for tests).
+var prunedDocs, combinedDocsPruned atomic.Int64
 
 // docPlan is a document ranking's statistics, computed before the parts
 // run when the ranking may be pruned (docPlanFor).
@@ -68,8 +70,15 @@ func (x *Index) docPlanFor(req *retrieval.RankRequest, st scopeStats, f *filter,
 			}
 		}
 		w.Set(i, n, df)
-		if p != nil && !(req.Weight(i)*w.Lex[i] > 1e-200) {
+		if p != nil && req.Combined == nil && !(req.Weight(i)*w.Lex[i] > 1e-200) {
 			return docPlan{}, false
+		}
+	}
+	if c := req.Combined; c != nil {
+		for _, g := range c.Groups {
+			if !(g.Weight*w.Lex[g.IDF] > 1e-200) {
+				return docPlan{}, false
+			}
 		}
 	}
 	return docPlan{n: n, idf: w.Lex, avgdl: bm25.AvgDL(st.sumLen, n)}, true
@@ -121,6 +130,10 @@ func offerScore(h []float64, k int, v float64) []float64 {
 // list.
 func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask, f *filter, w *worker, pt *rankPart) {
 	prunedDocs.Add(1)
+	if req.Combined != nil {
+		x.docPrunedCombined(req, plan, vis, f, pt)
+		return
+	}
 	params := x.settings.BM25
 	lo, hi := pt.lo, pt.hi
 	terms := w.prune[:0]
@@ -240,6 +253,204 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		if len(top) == req.TopN && top[0] > floor {
 			floor = top[0]
 			m.raise(floor)
+		}
+	}
+}
+
+// docPrunedCombined is docPruned for a combined request (SPEC section 4,
+// "Combined terms"): MaxScore over documents with the query words' groups
+// for terms. A group's bound is its weight times the saturation of the
+// largest pseudo-frequency its lists allow over a document (their largest
+// summed tfs, the text's in the shortest document of its text lists, as
+// norm-1 units), widened by pruneMargin; a document scored is scored whole,
+// each group's members summed in member order and the groups in group
+// order, as docScoresCombined sums them.
+func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis *visMask, f *filter, pt *rankPart) {
+	combinedDocsPruned.Add(1)
+	c := req.Combined
+	params := x.settings.BM25
+	lo, hi := pt.lo, pt.hi
+	hits := pt.docHits[:0]
+	defer func() { pt.docHits = hits }()
+	groups := make([]pruneGroup, 0, len(c.Groups))
+	for gi := range c.Groups {
+		g := &c.Groups[gi]
+		pg := pruneGroup{wt: g.Weight, idf: plan.idf[g.IDF]}
+		var tmax, fmax float64
+		minLen := int64(math.MaxInt64)
+		for _, m := range g.Members {
+			p := x.postings[req.Terms[m.Term]]
+			if p == nil {
+				continue
+			}
+			start, _ := slices.BinarySearch(p.slots, lo)
+			end, _ := slices.BinarySearch(p.slots, hi)
+			if start == end {
+				continue
+			}
+			if m.Field {
+				fmax += m.Coef * float64(p.maxDocTF)
+			} else {
+				tmax += m.Coef * float64(p.maxDocTF)
+				minLen = min(minLen, p.minDocLen)
+			}
+			pg.members = append(pg.members, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], bits: p.bits, wt: m.Coef})
+			pg.field = append(pg.field, m.Field)
+		}
+		if len(pg.members) == 0 {
+			continue
+		}
+		bound := c.FieldWeight * fmax
+		if tmax > 0 {
+			bound += tmax / bm25.LengthNorm(minLen, plan.avgdl, params)
+		}
+		pg.ub = g.Weight * bm25.TermNormF(pg.idf, bound, 1, params) * pruneMargin
+		groups = append(groups, pg)
+	}
+	if len(groups) == 0 || req.TopN <= 0 {
+		return
+	}
+	byBound := make([]int, len(groups))
+	for j := range groups {
+		byBound[j] = j
+	}
+	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(groups[a].ub, groups[b].ub) })
+	nonEss, below := 0, 0.0
+	alive, asOf, docOf, docLen := x.vis.alive, x.asOf, x.docOf, x.docLen
+	fresh, now, maxStale := f.fresh, f.now, f.maxStale
+	var top []float64
+	floor := math.Inf(-1)
+	// sum advances m past document d's postings, from its cursor, and
+	// returns their summed tf.
+	sum := func(m *pruneTerm, d int32) (tf int64) {
+		for m.c < len(m.slots) && docOf[m.slots[m.c]] == d {
+			tf += int64(m.tfs[m.c])
+			m.c++
+		}
+		return tf
+	}
+	// score sets g's contribution to document d from its members holding
+	// d (has), summing and advancing them.
+	score := func(g *pruneGroup, d int32, norm float64) {
+		var text, field float64
+		for k := range g.members {
+			m := &g.members[k]
+			if !m.has {
+				continue
+			}
+			tf := sum(m, d)
+			if g.field[k] {
+				field += float64(m.wt * float64(tf))
+			} else {
+				text += float64(m.wt * float64(tf))
+			}
+		}
+		ptf := c.Combine(text, field, norm)
+		g.has, g.v = ptf > 0, 0
+		if g.has {
+			g.v = float64(g.wt * bm25.TermNormF(g.idf, ptf, norm, params))
+		}
+	}
+	for {
+		s := int32(math.MaxInt32)
+		for _, j := range byBound[nonEss:] {
+			for k := range groups[j].members {
+				if m := &groups[j].members[k]; m.c < len(m.slots) && m.slots[m.c] < s {
+					s = m.slots[m.c]
+				}
+			}
+		}
+		if s == math.MaxInt32 {
+			break
+		}
+		d := docOf[s]
+		bound, maybe := 0.0, 0.0
+		for _, j := range byBound[nonEss:] {
+			g := &groups[j]
+			g.has = false
+			for k := range g.members {
+				m := &g.members[k]
+				m.has = m.c < len(m.slots) && docOf[m.slots[m.c]] == d
+				g.has = g.has || m.has
+			}
+			if g.has {
+				bound += g.ub
+			}
+		}
+		first := s
+		if nonEss > 0 {
+			end := s + 1
+			for first > lo && docOf[first-1] == d {
+				first--
+			}
+			for end < hi && docOf[end] == d {
+				end++
+			}
+			for _, j := range byBound[:nonEss] {
+				g := &groups[j]
+				g.has = false
+				for k := range g.members {
+					if m := &g.members[k]; m.bits == nil || listHasAny(m.bits, first, end) {
+						g.has = true
+						break
+					}
+				}
+				if g.has {
+					maybe += g.ub
+				}
+			}
+		}
+		if bound+maybe < floor || !liveVisible(alive, vis.bits, s) || fresh && now-asOf[s] > maxStale {
+			for _, j := range byBound[nonEss:] {
+				g := &groups[j]
+				for k := range g.members {
+					if m := &g.members[k]; m.has {
+						sum(m, d)
+					}
+				}
+			}
+			continue
+		}
+		norm := bm25.LengthNorm(docLen[d], plan.avgdl, params)
+		partial := 0.0
+		for _, j := range byBound[nonEss:] {
+			if g := &groups[j]; g.has {
+				score(g, d, norm)
+				partial += g.v
+			}
+		}
+		if partial*pruneMargin+maybe < floor {
+			continue
+		}
+		for _, j := range byBound[:nonEss] {
+			g := &groups[j]
+			if !g.has {
+				continue
+			}
+			for k := range g.members {
+				m := &g.members[k]
+				m.c = gallop(m.slots, m.c, first)
+				m.has = m.c < len(m.slots) && docOf[m.slots[m.c]] == d
+			}
+			score(g, d, norm)
+		}
+		total := 0.0
+		for j := range groups {
+			if g := &groups[j]; g.has {
+				total += g.v
+			}
+		}
+		if total < floor {
+			continue
+		}
+		hits = append(hits, retrieval.DocHit{DocID: x.docNames[d], Score: total})
+		top = offerScore(top, req.TopN, total)
+		if len(top) == req.TopN && top[0] > floor {
+			floor = top[0]
+			for nonEss < len(byBound) && below+groups[byBound[nonEss]].ub < floor {
+				below += groups[byBound[nonEss]].ub
+				nonEss++
+			}
 		}
 	}
 }

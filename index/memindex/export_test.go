@@ -135,6 +135,10 @@ func SetPruneMin(t testing.TB, n int) {
 	t.Cleanup(func() { pruneMin = old })
 }
 
+// CombinedDocsPruned is the number of parts' document rankings
+// docPrunedCombined ranked so far.
+func CombinedDocsPruned() int64 { return combinedDocsPruned.Load() }
+
 // CombinedPruned is the number of lexical parts lexicalCombinedPruned
 // ranked so far.
 func CombinedPruned() int64 { return combinedPrunedRuns.Load() }

@@ -686,7 +686,7 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	if req.Combined != nil && sc.text == nil {
 		sc.text, sc.field, sc.gmark = make([]float64, n), make([]float64, n), make([]bool, n)
 	}
-	if req.Docs && req.Combined == nil {
+	if req.Docs {
 		sc.docPlan, sc.docPlanned = x.docPlanFor(&req, st, f, sc.vis)
 	}
 	defer func() { sc.vis = nil }()

@@ -219,8 +219,11 @@ func sameAsReference(t *testing.T, name string, got, want retrieval.Rankings) {
 func TestRankPartsMatchSerial(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	compactions := 0
-	pruned0, prunedDocs0, combined0 := memindex.Pruned(), memindex.PrunedDocs(), memindex.CombinedPruned()
+	pruned0, prunedDocs0, combined0, combinedDocs0 := memindex.Pruned(), memindex.PrunedDocs(), memindex.CombinedPruned(), memindex.CombinedDocsPruned()
 	defer func() {
+		if memindex.CombinedDocsPruned() == combinedDocs0 && !t.Failed() {
+			t.Error("no part's documents were ranked by docPrunedCombined")
+		}
 		if memindex.CombinedPruned() == combined0 && !t.Failed() {
 			t.Error("no part was ranked by lexicalCombinedPruned")
 		}
