@@ -1,7 +1,6 @@
 package memindex
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -300,22 +299,17 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 		if len(pg.members) == 0 {
 			continue
 		}
-		bound := c.FieldWeight * fmax
+		minNorm := 1.0
 		if tmax > 0 {
-			bound += tmax / bm25.LengthNorm(minLen, plan.avgdl, params)
+			minNorm = bm25.LengthNorm(minLen, plan.avgdl, params)
 		}
-		pg.ub = g.Weight * bm25.TermNormF(pg.idf, bound, 1, params) * pruneMargin
+		pg.ub = groupBound(c, g.Weight, pg.idf, tmax, fmax, minNorm, params)
 		groups = append(groups, pg)
 	}
 	if len(groups) == 0 || req.TopN <= 0 {
 		return
 	}
-	byBound := make([]int, len(groups))
-	for j := range groups {
-		byBound[j] = j
-	}
-	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(groups[a].ub, groups[b].ub) })
-	nonEss, below := 0, 0.0
+	ms := newGroupMaxScore(groups)
 	alive, asOf, docOf, docLen := x.vis.alive, x.asOf, x.docOf, x.docLen
 	fresh, now, maxStale := f.fresh, f.now, f.maxStale
 	var top []float64
@@ -352,17 +346,11 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 		}
 	}
 	for {
-		s := int32(math.MaxInt32)
-		for _, j := range byBound[nonEss:] {
-			for k := range groups[j].members {
-				if m := &groups[j].members[k]; m.c < len(m.slots) && m.slots[m.c] < s {
-					s = m.slots[m.c]
-				}
-			}
-		}
+		s := ms.next()
 		if s == math.MaxInt32 {
 			break
 		}
+		byBound, nonEss := ms.byBound, ms.nonEss
 		d := docOf[s]
 		bound, maybe := 0.0, 0.0
 		for _, j := range byBound[nonEss:] {
@@ -434,12 +422,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 			}
 			score(g, d, norm)
 		}
-		total := 0.0
-		for j := range groups {
-			if g := &groups[j]; g.has {
-				total += g.v
-			}
-		}
+		total := ms.total()
 		if total < floor {
 			continue
 		}
@@ -447,10 +430,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 		top = offerScore(top, req.TopN, total)
 		if len(top) == req.TopN && top[0] > floor {
 			floor = top[0]
-			for nonEss < len(byBound) && below+groups[byBound[nonEss]].ub < floor {
-				below += groups[byBound[nonEss]].ub
-				nonEss++
-			}
+			ms.raise(floor)
 		}
 	}
 }

@@ -75,6 +75,73 @@ func (g *pruneGroup) score(c *retrieval.Combined, norm float64, p bm25.Params) {
 	}
 }
 
+// groupBound is the bound of a group of weight wt and idf idf on its
+// contribution: wt times the saturation of the largest pseudo-frequency its
+// lists allow, in norm-1 units (the largest text sum tmax over the
+// smallest length normalisation minNorm, plus the field sum fmax times
+// the field weight), widened by pruneMargin.
+func groupBound(c *retrieval.Combined, wt, idf, tmax, fmax, minNorm float64, p bm25.Params) float64 {
+	bound := c.FieldWeight * fmax
+	if tmax > 0 {
+		bound += tmax / minNorm
+	}
+	return wt * bm25.TermNormF(idf, bound, 1, p) * pruneMargin
+}
+
+// groupMaxScore is MaxScore's state over groups, as maxScore's over
+// terms: byBound lists them by ascending bound, byBound[:nonEss] no
+// longer propose, and below is their bounds' sum.
+type groupMaxScore struct {
+	groups  []pruneGroup
+	byBound []int
+	nonEss  int
+	below   float64
+}
+
+func newGroupMaxScore(groups []pruneGroup) groupMaxScore {
+	byBound := make([]int, len(groups))
+	for j := range groups {
+		byBound[j] = j
+	}
+	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(groups[a].ub, groups[b].ub) })
+	return groupMaxScore{groups: groups, byBound: byBound}
+}
+
+// next is the smallest slot at a proposing group's member's cursor,
+// math.MaxInt32 when none is left.
+func (m *groupMaxScore) next() int32 {
+	s := int32(math.MaxInt32)
+	for _, j := range m.byBound[m.nonEss:] {
+		for k := range m.groups[j].members {
+			if t := &m.groups[j].members[k]; t.c < len(t.slots) && t.slots[t.c] < s {
+				s = t.slots[t.c]
+			}
+		}
+	}
+	return s
+}
+
+// raise stops the groups whose bounds, with those stopped before, sum
+// below floor from proposing.
+func (m *groupMaxScore) raise(floor float64) {
+	for m.nonEss < len(m.byBound) && m.below+m.groups[m.byBound[m.nonEss]].ub < floor {
+		m.below += m.groups[m.byBound[m.nonEss]].ub
+		m.nonEss++
+	}
+}
+
+// total is the sum of the contributions of the groups that have one, in
+// group order.
+func (m *groupMaxScore) total() float64 {
+	score := 0.0
+	for j := range m.groups {
+		if g := &m.groups[j]; g.has {
+			score += g.v
+		}
+	}
+	return score
+}
+
 // lexicalCombinedPruned is lexicalPruned for a combined request: MaxScore
 // over the groups instead of the terms. A group's bound is its weight times
 // the saturation of the largest pseudo-frequency its lists allow (their
@@ -114,23 +181,18 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 		if len(pg.members) == 0 {
 			continue
 		}
-		bound := c.FieldWeight * fmax
+		minNorm := 1.0
 		if tmax > 0 {
-			bound += tmax / normOf(minLen)
+			minNorm = normOf(minLen)
 		}
-		pg.ub = g.Weight * bm25.TermNormF(pg.idf, bound, 1, params) * pruneMargin
+		pg.ub = groupBound(c, g.Weight, pg.idf, tmax, fmax, minNorm, params)
 		groups = append(groups, pg)
 		lists = append(lists, pg.members...)
 	}
 	if len(groups) < 2 {
 		return false
 	}
-	byBound := make([]int, len(groups))
-	for j := range groups {
-		byBound[j] = j
-	}
-	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(groups[a].ub, groups[b].ub) })
-	nonEss, below := 0, 0.0
+	ms := newGroupMaxScore(groups)
 	combinedPrunedRuns.Add(1)
 	pruned.Add(1)
 	vis := sc.vis
@@ -141,17 +203,11 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 	asOf, fresh, now, maxStale := f.asOf, f.fresh, f.now, f.maxStale
 	floor := pt.top.floor()
 	for {
-		s := int32(math.MaxInt32)
-		for _, j := range byBound[nonEss:] {
-			for k := range groups[j].members {
-				if m := &groups[j].members[k]; m.c < len(m.slots) && m.slots[m.c] < s {
-					s = m.slots[m.c]
-				}
-			}
-		}
+		s := ms.next()
 		if s == math.MaxInt32 {
 			break
 		}
+		byBound, nonEss := ms.byBound, ms.nonEss
 		bound, maybe := 0.0, 0.0
 		for _, j := range byBound[nonEss:] {
 			if g := &groups[j]; g.at(s) {
@@ -206,12 +262,7 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 				g.has = false
 			}
 		}
-		score := 0.0
-		for j := range groups {
-			if g := &groups[j]; g.has {
-				score += g.v
-			}
-		}
+		score := ms.total()
 		if score < floor {
 			continue
 		}
@@ -221,10 +272,7 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 		pt.top.offer(s, score)
 		if fl := pt.top.floor(); fl != floor {
 			floor = fl
-			for nonEss < len(byBound) && below+groups[byBound[nonEss]].ub < floor {
-				below += groups[byBound[nonEss]].ub
-				nonEss++
-			}
+			ms.raise(floor)
 		}
 	}
 	return true

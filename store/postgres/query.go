@@ -899,11 +899,7 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 		// each calls f(p, tf) for every posting of term i in the part.
 		each := func(i int, f func(p int32, tf int32)) {
 			for j, r := range qp.runs[i] {
-				klo, _ := slices.BinarySearch(r.chunks, idLo)
-				khi, found := slices.BinarySearch(r.chunks, idHi)
-				if found {
-					khi++
-				}
+				klo, khi := r.idRange(idLo, idHi)
 				for k := klo; k < khi; k++ {
 					if p := at[i][j][k]; p >= 0 {
 						f(p, r.tfs[k])
@@ -917,11 +913,7 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 			for i, runs := range qp.runs {
 				weight, idf := req.Weight(i), w.Lex[i]
 				for j, r := range runs {
-					klo, _ := slices.BinarySearch(r.chunks, idLo)
-					khi, found := slices.BinarySearch(r.chunks, idHi)
-					if found {
-						khi++
-					}
+					klo, khi := r.idRange(idLo, idHi)
 					for k := klo; k < khi; k++ {
 						if p := at[i][j][k]; p >= 0 {
 							score[p] += float64(weight * bm25.Term(idf, int64(r.tfs[k]), int64(sc.lengths[p]), avgdl, settings.BM25))
@@ -954,6 +946,17 @@ func lexical(req retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][
 		kept = append(kept, pt.kept.kept...)
 	}
 	return topWithTies(kept, req.TopN)
+}
+
+// idRange is the range [klo, khi) of l's postings whose chunk ids are in
+// [idLo, idHi].
+func (l *postingList) idRange(idLo, idHi int64) (klo, khi int) {
+	klo, _ = slices.BinarySearch(l.chunks, idLo)
+	khi, found := slices.BinarySearch(l.chunks, idHi)
+	if found {
+		khi++
+	}
+	return klo, khi
 }
 
 // combinedPart adds to score[plo:phi] each chunk's score under c (SPEC
