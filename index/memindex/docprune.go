@@ -163,15 +163,6 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 	top := w.docTop[:0]
 	defer func() { w.docTop = top[:0] }()
 	floor := math.Inf(-1)
-	// sum advances t past document d's postings, from its cursor, and
-	// returns their summed tf.
-	sum := func(t *pruneTerm, d int32) (tf int64) {
-		for t.c < len(t.slots) && docOf[t.slots[t.c]] == d {
-			tf += int64(t.tfs[t.c])
-			t.c++
-		}
-		return tf
-	}
 	for {
 		s := m.next()
 		if s == math.MaxInt32 {
@@ -208,7 +199,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		if bound+below < floor || !liveVisible(alive, vis.bits, s) || fresh && now-asOf[s] > maxStale {
 			for _, j := range m.byBound[m.nonEss:] {
 				if t := &terms[j]; t.has {
-					sum(t, d)
+					t.sumDoc(docOf, d)
 				}
 			}
 			continue
@@ -219,7 +210,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		partial := 0.0
 		for _, j := range m.byBound[m.nonEss:] {
 			if t := &terms[j]; t.has {
-				t.v = float64(t.wt * bm25.Term(t.idf, sum(t, d), dl, plan.avgdl, params))
+				t.v = float64(t.wt * bm25.Term(t.idf, t.sumDoc(docOf, d), dl, plan.avgdl, params))
 				partial += t.v
 			}
 		}
@@ -232,7 +223,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 				continue
 			}
 			t.c = gallop(t.slots, t.c, first)
-			tf := sum(t, d)
+			tf := t.sumDoc(docOf, d)
 			t.has = tf > 0
 			if t.has {
 				t.v = float64(t.wt * bm25.Term(t.idf, tf, dl, plan.avgdl, params))
@@ -254,6 +245,16 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 			m.raise(floor)
 		}
 	}
+}
+
+// sumDoc advances t past document d's postings (docOf gives each slot's
+// document), from its cursor, and returns their summed tf.
+func (t *pruneTerm) sumDoc(docOf []int32, d int32) (tf int64) {
+	for t.c < len(t.slots) && docOf[t.slots[t.c]] == d {
+		tf += int64(t.tfs[t.c])
+		t.c++
+	}
+	return tf
 }
 
 // docPrunedCombined is docPruned for a combined request (SPEC section 4,
@@ -314,15 +315,6 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 	fresh, now, maxStale := f.fresh, f.now, f.maxStale
 	var top []float64
 	floor := math.Inf(-1)
-	// sum advances m past document d's postings, from its cursor, and
-	// returns their summed tf.
-	sum := func(m *pruneTerm, d int32) (tf int64) {
-		for m.c < len(m.slots) && docOf[m.slots[m.c]] == d {
-			tf += int64(m.tfs[m.c])
-			m.c++
-		}
-		return tf
-	}
 	// score sets g's contribution to document d from its members holding
 	// d (has), summing and advancing them.
 	score := func(g *pruneGroup, d int32, norm float64) {
@@ -332,7 +324,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 			if !m.has {
 				continue
 			}
-			tf := sum(m, d)
+			tf := m.sumDoc(docOf, d)
 			if g.field[k] {
 				field += float64(m.wt * float64(tf))
 			} else {
@@ -393,7 +385,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 				g := &groups[j]
 				for k := range g.members {
 					if m := &g.members[k]; m.has {
-						sum(m, d)
+						m.sumDoc(docOf, d)
 					}
 				}
 			}

@@ -145,10 +145,7 @@ func (x *Index) docScores(req *retrieval.RankRequest, idf []float64, avgdl float
 		met = x.docScoresCombined(c, idf, avgdl, sc, pt, met)
 	}
 	for i := range req.Terms {
-		if req.Combined != nil {
-			break
-		}
-		if i >= len(pt.df) {
+		if i >= len(pt.df) || req.Combined != nil {
 			break
 		}
 		lidf, wt := idf[i], req.Weight(i)

@@ -1051,6 +1051,8 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 	touched := w.touched[:0]
 	defer func() { w.touched = touched[:0] }()
 	if req.Combined != nil {
+		// The groups sum every term's postings: the term-by-term loop
+		// below has nothing left to add.
 		touched = x.lexicalCombined(req.Combined, st, w, sc, spans, normOf, scan, touched)
 		spans = nil
 	}
