@@ -78,7 +78,21 @@ func (s *standby) url(t testing.TB, dbURL string) string {
 		t.Fatal(err)
 	}
 	u.Path = p.Path
-	return u.String()
+	// The standby replays the database's creation on its own time: wait
+	// until it can be connected to, so no caller meets "database does not
+	// exist" on a standby that is merely behind.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := pgx.Connect(context.Background(), u.String())
+		if err == nil {
+			c.Close(context.Background())
+			return u.String()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the standby's copy of %s: %v", p.Path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // run runs scripts/db.sh halt or resume on the standby.
