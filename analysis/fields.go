@@ -1,8 +1,11 @@
 package analysis
 
-// Field terms: a chunk's title and heading, searchable apart from its
+import "strings"
+
+// Field terms: a chunk's title and headings, searchable apart from its
 // text. Each token of a chunk's field text (its document's title, then
-// its section's heading; see [FieldText]) is a field term, FieldPrefix
+// the headings enclosing its section and its section's own; see
+// [FieldText]) is a field term, FieldPrefix
 // followed by the token, and, under the English analyzer, each of its stem
 // terms is one too (FieldPrefix followed by the stem term). A field term
 // is a term like any other for the postings and the statistics, but adds
@@ -16,7 +19,13 @@ const FieldPrefix = "#"
 // FieldsVersion names the field terms' rules; a tenant that indexes field
 // terms records it in its tokenizer version ([Version]). Bump it when
 // [FieldText] or [AppendFieldTerms] change.
-const FieldsVersion = "fields-title-section-1"
+const FieldsVersion = "fields-title-path-2"
+
+// FieldsSectionVersion names the rules before section paths: the field
+// text held the title and the section's own heading only, which is
+// [FieldText] with no path. A tenant indexed under them keeps them until
+// it is re-indexed.
+const FieldsSectionVersion = "fields-title-section-1"
 
 // Section names a chunk has without a heading of its own: text before the
 // first heading is the section "body", a heading with no text the section
@@ -30,19 +39,61 @@ const (
 // IsFieldTerm reports whether term is a field term.
 func IsFieldTerm(term string) bool { return len(term) > 0 && term[0] == FieldPrefix[0] }
 
+// PathSep separates the names of a stored section path (see [JoinPath]).
+// A heading is one line, so no name holds it.
+const PathSep = "\n"
+
+// JoinPath is a section path (chunk.Piece.Path: the names of the headings
+// enclosing a section, outermost first) as one string, the names joined
+// by PathSep; "" when there is none.
+func JoinPath(path []string) string { return strings.Join(path, PathSep) }
+
 // FieldText is the field text of a chunk of a document titled title, in
-// the section named section: the title, a newline, then the section name,
-// except that the section names "body" and "untitled" add nothing (a
-// heading whose text is exactly one of them is not searchable as a
-// field).
-func FieldText(title, section string) string {
-	if section == sectionBody || section == sectionUntitled {
-		return title
+// the section named section, enclosed by the headings of path (a
+// [JoinPath] string, "" for none): the title, then each name of path,
+// then the section's name, joined by newlines, where an empty title adds
+// nothing and neither does a name that is exactly "body" or "untitled"
+// (so a heading whose text is one of them is not searchable as a field).
+// With an empty path it is the field text of [FieldsSectionVersion].
+func FieldText(title, path, section string) string {
+	if path == "" {
+		// The common case, without building.
+		if !headingName(section) {
+			return title
+		}
+		if title == "" {
+			return section
+		}
+		return title + "\n" + section
 	}
-	if title == "" {
-		return section
+	var b strings.Builder
+	b.Grow(len(title) + len(path) + len(section) + 2)
+	b.WriteString(title)
+	add := func(name string) {
+		if !headingName(name) {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(name)
 	}
-	return title + "\n" + section
+	for rest := path; ; {
+		name, tail, more := strings.Cut(rest, PathSep)
+		add(name)
+		if !more {
+			break
+		}
+		rest = tail
+	}
+	add(section)
+	return b.String()
+}
+
+// headingName reports whether a section name is a heading's text: not
+// "body" or "untitled", which name sections without one, nor empty.
+func headingName(name string) bool {
+	return name != "" && name != sectionBody && name != sectionUntitled
 }
 
 // AppendFieldTerms returns terms and tf followed by the field terms of

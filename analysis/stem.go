@@ -38,37 +38,51 @@ const StemmerVersion = "porter2-snowball-0.10.0"
 // produces, so one without the English analyzer, another stemmer or other
 // field rules refuses such a tenant instead of indexing it differently.
 func Version(analyzer string, fields bool) string {
+	if !fields {
+		return version(analyzer, "")
+	}
+	return version(analyzer, FieldsVersion)
+}
+
+// SectionFieldsVersion is the version of a tenant under analyzer indexed
+// with the field rules of [FieldsSectionVersion]: this binary still
+// serves and writes such a tenant as it was indexed.
+func SectionFieldsVersion(analyzer string) string { return version(analyzer, FieldsSectionVersion) }
+
+func version(analyzer, fields string) string {
 	v := TokenizerVersion
 	if analyzer == AnalyzerEnglish {
 		v += "/english-" + StemmerVersion
 	}
-	if fields {
-		v += "/" + FieldsVersion
+	if fields != "" {
+		v += "/" + fields
 	}
 	return v
 }
 
-// AnalyzerOf is the analyzer of a recorded tokenizer version and whether
-// it indexes field terms; ok is false when this binary does not produce
-// that version.
-func AnalyzerOf(version string) (analyzer string, fields, ok bool) {
+// AnalyzerOf is the analyzer of a recorded tokenizer version, whether it
+// indexes field terms and whether their field text leaves section paths
+// out (sectionOnly: [FieldsSectionVersion]); ok is false when this binary
+// does not produce that version.
+func AnalyzerOf(v string) (analyzer string, fields, sectionOnly, ok bool) {
 	for _, a := range []string{AnalyzerExact, AnalyzerEnglish} {
-		for _, f := range []bool{false, true} {
-			if version == Version(a, f) {
-				return a, f, true
-			}
+		switch v {
+		case Version(a, false):
+			return a, false, false, true
+		case Version(a, true):
+			return a, true, false, true
+		case SectionFieldsVersion(a):
+			return a, true, true, true
 		}
 	}
-	return "", false, false
+	return "", false, false, false
 }
 
-// Versions lists every tokenizer version this binary produces.
+// Versions lists every tokenizer version this binary serves.
 func Versions() []string {
 	var out []string
 	for _, a := range []string{AnalyzerExact, AnalyzerEnglish} {
-		for _, f := range []bool{false, true} {
-			out = append(out, Version(a, f))
-		}
+		out = append(out, Version(a, false), Version(a, true), SectionFieldsVersion(a))
 	}
 	return out
 }

@@ -37,10 +37,17 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// Piece is one chunk of a document before it gets its id: its section name,
-// its text, its code-point span in the document, and its token count.
+// Piece is one chunk of a document before it gets its id: its section name
+// and the names of the sections enclosing it, its text, its code-point span
+// in the document, and its token count.
 type Piece struct {
-	Section   string
+	Section string
+	// Path holds the names of the headings enclosing the piece's section,
+	// outermost first, without the section's own name: nil for the section
+	// "body" and for a heading with no enclosing heading. A heading of
+	// level L (its number of '#') is enclosed by the nearest preceding
+	// heading of each lower level, up to the nearest of level 1.
+	Path      []string
 	Text      string
 	StartChar int
 	EndChar   int
@@ -51,10 +58,19 @@ type Piece struct {
 // without a trailing "\r".
 var headingRE = regexp.MustCompile(`^#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$`)
 
-// section is a named body span [start, end) in code points.
+// section is a named body span [start, end) in code points, with the
+// names of the headings enclosing it (Piece.Path).
 type section struct {
 	name       string
+	path       []string
 	start, end int
+}
+
+// heading is an open heading while sections are split: its level (1-6)
+// and section name.
+type heading struct {
+	level int
+	name  string
 }
 
 // Split chunks text. The pieces come in document order; piece n becomes chunk
@@ -105,6 +121,7 @@ func (s source) span(a, b int) string {
 // sections splits runes into sections at heading lines outside fences.
 func sections(runes []rune) []section {
 	var out []section
+	var open []heading // the enclosing headings, levels increasing
 	cur := section{name: "body", start: 0}
 	inFence := false
 	for ls := 0; ls < len(runes); {
@@ -131,7 +148,15 @@ func sections(runes []rune) []section {
 				if name == "" {
 					name = "untitled"
 				}
-				cur = section{name: name, start: next}
+				level := 0
+				for level < len(line) && line[level] == '#' {
+					level++
+				}
+				for len(open) > 0 && open[len(open)-1].level >= level {
+					open = open[:len(open)-1]
+				}
+				cur = section{name: name, path: headingNames(open), start: next}
+				open = append(open, heading{level: level, name: name})
 			}
 		}
 		ls = next
@@ -141,6 +166,19 @@ func sections(runes []rune) []section {
 	}
 	cur.end = len(runes)
 	return append(out, cur)
+}
+
+// headingNames returns the names of open, outermost first, or nil when
+// there is none.
+func headingNames(open []heading) []string {
+	if len(open) == 0 {
+		return nil
+	}
+	names := make([]string, len(open))
+	for i, h := range open {
+		names[i] = h.name
+	}
+	return names
 }
 
 func hasPrefix(line []rune, p string) bool {
@@ -182,6 +220,7 @@ func windows(src source, secs []section, opts Options) []Piece {
 			text := src.span(starts[w], ends[last])
 			out = append(out, Piece{
 				Section:   s.name,
+				Path:      s.path,
 				Text:      text,
 				StartChar: starts[w],
 				EndChar:   ends[last],

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -284,7 +285,7 @@ func TestSplitProperties(t *testing.T) {
 					t.Fatalf("got %d pieces %+v, want %d %+v", len(got), got, len(want), want)
 				}
 				for j := range want {
-					if got[j] != want[j] {
+					if !samePiece(got[j], want[j]) {
 						t.Errorf("piece %d: got %+v, want %+v", j, got[j], want[j])
 					}
 				}
@@ -304,6 +305,8 @@ func refSplit(text string, opts Options) []Piece {
 	runes := []rune(text)
 	type sec struct {
 		name       string
+		level      int
+		path       []string
 		start, end int
 	}
 	secs := []sec{{name: "body", start: 0}}
@@ -326,12 +329,22 @@ func refSplit(text string, opts Options) []Piece {
 			if name == "" {
 				name = "untitled"
 			}
-			secs = append(secs, sec{name: name, start: min(off, len(runes))})
+			// The path, walking back: each earlier heading of a level below
+			// every one met so far encloses this one.
+			level := len(l) - len(strings.TrimLeft(l, "#"))
+			var path []string
+			for j, lim := len(secs)-1, level; j > 0; j-- {
+				if secs[j].level < lim {
+					path = append([]string{secs[j].name}, path...)
+					lim = secs[j].level
+				}
+			}
+			secs = append(secs, sec{name: name, level: level, path: path, start: min(off, len(runes))})
 		}
 	}
 	secs[len(secs)-1].end = len(runes)
 
-	window := func(name string, start, end int) []Piece {
+	window := func(name string, path []string, start, end int) []Piece {
 		type word struct{ s, e int }
 		var ws []word
 		for i := start; i < end; i++ {
@@ -359,23 +372,32 @@ func refSplit(text string, opts Options) []Piece {
 			a := ws[k*step]
 			b := ws[min(k*step+opts.MaxWords, n)-1]
 			txt := string(runes[a.s:b.e])
-			out = append(out, Piece{Section: name, Text: txt, StartChar: a.s, EndChar: b.e, Length: len(analysis.Tokenize(txt))})
+			out = append(out, Piece{Section: name, Path: path, Text: txt, StartChar: a.s, EndChar: b.e, Length: len(analysis.Tokenize(txt))})
 		}
 		return out
 	}
 	var out []Piece
 	for _, s := range secs {
-		out = append(out, window(s.name, s.start, s.end)...)
+		out = append(out, window(s.name, s.path, s.start, s.end)...)
 	}
 	for _, p := range out {
 		if p.Length > 0 {
 			return out
 		}
 	}
-	return window("body", 0, len(runes))
+	return window("body", nil, 0, len(runes))
+}
+
+// samePiece reports whether a and b are equal, a nil Path only equal to a
+// nil one.
+func samePiece(a, b Piece) bool {
+	return a.Section == b.Section && a.Text == b.Text && a.StartChar == b.StartChar && a.EndChar == b.EndChar &&
+		a.Length == b.Length && slices.Equal(a.Path, b.Path) && (a.Path == nil) == (b.Path == nil)
 }
 
 func FuzzSplit(f *testing.F) {
+	f.Add("# A\na\n## B\nb\n### C\nc\n## D\nd\n# E\ne", 3, 1)
+	f.Add("### C\nc\n## B\nb\n#### D\nd\n# \n## x ##\ny", 4, 2)
 	for _, s := range propertyTexts {
 		f.Add(s, 3, 1)
 	}
@@ -395,7 +417,7 @@ func FuzzSplit(f *testing.F) {
 			t.Fatalf("Split(%q, %+v) = %d pieces %+v, want %d %+v", text, opts, len(got), got, len(want), want)
 		}
 		for j := range want {
-			if got[j] != want[j] {
+			if !samePiece(got[j], want[j]) {
 				t.Fatalf("Split(%q, %+v) piece %d = %+v, want %+v", text, opts, j, got[j], want[j])
 			}
 		}
@@ -410,5 +432,43 @@ func BenchmarkSplit(b *testing.B) {
 		if _, err := Split(text, DefaultOptions()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestSplitPath(t *testing.T) {
+	def := DefaultOptions()
+	tests := []struct {
+		name string
+		text string
+		want [][]string // each piece's Path
+	}{
+		{"body has no path", "just text", [][]string{nil}},
+		{"a first heading has no path", "pre\n# A\na", [][]string{nil, nil}},
+		{"nested levels", "# A\na\n## B\nb\n### C\nc", [][]string{nil, {"A"}, {"A", "B"}}},
+		{"a sibling closes its level", "# A\na\n## B\nb\n## C\nc", [][]string{nil, {"A"}, {"A"}}},
+		{"a higher level closes every deeper one", "# A\na\n## B\nb\n### C\nc\n# D\nd\n## E\ne", [][]string{nil, {"A"}, {"A", "B"}, nil, {"D"}}},
+		{"a skipped level is not invented", "# A\na\n### C\nc\n## B\nb", [][]string{nil, {"A"}, {"A"}}},
+		{"a shallower heading closes a deeper one", "### C\nc\n## B\nb\n#### D\nd", [][]string{nil, nil, {"B"}}},
+		{"headings without text still enclose", "# A\n## B\n### C\nc", [][]string{{"A", "B"}}},
+		{"an empty heading encloses as untitled", "# \n## B\nb", [][]string{{"untitled"}}},
+		{"fenced headings do not open", "# A\n```\n## X\n```\n## B\nb", [][]string{nil, {"A"}}},
+		{"closing hashes do not change the level", "## A ##\na\n# B #\n## C\nc", [][]string{nil, {"B"}}},
+		{"the fallback has no path", "# A\n## B\n", [][]string{nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Split(tt.text, def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("Split(%q) = %d pieces %+v, want %d", tt.text, len(got), got, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !slices.Equal(got[i].Path, w) || (w == nil) != (got[i].Path == nil) {
+					t.Errorf("piece %d (section %q): Path %q, want %q", i, got[i].Section, got[i].Path, w)
+				}
+			}
+		})
 	}
 }

@@ -34,10 +34,15 @@ type Settings struct {
 	// "", the same) its distinct tokens, analysis.AnalyzerEnglish those and
 	// their English stem terms. Changing it re-indexes the tenant.
 	Analyzer string
-	// Fields makes each chunk's title and heading searchable as field
+	// Fields makes each chunk's title and headings searchable as field
 	// terms ([analysis.AppendFieldTerms]) after its other terms. Changing
 	// it re-indexes the tenant.
 	Fields bool
+	// SectionOnly keeps section paths out of the field text (the rules of
+	// analysis.FieldsSectionVersion): a store sets it for a tenant indexed
+	// under them, which keeps them until it is re-indexed. Only with
+	// Fields.
+	SectionOnly bool
 }
 
 // DefaultSettings returns dims 256, k1 1.5, b 0.75, 200-word windows with 40
@@ -53,7 +58,12 @@ func (s Settings) Stems() bool { return s.Analyzer == analysis.AnalyzerEnglish }
 
 // TokenizerVersion is what a store records for the settings' terms
 // ([analysis.Version]).
-func (s Settings) TokenizerVersion() string { return analysis.Version(s.Analyzer, s.Fields) }
+func (s Settings) TokenizerVersion() string {
+	if s.Fields && s.SectionOnly {
+		return analysis.SectionFieldsVersion(s.Analyzer)
+	}
+	return analysis.Version(s.Analyzer, s.Fields)
+}
 
 // Validate checks every setting.
 func (s Settings) Validate() error {
@@ -76,6 +86,9 @@ func (s Settings) Validate() error {
 			return fmt.Errorf("%w: %w", cordontype.ErrInvalid, err)
 		}
 	}
+	if s.SectionOnly && !s.Fields {
+		return fmt.Errorf("%w: field rules without section paths need field terms", cordontype.ErrInvalid)
+	}
 	return s.Chunking.Validate()
 }
 
@@ -94,13 +107,17 @@ type PreparedChunk struct {
 	// Terms are the chunk's distinct tokens in first-occurrence order,
 	// then, under the English analyzer, their stem terms
 	// ([analysis.Stemmer.AppendStems]), then, with Settings.Fields, the
-	// field terms of its document's title and its section
+	// field terms of its document's title and its section path
 	// ([analysis.AppendFieldTerms]), with their frequencies in TF (same
 	// index).
 	Terms  []string
 	TF     []int32
 	Vector []int32
 	NormSq int64
+	// Path names the headings enclosing the chunk's section
+	// (chunk.Piece.Path, joined by analysis.JoinPath; "" for none). A
+	// store keeps it to count the chunk's field terms again.
+	Path string
 }
 
 // Prepare validates doc (normalising its barriers) and chunks, tokenizes and
@@ -142,6 +159,7 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 				Barriers:       doc.Barriers,
 				AsOfTick:       doc.AsOfTick,
 			},
+			Path: analysis.JoinPath(p.Path),
 		}
 		pc.Terms, pc.TF = counter.Count(p.Text)
 		if hashed {
@@ -157,7 +175,11 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 			pc.Terms, pc.TF = stemmer.AppendStems(pc.Terms, pc.TF)
 		}
 		if s.Fields {
-			pc.Terms, pc.TF = analysis.AppendFieldTerms(pc.Terms, pc.TF, analysis.FieldText(doc.Title, p.Section), counter, stemmer)
+			path := pc.Path
+			if s.SectionOnly {
+				path = ""
+			}
+			pc.Terms, pc.TF = analysis.AppendFieldTerms(pc.Terms, pc.TF, analysis.FieldText(doc.Title, path, p.Section), counter, stemmer)
 		}
 		out[i] = pc
 	}

@@ -28,7 +28,57 @@ var prepareTexts = []string{
 	"Ünïcödé\u00a0façade\u2028naïve 東京 e\u0301te ǅ ٣ words words words",
 	"# A\n# B\n",
 	"pre amble\n# H\n\n# Empty\n   \n# Last\nlast words",
+	"# Install\n## Linux\n### Debian\napt words\n## Windows\nwinget words\n# body\n## untitled\n## Last payment\npayments",
 	strings.Repeat("lorem ipsum dolor ", 40),
+}
+
+// TestPrepareSectionPath: a chunk's field terms count the title, every
+// heading enclosing its section and its own; under the field rules
+// without section paths (SectionOnly) the enclosing headings count for
+// nothing, though the chunk keeps its path.
+func TestPrepareSectionPath(t *testing.T) {
+	d := cordontype.Document{Tenant: "t", DocID: "d", Title: "Guide", Classification: cordontype.Public, Barriers: []string{},
+		Text: "# Install\n## Linux packages\n### Debian\napt words\n## Windows\nwinget words"}
+	for _, c := range []struct {
+		sectionOnly bool
+		want        [][]string // each chunk's field terms
+	}{
+		{false, [][]string{
+			{"#guide", "#install", "#linux", "#packages", "#debian", "#~guid", "#~instal", "#~linux", "#~packag", "#~debian"},
+			{"#guide", "#install", "#windows", "#~guid", "#~instal", "#~window"},
+		}},
+		{true, [][]string{
+			{"#guide", "#debian", "#~guid", "#~debian"},
+			{"#guide", "#windows", "#~guid", "#~window"},
+		}},
+	} {
+		s := DefaultSettings()
+		s.SectionOnly = c.sectionOnly
+		got, err := Prepare(&d, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 {
+			t.Fatalf("%d chunks, want 2", len(got))
+		}
+		for i, pc := range got {
+			var fields []string
+			for _, term := range pc.Terms {
+				if analysis.IsFieldTerm(term) {
+					fields = append(fields, term)
+				}
+			}
+			if !slices.Equal(fields, c.want[i]) {
+				t.Errorf("SectionOnly %t, chunk %d: field terms %q, want %q", c.sectionOnly, i, fields, c.want[i])
+			}
+		}
+		if want := analysis.JoinPath([]string{"Install", "Linux packages"}); got[0].Path != want || got[1].Path != "Install" {
+			t.Errorf("paths %q, %q, want %q, %q", got[0].Path, got[1].Path, want, "Install")
+		}
+		if want := analysis.SectionFieldsVersion(analysis.AnalyzerEnglish); c.sectionOnly != (s.TokenizerVersion() == want) {
+			t.Errorf("SectionOnly %t: version %q", c.sectionOnly, s.TokenizerVersion())
+		}
+	}
 }
 
 // TestPrepareProperties checks, for awkward documents and window sizes, the
@@ -64,6 +114,13 @@ func TestPrepareProperties(t *testing.T) {
 						!slices.Equal(c.Barriers, []string{"a", "z"}) {
 						t.Errorf("chunk %d inherits %+v, want the document's fields with barriers [a z]", n, c)
 					}
+					pieces, err := chunk.Split(text, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := analysis.JoinPath(pieces[n].Path); pc.Path != want {
+						t.Errorf("chunk %d path = %q, want %q", n, pc.Path, want)
+					}
 					set := analysis.TokenSet(c.Text)
 					if !slices.Equal(pc.Terms[:min(len(set), len(pc.Terms))], set) {
 						t.Errorf("chunk %d terms = %q, want %q first", n, pc.Terms, set)
@@ -74,7 +131,7 @@ func TestPrepareProperties(t *testing.T) {
 						if analysis.IsFieldTerm(term) {
 							// A field term counts the title's and the
 							// heading's tokens.
-							of, term = analysis.Tokenize(analysis.FieldText(d.Title, c.Section)), term[len(analysis.FieldPrefix):]
+							of, term = analysis.Tokenize(analysis.FieldText(d.Title, pc.Path, c.Section)), term[len(analysis.FieldPrefix):]
 						}
 						for _, tok := range of {
 							// A stem term counts every token with its stem.

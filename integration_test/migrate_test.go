@@ -20,7 +20,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
-const latestVersion = 16
+const latestVersion = 17
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()

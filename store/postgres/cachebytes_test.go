@@ -116,7 +116,7 @@ func (r *storedRows) add(pc *index.PreparedChunk, title string) {
 	}
 	r.rows = append(r.rows, [][]byte{[]byte(c.DocID), []byte(c.ChunkID), []byte(c.Section), []byte(c.Text),
 		int4(c.StartChar), int4(c.EndChar), int4(c.Length), binary.BigEndian.AppendUint16(nil, uint16(c.Classification)),
-		barriers, binary.BigEndian.AppendUint64(nil, uint64(c.AsOfTick)), vec, []byte(title)})
+		barriers, binary.BigEndian.AppendUint64(nil, uint64(c.AsOfTick)), vec, []byte(title), []byte(pc.Path)})
 }
 
 func (r *storedRows) Close()                        {}

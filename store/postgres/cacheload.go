@@ -37,20 +37,21 @@ import (
 // (on chunks c) appended: a document's chunks together, in chunk order,
 // documents in doc_id order.
 //
-// The last column is the document's title when the tenant indexes field
-// terms (index.Settings.Fields), which need it, else ” (no join).
+// The last two columns are the document's title when the tenant indexes
+// field terms (index.Settings.Fields), which need it, else empty (no join),
+// and the chunk's section path (empty for none).
 func chunkRowsSQL(t tenantInfo, where string) string {
 	title, join := `''::text`, ``
 	if t.settings.Fields {
 		title, join = `d.title`, ` JOIN `+t.tables.documents+` d ON d.doc_id = c.doc_id`
 	}
 	return `SELECT c.doc_id, c.chunk_id, c.section, c.text, c.start_char, c.end_char, c.length,
-		c.classification, c.barriers, c.as_of_tick, c.embedding, ` + title + `
+		c.classification, c.barriers, c.as_of_tick, c.embedding, ` + title + `, coalesce(c.section_path, '')
 		FROM ` + t.tables.chunks + ` c` + join + where + ` ORDER BY c.doc_id, c.ord`
 }
 
 // chunkRowCols is the number of columns chunkRowsSQL selects.
-const chunkRowCols = 12
+const chunkRowCols = 13
 
 // binaryRows are the query options that make every column of a
 // chunkRowsSQL result arrive in binary format, the embedding included
@@ -242,6 +243,9 @@ func decodeStoredDoc(d *storedDoc, t tenantInfo, named bool) error {
 func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]byte, t tenantInfo, vocab *analysis.Vocabulary, fields *fieldScratch) error {
 	c := &pc.Chunk
 	c.DocID, c.ChunkID, c.Section, c.Text = string(raw[0]), string(raw[1]), string(raw[2]), string(raw[3])
+	if len(raw[12]) > 0 {
+		pc.Path = string(raw[12])
+	}
 	c.Tenant = t.name
 	ints := [3]*int{&c.StartChar, &c.EndChar, &c.Length}
 	for j, p := range ints {
@@ -281,7 +285,11 @@ func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]
 		if t.settings.Stems() {
 			stemmer = fields.stemmer
 		}
-		*ids, pc.TF = vocab.AppendFieldIDs(*ids, pc.TF, analysis.FieldText(string(raw[11]), c.Section), fields.counter, stemmer)
+		path := pc.Path
+		if t.settings.SectionOnly {
+			path = ""
+		}
+		*ids, pc.TF = vocab.AppendFieldIDs(*ids, pc.TF, analysis.FieldText(string(raw[11]), path, c.Section), fields.counter, stemmer)
 	}
 	return nil
 }

@@ -457,9 +457,13 @@ func (s *Store) prepareWrite(ctx context.Context, tb tables, batch []preparedDoc
 				w.maxAbsNext = max(w.maxAbsNext, mn)
 				nextVec, nextNorm, nextMax = pgvector.NewVector(index.Float32s(nx.Vector)), &nx.NormSq, &mn
 			}
+			var path *string // NULL for none
+			if pc.Path != "" {
+				path = &pc.Path
+			}
 			w.chunkRows = append(w.chunkRows, []any{id, c.ChunkID, c.DocID, int32(j), c.Section, c.Text, int32(c.StartChar), int32(c.EndChar), int32(c.Length),
 				int16(c.Classification), c.Barriers, c.AsOfTick, pgvector.NewVector(index.Float32s(pc.Vector)), pc.NormSq, m,
-				nextVec, nextNorm, nextMax})
+				nextVec, nextNorm, nextMax, path})
 			for x, term := range pc.Terms {
 				w.postings.of(term).add(id, pc.TF[x])
 			}
@@ -519,7 +523,7 @@ func putTx(ctx context.Context, tx pgx.Tx, t tenantInfo, w *write) error {
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{tb.schema, "chunks"},
 		[]string{"id", "chunk_id", "doc_id", "ord", "section", "text", "start_char", "end_char", "length",
 			"classification", "barriers", "as_of_tick", "embedding", "norm_sq", "max_abs",
-			"embedding_next", "norm_sq_next", "max_abs_next"},
+			"embedding_next", "norm_sq_next", "max_abs_next", "section_path"},
 		pgx.CopyFromRows(w.chunkRows)); err != nil {
 		return classify(err)
 	}
