@@ -23,8 +23,12 @@ type tenantJSON struct {
 	BM25Statistics string  `json:"bm25_statistics"`
 	Analyzer       string  `json:"analyzer"`
 	Fields         bool    `json:"fields"`
-	Chunks         int64   `json:"chunks"`
-	Reembed        string  `json:"reembed"`
+	// SectionPaths: the field terms count the headings enclosing each
+	// chunk's section; false for a tenant indexed under the rules before
+	// them ('cordon tenant set --fields=true' re-indexes it under them).
+	SectionPaths bool   `json:"section_paths"`
+	Chunks       int64  `json:"chunks"`
+	Reembed      string `json:"reembed"`
 }
 
 // writeJSON writes v as indented JSON and a newline.
@@ -46,7 +50,8 @@ func writeTenantsJSON(w io.Writer, ts []postgres.TenantInfo, roles []string) err
 	for _, t := range ts {
 		out.Tenants = append(out.Tenants, tenantJSON{Name: t.Name, Schema: t.Schema, Model: t.Settings.Spec().Model,
 			Dims: t.Settings.Dims, K1: t.Settings.BM25.K1, B: t.Settings.BM25.B, MaxWords: t.Settings.Chunking.MaxWords,
-			OverlapWords: t.Settings.Chunking.OverlapWords, BM25Statistics: string(t.Settings.Statistics), Analyzer: analyzerName(t), Fields: t.Settings.Fields, Chunks: t.Chunks,
+			OverlapWords: t.Settings.Chunking.OverlapWords, BM25Statistics: string(t.Settings.Statistics), Analyzer: analyzerName(t), Fields: t.Settings.Fields,
+			SectionPaths: t.Settings.Fields && !t.Settings.SectionOnly, Chunks: t.Chunks,
 			Reembed: t.Reembed})
 	}
 	return writeJSON(w, out)

@@ -329,7 +329,7 @@ func settingsFlags(fs *flag.FlagSet) func() (index.Settings, error) {
 	overlap := fs.Int("overlap-words", chunk.DefaultOverlapWords, "words shared by consecutive windows (< max-words)")
 	scope := fs.String("bm25-statistics", string(bm25.DefaultScope), `BM25 statistics scope: "entitled" or "tenant"`)
 	analyzer := fs.String("analyzer", analysis.AnalyzerEnglish, `analyzer: "english" (each word and its English stem, so "contribution" finds "contribute") or "exact" (each word as written)`)
-	fields := fs.Bool("fields", true, "index each chunk's document title and section heading as field terms, searchable with the policy's field_weight")
+	fields := fs.Bool("fields", true, "index each chunk's document title, the headings enclosing its section and its own as field terms, searchable with the policy's field_weight")
 	return func() (index.Settings, error) {
 		if err := analysis.ValidateAnalyzer(*analyzer); err != nil {
 			return index.Settings{}, fmt.Errorf("%w: --analyzer: %w", cmdline.ErrUsage, err)
@@ -386,6 +386,20 @@ func analyzerName(t postgres.TenantInfo) string {
 	return "unknown (" + t.Tokenizer + ")"
 }
 
+// fieldsName is a tenant's field terms as 'cordon tenant list' shows them:
+// "true" (titles and section paths), "section-only" (titles and each
+// section's own heading, the rules before section paths: 'cordon tenant
+// set --fields=true' moves it to section paths) or "false".
+func fieldsName(t postgres.TenantInfo) string {
+	switch {
+	case !t.Settings.Fields:
+		return "false"
+	case t.Settings.SectionOnly:
+		return "section-only"
+	}
+	return "true"
+}
+
 func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) error {
 	action := c.Name
 	fs := cmdline.NewFlagSet(c)
@@ -405,7 +419,7 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	case "set":
 		scope = fs.String("bm25-statistics", "", `BM25 statistics scope: "entitled" or "tenant" (set changes only what a flag names)`)
 		analyzer = fs.String("analyzer", "", `analyzer: "english" or "exact"; re-indexes every document of the tenant in one transaction (set changes only what a flag names)`)
-		fields = fs.Bool("fields", true, "index titles and headings as field terms (--fields=false: not); re-indexes like --analyzer")
+		fields = fs.Bool("fields", true, "index titles and headings (section paths) as field terms (--fields=false: not); re-indexes like --analyzer, and moves a tenant whose FIELDS is section-only to section paths")
 	case "drop":
 		yes = fs.Bool("yes", false, "confirm: the tenant's documents are deleted for good")
 	case "list":
@@ -539,8 +553,8 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 		}
 		fmt.Fprintf(env.Stdout, "%-20s %-30s %6s %5s %5s %9s %7s %-15s %8s %-16s %-8s %-8s %s\n", "TENANT", "SCHEMA", "DIMS", "K1", "B", "MAX_WORDS", "OVERLAP", "BM25_STATISTICS", "CHUNKS", "MODEL", "REEMBED", "ANALYZER", "FIELDS")
 		for _, t := range ts {
-			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d %-16s %-8s %-8s %t\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
-				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Settings.Spec().Model, t.Reembed, analyzerName(t), t.Settings.Fields)
+			fmt.Fprintf(env.Stdout, "%-20s %-30s %6d %5g %5g %9d %7d %-15s %8d %-16s %-8s %-8s %s\n", t.Name, t.Schema, t.Settings.Dims, t.Settings.BM25.K1, t.Settings.BM25.B,
+				t.Settings.Chunking.MaxWords, t.Settings.Chunking.OverlapWords, t.Settings.Statistics, t.Chunks, t.Settings.Spec().Model, t.Reembed, analyzerName(t), fieldsName(t))
 		}
 		if len(roles) > 0 {
 			fmt.Fprintf(env.Stdout, "service roles: %s\n", strings.Join(roles, ", "))

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cordon-rag/cordon/analysis"
 )
 
 // TestServerScoresIgnoreHiddenDocuments replays the attack of the issue that
@@ -191,6 +193,7 @@ func TestCLITenantFields(t *testing.T) {
 	type tenant struct {
 		Name, Analyzer string
 		Fields         bool
+		SectionPaths   bool `json:"section_paths"`
 	}
 	settingsOf := func(name string) tenant {
 		t.Helper()
@@ -226,6 +229,24 @@ func TestCLITenantFields(t *testing.T) {
 	}
 	if list := run(0, "tenant", "list"); !strings.Contains(list, "FIELDS") {
 		t.Fatalf("tenant list lacks FIELDS:\n%s", list)
+	}
+	if got := settingsOf("titled"); !got.SectionPaths {
+		t.Fatalf("titled: %+v, want section paths (the default)", got)
+	}
+	// A tenant of the release before section paths, as it recorded it:
+	// listed as section-only until --fields=true re-indexes it.
+	run(0, "tenant", "create", "older")
+	execSQL(t, dbURL, `UPDATE cordon.tenants SET tokenizer_version = $1, reader_min = 16 WHERE name = 'older'`,
+		analysis.SectionFieldsVersion(analysis.AnalyzerEnglish))
+	if got := settingsOf("older"); !got.Fields || got.SectionPaths {
+		t.Fatalf("older: %+v, want fields without section paths", got)
+	}
+	if list := run(0, "tenant", "list"); !strings.Contains(list, "section-only") {
+		t.Fatalf("tenant list does not show older as section-only:\n%s", list)
+	}
+	run(0, "tenant", "set", "--fields=true", "older")
+	if got := settingsOf("older"); !got.Fields || !got.SectionPaths {
+		t.Fatalf("older after --fields=true: %+v, want section paths", got)
 	}
 	run(2, "tenant", "set", "plain")
 	run(1, "tenant", "set", "--fields=false", "missing")
