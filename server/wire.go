@@ -16,7 +16,7 @@ type CreateTenantRequest struct {
 	BM25Statistics *string `json:"bm25_statistics"`
 	// Analyzer is "english" (the default) or "exact".
 	Analyzer *string `json:"analyzer"`
-	// Fields indexes each chunk's title and heading as field terms
+	// Fields indexes each chunk's title and headings (its section path) as field terms
 	// (default true).
 	Fields *bool `json:"fields"`
 }
