@@ -53,24 +53,18 @@ func JoinPath(path []string) string { return strings.Join(path, PathSep) }
 // [JoinPath] string, "" for none): the title, then each name of path,
 // then the section's name, joined by newlines, where an empty title adds
 // nothing and neither does a name that is exactly "body" or "untitled"
-// (so a heading whose text is one of them is not searchable as a field).
-// With an empty path it is the field text of [FieldsSectionVersion].
+// (so a heading whose text is one of them is not searchable as a field)
+// or that equals the title under [strings.EqualFold] (a Markdown
+// document's first heading is often its title, which then counts once).
 func FieldText(title, path, section string) string {
-	if path == "" {
-		// The common case, without building.
-		if !headingName(section) {
-			return title
-		}
-		if title == "" {
-			return section
-		}
-		return title + "\n" + section
+	if path == "" && (!headingName(section) || (title != "" && strings.EqualFold(section, title))) {
+		return title // the common case, without building
 	}
 	var b strings.Builder
 	b.Grow(len(title) + len(path) + len(section) + 2)
 	b.WriteString(title)
 	add := func(name string) {
-		if !headingName(name) {
+		if !headingName(name) || (title != "" && strings.EqualFold(name, title)) {
 			return
 		}
 		if b.Len() > 0 {
@@ -78,7 +72,7 @@ func FieldText(title, path, section string) string {
 		}
 		b.WriteString(name)
 	}
-	for rest := path; ; {
+	for rest := path; rest != ""; {
 		name, tail, more := strings.Cut(rest, PathSep)
 		add(name)
 		if !more {
@@ -88,6 +82,19 @@ func FieldText(title, path, section string) string {
 	}
 	add(section)
 	return b.String()
+}
+
+// SectionFieldText is the field text under [FieldsSectionVersion]: the
+// title, a newline, then the section name, except that the section names
+// "body" and "untitled" add nothing and an empty title adds no newline.
+func SectionFieldText(title, section string) string {
+	if !headingName(section) {
+		return title
+	}
+	if title == "" {
+		return section
+	}
+	return title + "\n" + section
 }
 
 // headingName reports whether a section name is a heading's text: not

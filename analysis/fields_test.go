@@ -6,8 +6,8 @@ import (
 )
 
 // TestFieldText: the title, the path's names and the section name, a
-// line each; the names body and untitled and an empty title add nothing.
-// Without a path it is the field text of FieldsSectionVersion.
+// line each; the names body and untitled, a name equal to the title
+// (case folded) and an empty title add nothing.
 func TestFieldText(t *testing.T) {
 	for _, c := range []struct{ title, path, section, want string }{
 		{"Creating a Cluster", "", "Clusters", "Creating a Cluster\nClusters"},
@@ -22,9 +22,32 @@ func TestFieldText(t *testing.T) {
 		{"T", JoinPath([]string{"untitled", "Servers"}), "untitled", "T\nServers"},
 		{"", JoinPath([]string{"body", "untitled"}), "untitled", ""},
 		{"", "A", "untitled", "A"},
+		{"", "A", "A", "A\nA"},
+		{"Cluster Guide", "cluster guide", "Install", "Cluster Guide\nInstall"},
+		{"Cluster Guide", "", "CLUSTER GUIDE", "Cluster Guide"},
+		{"Cluster Guide", JoinPath([]string{"Cluster Guide", "Install"}), "Cluster guide", "Cluster Guide\nInstall"},
+		{"Guide", "", "Guides", "Guide\nGuides"},
 	} {
 		if got := FieldText(c.title, c.path, c.section); got != c.want {
 			t.Errorf("FieldText(%q, %q, %q) = %q, want %q", c.title, c.path, c.section, got, c.want)
+		}
+	}
+}
+
+// TestSectionFieldText: the rules before section paths, the title, a
+// newline and the section name, a section equal to the title included.
+func TestSectionFieldText(t *testing.T) {
+	for _, c := range []struct{ title, section, want string }{
+		{"Creating a Cluster", "Clusters", "Creating a Cluster\nClusters"},
+		{"", "Clusters", "Clusters"},
+		{"T", "body", "T"},
+		{"T", "untitled", "T"},
+		{"", "body", ""},
+		{"T", "Body", "T\nBody"},
+		{"T", "T", "T\nT"},
+	} {
+		if got := SectionFieldText(c.title, c.section); got != c.want {
+			t.Errorf("SectionFieldText(%q, %q) = %q, want %q", c.title, c.section, got, c.want)
 		}
 	}
 }

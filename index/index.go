@@ -65,6 +65,15 @@ func (s Settings) TokenizerVersion() string {
 	return analysis.Version(s.Analyzer, s.Fields)
 }
 
+// FieldText is the field text of a chunk under the settings' field rules
+// (analysis.FieldText, or analysis.SectionFieldText under SectionOnly).
+func (s Settings) FieldText(title, path, section string) string {
+	if s.SectionOnly {
+		return analysis.SectionFieldText(title, section)
+	}
+	return analysis.FieldText(title, path, section)
+}
+
 // Validate checks every setting.
 func (s Settings) Validate() error {
 	if err := hashembed.ValidateDims(s.Dims); err != nil {
@@ -175,11 +184,7 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 			pc.Terms, pc.TF = stemmer.AppendStems(pc.Terms, pc.TF)
 		}
 		if s.Fields {
-			path := pc.Path
-			if s.SectionOnly {
-				path = ""
-			}
-			pc.Terms, pc.TF = analysis.AppendFieldTerms(pc.Terms, pc.TF, analysis.FieldText(doc.Title, path, p.Section), counter, stemmer)
+			pc.Terms, pc.TF = analysis.AppendFieldTerms(pc.Terms, pc.TF, s.FieldText(doc.Title, pc.Path, p.Section), counter, stemmer)
 		}
 		out[i] = pc
 	}

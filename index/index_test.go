@@ -38,7 +38,7 @@ var prepareTexts = []string{
 // nothing, though the chunk keeps its path.
 func TestPrepareSectionPath(t *testing.T) {
 	d := cordontype.Document{Tenant: "t", DocID: "d", Title: "Guide", Classification: cordontype.Public, Barriers: []string{},
-		Text: "# Install\n## Linux packages\n### Debian\napt words\n## Windows\nwinget words"}
+		Text: "# Install\n## Linux packages\n### Debian\napt words\n## Windows\nwinget words\n# guide\nmore words"}
 	for _, c := range []struct {
 		sectionOnly bool
 		want        [][]string // each chunk's field terms
@@ -46,10 +46,12 @@ func TestPrepareSectionPath(t *testing.T) {
 		{false, [][]string{
 			{"#guide", "#install", "#linux", "#packages", "#debian", "#~guid", "#~instal", "#~linux", "#~packag", "#~debian"},
 			{"#guide", "#install", "#windows", "#~guid", "#~instal", "#~window"},
+			{"#guide", "#~guid"}, // a heading equal to the title counts once
 		}},
 		{true, [][]string{
 			{"#guide", "#debian", "#~guid", "#~debian"},
 			{"#guide", "#windows", "#~guid", "#~window"},
+			{"#guide", "#~guid"}, // tf 2: the title and the heading
 		}},
 	} {
 		s := DefaultSettings()
@@ -58,8 +60,15 @@ func TestPrepareSectionPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 2 {
-			t.Fatalf("%d chunks, want 2", len(got))
+		if len(got) != 3 {
+			t.Fatalf("%d chunks, want 3", len(got))
+		}
+		want := int32(1)
+		if c.sectionOnly {
+			want = 2
+		}
+		if tf := got[2].TF[len(got[2].TF)-1]; tf != want {
+			t.Errorf("SectionOnly %t: tf(#~guid) = %d, want %d", c.sectionOnly, tf, want)
 		}
 		for i, pc := range got {
 			var fields []string

@@ -285,11 +285,7 @@ func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]
 		if t.settings.Stems() {
 			stemmer = fields.stemmer
 		}
-		path := pc.Path
-		if t.settings.SectionOnly {
-			path = ""
-		}
-		*ids, pc.TF = vocab.AppendFieldIDs(*ids, pc.TF, analysis.FieldText(string(raw[11]), path, c.Section), fields.counter, stemmer)
+		*ids, pc.TF = vocab.AppendFieldIDs(*ids, pc.TF, t.settings.FieldText(string(raw[11]), pc.Path, c.Section), fields.counter, stemmer)
 	}
 	return nil
 }
