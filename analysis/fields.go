@@ -125,11 +125,22 @@ func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter,
 }
 
 // AppendFieldIDs is [AppendFieldTerms] over ids in v, as CountIDs gives
-// them: the field terms are numbered in v too.
+// them: the field terms are numbered in v too. A field term's string is
+// built only when v first meets it.
 func (v *Vocabulary) AppendFieldIDs(ids, tf []int32, text string, counter *Counter, stemmer *Stemmer) ([]int32, []int32) {
-	terms, tf := AppendFieldTerms(nil, tf, text, counter, stemmer)
-	for _, t := range terms {
-		ids = append(ids, v.id([]byte(t)))
+	ft, fc := counter.Count(text)
+	if len(ft) == 0 {
+		return ids, tf
 	}
+	if stemmer != nil {
+		ft, fc = stemmer.AppendStems(ft, fc)
+	}
+	buf := v.fieldBuf
+	for i, t := range ft {
+		buf = append(append(buf[:0], FieldPrefix...), t...)
+		ids = append(ids, v.id(buf))
+		tf = append(tf, fc[i])
+	}
+	v.fieldBuf = buf
 	return ids, tf
 }

@@ -40,6 +40,8 @@ type Vocabulary struct {
 	tf    []int32
 	order []int32
 	buf   []byte
+	// fieldBuf holds a field term while AppendFieldIDs numbers it.
+	fieldBuf []byte
 	// stems holds, by token id, the id of its stem term + 1, -1 when it
 	// has none, 0 when not yet computed (AppendStemIDs).
 	stems []int32
