@@ -13,6 +13,7 @@ import (
 	"github.com/cordon-rag/cordon/chunk"
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/hashembed"
+	"github.com/cordon-rag/cordon/htmltext"
 )
 
 func settings(maxWords, overlap int) Settings {
@@ -345,5 +346,40 @@ func BenchmarkPrepareAnalyzers(b *testing.B) {
 			}
 			b.ReportMetric(float64(terms)/float64(chunks), "terms/chunk")
 		})
+	}
+}
+
+// TestPrepareHTMLSectionPath: an HTML page's h1-h6 become headings of
+// their level, so its chunks get section paths; its <title> equal to its
+// h1 counts once in the field text.
+func TestPrepareHTMLSectionPath(t *testing.T) {
+	page := `<html><head><title>CLUSTER</title></head><body><nav>Home</nav>
+<h1>CLUSTER</h1><p>Cluster a table according to an index.</p>
+<h2>Parameters</h2><h3>table_name</h3><p>The name of the table.</p>
+<h2>Notes</h2><p>Clustering is a one-time operation.</p></body></html>`
+	r, err := htmltext.Convert(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cordontype.Document{Tenant: "t", DocID: "sql-cluster", Title: r.Title, Text: r.Text, Classification: cordontype.Public, Barriers: []string{}}
+	got, err := Prepare(&d, DefaultSettings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ section, path, field string }{
+		{"CLUSTER", "", "CLUSTER"},
+		{"table_name", analysis.JoinPath([]string{"CLUSTER", "Parameters"}), "CLUSTER\nParameters\ntable_name"},
+		{"Notes", "CLUSTER", "CLUSTER\nNotes"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d chunks of %q, want %d", len(got), r.Text, len(want))
+	}
+	for i, w := range want {
+		if got[i].Chunk.Section != w.section || got[i].Path != w.path {
+			t.Errorf("chunk %d: section %q path %q, want %q %q", i, got[i].Chunk.Section, got[i].Path, w.section, w.path)
+		}
+		if f := analysis.FieldText(d.Title, got[i].Path, got[i].Chunk.Section); f != w.field {
+			t.Errorf("chunk %d: field text %q, want %q", i, f, w.field)
+		}
 	}
 }
