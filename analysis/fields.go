@@ -22,9 +22,9 @@ const FieldPrefix = "#"
 const FieldsVersion = "fields-title-path-2"
 
 // FieldsSectionVersion names the rules before section paths: the field
-// text held the title and the section's own heading only, which is
-// [FieldText] with no path. A tenant indexed under them keeps them until
-// it is re-indexed.
+// text held the title and the section's own heading only
+// ([SectionFieldText]). A tenant indexed under them keeps them until it
+// is re-indexed.
 const FieldsSectionVersion = "fields-title-section-1"
 
 // Section names a chunk has without a heading of its own: text before the
@@ -57,31 +57,31 @@ func JoinPath(path []string) string { return strings.Join(path, PathSep) }
 // or that equals the title under [strings.EqualFold] (a Markdown
 // document's first heading is often its title, which then counts once).
 func FieldText(title, path, section string) string {
-	if path == "" && (!headingName(section) || (title != "" && strings.EqualFold(section, title))) {
+	if path == "" && !fieldName(section, title) {
 		return title // the common case, without building
 	}
 	var b strings.Builder
 	b.Grow(len(title) + len(path) + len(section) + 2)
 	b.WriteString(title)
 	add := func(name string) {
-		if !headingName(name) || (title != "" && strings.EqualFold(name, title)) {
-			return
+		if fieldName(name, title) {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(name)
 		}
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(name)
 	}
-	for rest := path; rest != ""; {
-		name, tail, more := strings.Cut(rest, PathSep)
-		add(name)
-		if !more {
-			break
-		}
-		rest = tail
+	for name := range strings.SplitSeq(path, PathSep) {
+		add(name) // "" of an empty path adds nothing
 	}
 	add(section)
 	return b.String()
+}
+
+// fieldName reports whether FieldText adds a heading's name to a title's:
+// a heading's text ([headingName]) that is not the title.
+func fieldName(name, title string) bool {
+	return headingName(name) && (title == "" || !strings.EqualFold(name, title))
 }
 
 // SectionFieldText is the field text under [FieldsSectionVersion]: the
@@ -110,13 +110,7 @@ func headingName(name string) bool {
 // orders and counts them. The entries given are unchanged; a text without
 // a token adds nothing.
 func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter, stemmer *Stemmer) ([]string, []int32) {
-	ft, fc := counter.Count(text)
-	if len(ft) == 0 {
-		return terms, tf
-	}
-	if stemmer != nil {
-		ft, fc = stemmer.AppendStems(ft, fc)
-	}
+	ft, fc := fieldTokens(text, counter, stemmer)
 	for i, t := range ft {
 		terms = append(terms, FieldPrefix+t)
 		tf = append(tf, fc[i])
@@ -124,17 +118,22 @@ func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter,
 	return terms, tf
 }
 
+// fieldTokens are the terms whose field terms text gives, unprefixed,
+// with their counts: its distinct tokens, then, with a stemmer, their
+// stem terms.
+func fieldTokens(text string, counter *Counter, stemmer *Stemmer) ([]string, []int32) {
+	ft, fc := counter.Count(text)
+	if len(ft) > 0 && stemmer != nil {
+		ft, fc = stemmer.AppendStems(ft, fc)
+	}
+	return ft, fc
+}
+
 // AppendFieldIDs is [AppendFieldTerms] over ids in v, as CountIDs gives
 // them: the field terms are numbered in v too. A field term's string is
 // built only when v first meets it.
 func (v *Vocabulary) AppendFieldIDs(ids, tf []int32, text string, counter *Counter, stemmer *Stemmer) ([]int32, []int32) {
-	ft, fc := counter.Count(text)
-	if len(ft) == 0 {
-		return ids, tf
-	}
-	if stemmer != nil {
-		ft, fc = stemmer.AppendStems(ft, fc)
-	}
+	ft, fc := fieldTokens(text, counter, stemmer)
 	buf := v.fieldBuf
 	for i, t := range ft {
 		buf = append(append(buf[:0], FieldPrefix...), t...)

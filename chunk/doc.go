@@ -7,6 +7,9 @@
 // heading line itself is not chunk text. Text before the first heading is the
 // section "body". Splitting by structure first is the design: a size-first
 // split has already destroyed the boundaries a section-aware citation needs.
+// A section also records its path, the names of the headings enclosing it
+// (a heading of level L closes every open heading of level L or deeper;
+// see Piece.Path).
 //
 // # Windows
 //

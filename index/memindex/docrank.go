@@ -141,13 +141,14 @@ func (x *Index) docScores(req *retrieval.RankRequest, idf []float64, avgdl float
 	params := x.settings.BM25
 	score, seen, docLen := sc.score, sc.seen, x.docLen
 	met := pt.met[:0]
+	n := min(len(req.Terms), len(pt.df))
 	if c := req.Combined; c != nil {
+		// The groups sum every term's runs: the term loop below has
+		// nothing left to add.
 		met = x.docScoresCombined(c, idf, avgdl, sc, pt, met)
+		n = 0
 	}
-	for i := range req.Terms {
-		if i >= len(pt.df) || req.Combined != nil {
-			break
-		}
+	for i := range n {
 		lidf, wt := idf[i], req.Weight(i)
 		from := int32(0)
 		if i > 0 {
