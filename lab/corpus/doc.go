@@ -33,6 +33,16 @@
 // import-path order, so two runs on the same installation write
 // byte-identical files. A package's document id is "go/<import path>".
 //
+// # PostgreSQL documentation (HTML)
+//
+// [PGDocs] converts the HTML pages of the PostgreSQL documentation (Debian's
+// postgresql-doc-15 installs them under /usr/share/doc/postgresql-doc-15/html)
+// with Cordon's own HTML conversion (package htmltext, what `cordon ingest`
+// of the page stores) into a BEIR-format dataset, one document per page
+// titled by its <title>, and builds two query kinds from its reference
+// pages ([PGDocKinds]): a newcomer's "what does the NAME command do" and
+// the page's one-line purpose.
+//
 // # Loading
 //
 // [Load] reads every "*.md" file under a directory as a document whose id is

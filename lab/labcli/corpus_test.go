@@ -27,6 +27,9 @@ func TestCorpusHelpAndUsage(t *testing.T) {
 		{"manpages without out", []string{"corpus", "manpages"}, "--out DIR is required"},
 		{"godocs without out", []string{"corpus", "godocs"}, "--out DIR is required"},
 		{"godocs stray argument", []string{"corpus", "godocs", "--out", "x", "y"}, "unexpected arguments"},
+		{"pgdocs without html", []string{"corpus", "pgdocs", "--out", "x"}, "--html DIR and --out DIR are required"},
+		{"pgdocs without out", []string{"corpus", "pgdocs", "--html", "x"}, "--html DIR and --out DIR are required"},
+		{"pgdocs stray argument", []string{"corpus", "pgdocs", "--html", "x", "--out", "y", "z"}, "unexpected arguments"},
 		{"unknown kind", []string{"corpus", "queries", "--corpus", "x", "--kinds", "title"}, "want name, body, option or heldout; for Go documentation summary, signature or docheldout"},
 		{"queries without corpus", []string{"corpus", "queries"}, "--corpus DIR is required"},
 		{"stray argument", []string{"corpus", "manpages", "--out", "x", "y"}, "unexpected arguments"},
@@ -174,5 +177,108 @@ func TestCorpusGoDocsThenEval(t *testing.T) {
 	code, stdout, stderr := runEvalCLI(t, "eval", "--corpus", out, "--queries", queries, "--kind", "docheldout", "--bootstrap", "0")
 	if code != ExitOK || !strings.Contains(stdout, "4 queries (0 with several relevant documents; kind docheldout)") || !strings.Contains(stdout, "hybrid RRF + rerank") {
 		t.Fatalf("eval: exit %d: %s%s", code, stdout, stderr)
+	}
+}
+
+// refPage is a DocBook reference page as the PostgreSQL documentation
+// ships it: a navigation table, the refnamediv, a script.
+func refPage(name, purpose, body string) string {
+	return `<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">` +
+		`<html xmlns="http://www.w3.org/1999/xhtml"><head><title>` + name + `</title><script>var tracked = 1;</script></head>` +
+		`<body><div class="navheader"><table><tr><td><a href="prev.html">Prev</a></td></tr></table></div>` +
+		`<div class="refentry"><div class="refnamediv"><h2><span class="refentrytitle">` + name + `</span></h2>` +
+		`<p>` + name + ` — ` + purpose + `</p></div><div class="refsect1"><h2>Description</h2><p>` + body + `</p></div></div></body></html>`
+}
+
+// TestCorpusPGDocsThenEval converts a hand-written PostgreSQL
+// documentation tree into a BEIR dataset and evaluates it: the genre's
+// whole path through the commands.
+func TestCorpusPGDocsThenEval(t *testing.T) {
+	htmlDir := t.TempDir()
+	pages := map[string]string{
+		"sql-cluster.html": refPage("CLUSTER", "cluster a table according to an index",
+			"CLUSTER instructs <span class=\"productname\">PostgreSQL</span> to reorder the table physically by the index."),
+		"sql-alterpublication.html": refPage("ALTER PUBLICATION", "change the definition of a publication",
+			"The command ALTER PUBLICATION can change the attributes of a publication."),
+		"creating-cluster.html": `<html><head><title>19.2. Creating a Database Cluster</title></head><body>` +
+			`<h2>19.2. Creating a Database Cluster</h2><p>Before you can do anything, you must initialize a database storage area on disk.</p>` +
+			`<pre class="programlisting">initdb -D /usr/local/pgsql/data</pre></body></html>`,
+		"stylesheet.css": "body { color: black }",
+	}
+	for name, text := range pages {
+		if err := os.WriteFile(filepath.Join(htmlDir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	code, _, stderr := runEvalCLI(t, "corpus", "pgdocs", "--html", htmlDir, "--out", out)
+	if code != ExitOK || !strings.Contains(stderr, "wrote 3 documents") {
+		t.Fatalf("pgdocs: exit %d: %s", code, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type beirDoc struct{ ID, Title, Text string }
+	var docs []beirDoc
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var d struct {
+			ID    string `json:"_id"`
+			Title string `json:"title"`
+			Text  string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, beirDoc{d.ID, d.Title, d.Text})
+	}
+	if len(docs) != 3 || docs[0].ID != "pg/creating-cluster" || docs[1].ID != "pg/sql-alterpublication" || docs[2].ID != "pg/sql-cluster" {
+		t.Fatalf("documents: got %+v", docs)
+	}
+	cluster := docs[2]
+	if cluster.Title != "CLUSTER" || !strings.Contains(cluster.Text, "## Description\n\nCLUSTER instructs PostgreSQL to reorder") ||
+		strings.Contains(cluster.Text, "<") || strings.Contains(cluster.Text, "tracked") {
+		t.Errorf("sql-cluster: got title %q, text %q", cluster.Title, cluster.Text)
+	}
+	if !strings.Contains(docs[0].Text, "```\ninitdb -D /usr/local/pgsql/data\n```") {
+		t.Errorf("creating-cluster: the code block is not kept: %q", docs[0].Text)
+	}
+	split := corpus.SplitOf("pg/sql-cluster")
+	queries, err := os.ReadFile(filepath.Join(out, "queries-command-"+split+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(queries), `{"_id":"command:pg/sql-cluster","text":"what does the CLUSTER command do"}`) {
+		t.Errorf("command queries: got %s", queries)
+	}
+	purpose, err := os.ReadFile(filepath.Join(out, "queries-purpose-"+split+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(purpose), `{"_id":"purpose:pg/sql-cluster","text":"cluster a table according to an index"}`) {
+		t.Errorf("purpose queries: got %s", purpose)
+	}
+	qrels, err := os.ReadFile(filepath.Join(out, "qrels-command-"+split+".tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(qrels), "query-id\tcorpus-id\tscore\ncommand:") || !strings.Contains(string(qrels), "command:pg/sql-cluster\tpg/sql-cluster\t1\n") {
+		t.Errorf("command judgments: got %q", qrels)
+	}
+	if strings.Contains(string(qrels)+string(queries), "creating-cluster") {
+		t.Errorf("a page without a refnamediv gave a query: %s %s", queries, qrels)
+	}
+	code, stdout, stderr := runEvalCLI(t, "eval", "--beir", out, "--split", "command-"+split, "--title", "field", "--bootstrap", "0", "--markdown")
+	if code != ExitOK || !strings.Contains(stdout, "titles: field") || !strings.Contains(stdout, "hybrid RRF + rerank") {
+		t.Fatalf("eval: exit %d: %s%s", code, stdout, stderr)
+	}
+	code, _, stderr = runEvalCLI(t, "corpus", "pgdocs", "--html", htmlDir, "--out", out)
+	if code != ExitError || !strings.Contains(stderr, "--replace") {
+		t.Errorf("a second run without --replace: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = runEvalCLI(t, "corpus", "pgdocs", "--html", filepath.Join(htmlDir, "missing"), "--out", t.TempDir())
+	if code != ExitError || !strings.Contains(stderr, "postgresql-doc-15") {
+		t.Errorf("a missing --html: exit %d, %s", code, stderr)
 	}
 }
