@@ -67,38 +67,52 @@ type Ranked struct {
 // or skip. With ranks 1, 2, 3, ... in list order it is [WeightedRRF] bit
 // for bit.
 func WeightedRRFRanked(rankings [][]Ranked, weights []float64, k int64) []Fused {
+	// Every contribution, tagged with its chunk's place in order (first
+	// seen first), sorted by (chunk, rank, contribution) and summed chunk
+	// by chunk: each chunk's sum in ascending (rank, contribution), as the
+	// contract says, from one allocation instead of a slice per chunk.
 	type part struct {
+		at   int // the chunk's index in order
 		rank int
 		c    float64
 	}
-	parts := make(map[string][]part)
-	var order []string
+	total := 0
+	for _, r := range rankings {
+		total += len(r)
+	}
+	at := make(map[string]int, total)
+	order := make([]string, 0, total)
+	parts := make([]part, 0, total)
 	for i, r := range rankings {
 		w := 1.0
 		if weights != nil {
 			w = weights[i]
 		}
 		for _, e := range r {
-			if _, ok := parts[e.ID]; !ok {
+			j, ok := at[e.ID]
+			if !ok {
+				j = len(order)
+				at[e.ID] = j
 				order = append(order, e.ID)
 			}
-			parts[e.ID] = append(parts[e.ID], part{rank: e.Rank, c: WeightedContribution(w, k, e.Rank)})
+			parts = append(parts, part{at: j, rank: e.Rank, c: WeightedContribution(w, k, e.Rank)})
 		}
 	}
-	out := make([]Fused, 0, len(order))
-	for _, id := range order {
-		ps := parts[id]
-		slices.SortFunc(ps, func(a, b part) int {
-			if a.rank != b.rank {
-				return a.rank - b.rank
-			}
-			return cmp.Compare(a.c, b.c)
-		})
-		var s float64
-		for _, p := range ps {
-			s += p.c
+	slices.SortFunc(parts, func(a, b part) int {
+		if a.at != b.at {
+			return a.at - b.at
 		}
-		out = append(out, Fused{ChunkID: id, Score: s})
+		if a.rank != b.rank {
+			return a.rank - b.rank
+		}
+		return cmp.Compare(a.c, b.c)
+	})
+	out := make([]Fused, len(order))
+	for j, id := range order {
+		out[j].ChunkID = id
+	}
+	for _, p := range parts {
+		out[p.at].Score += p.c
 	}
 	slices.SortFunc(out, func(a, b Fused) int {
 		if a.Score != b.Score {

@@ -3,7 +3,9 @@ package fusion
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"sort"
 	"testing"
 )
 
@@ -243,6 +245,86 @@ func TestWeightedRRFRankedShared(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("position %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+// refWeightedRRFRanked is the contract of WeightedRRFRanked written
+// plainly: each chunk's contributions collected apart, sorted by (rank,
+// contribution), summed from 0, the chunks then sorted by score
+// descending and id ascending.
+func refWeightedRRFRanked(rankings [][]Ranked, weights []float64, k int64) []Fused {
+	type part struct {
+		rank int
+		c    float64
+	}
+	parts := map[string][]part{}
+	for i, r := range rankings {
+		w := 1.0
+		if weights != nil {
+			w = weights[i]
+		}
+		for _, e := range r {
+			parts[e.ID] = append(parts[e.ID], part{e.Rank, w / float64(uint64(k)+uint64(e.Rank))})
+		}
+	}
+	var out []Fused
+	for id, ps := range parts {
+		sort.Slice(ps, func(a, b int) bool {
+			if ps[a].rank != ps[b].rank {
+				return ps[a].rank < ps[b].rank
+			}
+			return ps[a].c < ps[b].c
+		})
+		var s float64
+		for _, p := range ps {
+			s += p.c
+		}
+		out = append(out, Fused{ChunkID: id, Score: s})
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Score != out[b].Score {
+			return out[a].Score > out[b].Score
+		}
+		return out[a].ChunkID < out[b].ChunkID
+	})
+	return out
+}
+
+// TestWeightedRRFRankedReference compares WeightedRRFRanked with the
+// plain reference on random rankings (shared chunks, repeated and skipped
+// ranks, weights with several significant bits, 0 included) bit for bit.
+func TestWeightedRRFRankedReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 43))
+	for trial := range 2000 {
+		lists := rng.IntN(4)
+		rankings := make([][]Ranked, lists)
+		var weights []float64
+		if rng.IntN(4) > 0 {
+			weights = make([]float64, lists)
+		}
+		for i := range rankings {
+			ids := rng.Perm(40)[:rng.IntN(30)]
+			rank := 0
+			for _, id := range ids {
+				if rank == 0 || rng.IntN(3) > 0 {
+					rank += 1 + rng.IntN(2)
+				}
+				rankings[i] = append(rankings[i], Ranked{ID: fmt.Sprintf("d%d::%d", id%13, id), Rank: rank})
+			}
+			if weights != nil {
+				weights[i] = []float64{0, 0.3, 1, 2, 1.0 / 3}[rng.IntN(5)]
+			}
+		}
+		k := int64(1 + rng.IntN(100))
+		got, want := WeightedRRFRanked(rankings, weights, k), refWeightedRRFRanked(rankings, weights, k)
+		if len(got) != len(want) {
+			t.Fatalf("trial %d: got %d chunks, want %d", trial, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].ChunkID != want[i].ChunkID || math.Float64bits(got[i].Score) != math.Float64bits(want[i].Score) {
+				t.Fatalf("trial %d, position %d: got %v, want %v", trial, i, got[i], want[i])
+			}
 		}
 	}
 }

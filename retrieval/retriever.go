@@ -302,29 +302,39 @@ func bm25Max(rk Rankings) float64 {
 // and ranks, in fused order, weighing the lexical ranking w.BM25 and the
 // dense one w.Cosine. Empty rankings are dropped before fusion.
 func Fuse(rk Rankings, k int64, w Weights) []Scored {
-	byID := make(map[string]*Scored)
-	var lists [][]string
+	// The chunks and their per-side scores and ranks come from slices
+	// sized for both rankings, so they never grow and their elements'
+	// addresses hold.
+	n := len(rk.Lexical) + len(rk.Dense)
+	byID := make(map[string]*Scored, n)
+	pool := make([]Scored, 0, n)
+	scores := make([]float64, 0, n)
+	ranks := make([]int, 0, n)
+	var ranked [][]fusion.Ranked
 	var weights []float64
 	side := func(hits []Hit, lexical bool) {
 		if len(hits) == 0 {
 			return
 		}
-		ids := make([]string, len(hits))
+		list := make([]fusion.Ranked, len(hits))
 		for i, h := range hits {
-			ids[i] = h.Chunk.ChunkID
+			list[i] = fusion.Ranked{ID: h.Chunk.ChunkID, Rank: i + 1}
 			s, ok := byID[h.Chunk.ChunkID]
 			if !ok {
-				s = &Scored{Chunk: h.Chunk}
+				pool = append(pool, Scored{Chunk: h.Chunk})
+				s = &pool[len(pool)-1]
 				byID[h.Chunk.ChunkID] = s
 			}
-			score, rank := h.Score, i+1
+			scores = append(scores, h.Score)
+			ranks = append(ranks, i+1)
+			score, rank := &scores[len(scores)-1], &ranks[len(ranks)-1]
 			if lexical {
-				s.BM25, s.BM25Rank = &score, &rank
+				s.BM25, s.BM25Rank = score, rank
 			} else {
-				s.Cosine, s.CosineRank = &score, &rank
+				s.Cosine, s.CosineRank = score, rank
 			}
 		}
-		lists = append(lists, ids)
+		ranked = append(ranked, list)
 		if lexical {
 			weights = append(weights, w.BM25)
 		} else {
@@ -333,13 +343,6 @@ func Fuse(rk Rankings, k int64, w Weights) []Scored {
 	}
 	side(rk.Lexical, true)
 	side(rk.Dense, false)
-	ranked := make([][]fusion.Ranked, len(lists))
-	for i, ids := range lists {
-		ranked[i] = make([]fusion.Ranked, len(ids))
-		for j, id := range ids {
-			ranked[i][j] = fusion.Ranked{ID: id, Rank: j + 1}
-		}
-	}
 	if docs := docSide(rk, byID, ranked, weights, k); len(docs) > 0 {
 		ranked = append(ranked, docs)
 		weights = append(weights, w.Doc)

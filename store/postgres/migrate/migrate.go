@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -322,15 +323,18 @@ func migrationError(url string, err error) error {
 	return err
 }
 
-// Latest is the newest migration version embedded in this binary.
-func Latest() int64 {
+// Latest is the newest migration version embedded in this binary. Every
+// query's tenant lookup compares against it, so it is worked out once.
+func Latest() int64 { return latest() }
+
+var latest = sync.OnceValue(func() int64 {
 	names, _ := fs.Glob(migrations.FS, "*.sql")
-	var latest int64
+	var newest int64
 	for _, n := range names {
 		v, err := strconv.ParseInt(strings.SplitN(n, "_", 2)[0], 10, 64)
-		if err == nil && v > latest {
-			latest = v
+		if err == nil && v > newest {
+			newest = v
 		}
 	}
-	return latest
-}
+	return newest
+})
