@@ -157,30 +157,17 @@ func stemmable(tok string) bool {
 	return true
 }
 
-// Stemmer gives stem terms, remembering each token's: a document's
-// chunks repeat their words. A Stemmer is for one goroutine.
-type Stemmer struct {
-	memo map[string]string // token -> stem term, "" for none
-}
+// Stemmer gives stem terms, through the process's cache of them ([Stem]);
+// a function taking a *Stemmer adds no stem term when it is nil. It keeps
+// no memory of its own: a memo per Stemmer, beside the process's cache,
+// cost more to fill than it saved (BenchmarkColdLoad, BenchmarkPrepareAnalyzers).
+type Stemmer struct{}
 
-// NewStemmer returns an empty Stemmer.
-func NewStemmer() *Stemmer { return &Stemmer{memo: map[string]string{}} }
+// NewStemmer returns a Stemmer.
+func NewStemmer() *Stemmer { return &Stemmer{} }
 
-// Stem is [Stem], remembered.
-func (s *Stemmer) Stem(tok string) (string, bool) {
-	if t, ok := s.memo[tok]; ok {
-		return t, t != ""
-	}
-	t, ok := Stem(tok)
-	if len(s.memo) >= stemMemoMax {
-		clear(s.memo)
-	}
-	s.memo[tok] = t
-	return t, ok
-}
-
-// stemMemoMax bounds a Stemmer's memory.
-const stemMemoMax = 1 << 16
+// Stem is [Stem].
+func (s *Stemmer) Stem(tok string) (string, bool) { return Stem(tok) }
 
 // AppendStems returns terms and tf, a text's distinct tokens in order of
 // first occurrence with their counts, followed by their stem terms: one for
