@@ -285,10 +285,15 @@ func NewStemMatcher(tokens []string) *StemMatcher {
 // stem term of the i-th token NewStemMatcher was given.
 func (m *StemMatcher) Scan(s string) {
 	clear(m.found)
-	left := len(m.found)
-	if left == 0 {
+	if len(m.found) == 0 {
 		return
 	}
+	m.scan(s, len(m.found))
+}
+
+// scan marks the slots of the stem terms s holds, until left more are
+// found.
+func (m *StemMatcher) scan(s string, left int) {
 	scanTokens(s, m.buf, func(tok []byte) bool {
 		if !m.first[tok[0]] {
 			return true
@@ -303,6 +308,26 @@ func (m *StemMatcher) Scan(s string) {
 		}
 		return left > 0
 	})
+}
+
+// ScanHeld is Scan of a text known to hold the i-th token NewStemMatcher
+// was given, as written, wherever held(i) (a [Matcher]'s Has over the same
+// tokens and text): such a token's stem term is found without a look, and
+// s is scanned only while some other stem term is still missing. Has
+// answers as after Scan(s).
+func (m *StemMatcher) ScanHeld(s string, held func(i int) bool) {
+	clear(m.found)
+	left := len(m.found)
+	for i, j := range m.of {
+		if j >= 0 && !m.found[j] && held(i) {
+			m.found[j] = true
+			left--
+		}
+	}
+	if left == 0 {
+		return
+	}
+	m.scan(s, left)
 }
 
 // Has reports whether the text of the last Scan holds a token with the

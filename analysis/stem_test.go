@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -137,5 +138,41 @@ func TestStemCacheConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Fatal(e)
+	}
+}
+
+// TestStemMatcherScanHeld: on random texts and queries of inflected words,
+// ScanHeld with a Matcher's Has over the same text answers Has exactly as
+// Scan does, for every query token.
+func TestStemMatcherScanHeld(t *testing.T) {
+	words := strings.Fields(`contribute contributes contribution contributions contributed provide provided providers
+		dying die dies lying lie skies sky happy happiness run running runs ran 771 x9 generous generously cell cells`)
+	rng := rand.New(rand.NewPCG(11, 29))
+	pick := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = words[rng.IntN(len(words))]
+		}
+		return out
+	}
+	for trial := range 3000 {
+		query := pick(1 + rng.IntN(6))
+		text := strings.Join(pick(rng.IntN(40)), " ")
+		exact, stems, held := NewMatcher(query), NewStemMatcher(query), NewStemMatcher(query)
+		exact.Scan(text)
+		stems.Scan(text)
+		held.ScanHeld(text, exact.Has)
+		for i := range query {
+			if stems.Has(i) != held.Has(i) {
+				t.Fatalf("trial %d: query %q, text %q: token %d: Scan %t, ScanHeld %t", trial, query, text, i, stems.Has(i), held.Has(i))
+			}
+		}
+		// A reused matcher forgets the last text.
+		held.ScanHeld("", func(int) bool { return false })
+		for i := range query {
+			if held.Has(i) {
+				t.Fatalf("trial %d: token %d still found after an empty text", trial, i)
+			}
+		}
 	}
 }

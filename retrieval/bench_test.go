@@ -47,6 +47,25 @@ func BenchmarkRerank(b *testing.B) {
 	}
 }
 
+// BenchmarkRerankStems is the service profile's rerank (idf_overlap
+// with stem_weight 0.5) of the top rerank_depth fused chunks, whose text
+// holds every query word as written ("held") or one only in another form
+// ("other-form"): a word found as written needs no stem look.
+func BenchmarkRerankStems(b *testing.B) {
+	for _, c := range []struct{ name, word string }{{"held", "approvals"}, {"other-form", "approving"}} {
+		b.Run(c.name, func(b *testing.B) {
+			fused := retrieval.Fuse(benchRankings(), 60, retrieval.DefaultWeights())
+			terms := []string{"payment", "hold", c.word}
+			in := retrieval.RerankInput{Terms: terms, IDF: []float64{1, 2, 3}, Depth: retrieval.DefaultRerankDepth, MinScore: retrieval.DefaultMinScore,
+				Kind: retrieval.RerankIDFOverlap, StemWeight: retrieval.ServicePolicy().StemWeight}
+			b.ReportAllocs()
+			for b.Loop() {
+				retrieval.Rerank(fused, in)
+			}
+		})
+	}
+}
+
 // BenchmarkRerankDoc is BenchmarkRerank with document evidence
 // (rerank_doc) off and at the service profile's weight, over a document
 // ranking of top_n documents: what the field adds to the rerank alone.

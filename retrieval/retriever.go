@@ -447,7 +447,7 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 		case RerankIDFOverlap:
 			m.Scan(s.Chunk.Text)
 			if sm != nil {
-				sm.Scan(s.Chunk.Text)
+				sm.ScanHeld(s.Chunk.Text, m.Has)
 				ov = idfOverlapCredit(in.Terms, in.IDF, credit)
 			} else {
 				ov = idfOverlap(in.Terms, in.IDF, m.Has)
@@ -456,7 +456,7 @@ func Rerank(fused []Scored, in RerankInput) []Scored {
 		default:
 			m.Scan(s.Chunk.Text)
 			if sm != nil {
-				sm.Scan(s.Chunk.Text)
+				sm.ScanHeld(s.Chunk.Text, m.Has)
 				ov = overlapCredit(in.Terms, credit)
 			} else {
 				ov = overlap(in.Terms, m.Has)
