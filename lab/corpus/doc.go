@@ -40,7 +40,7 @@
 // with Cordon's own HTML conversion (package htmltext, what `cordon ingest`
 // of the page stores) into a BEIR-format dataset, one document per page
 // titled by its <title>, and builds two query kinds from its reference
-// pages ([PGDocKinds]): a newcomer's "what does the NAME command do" and
+// pages ([PGKindCommand], [PGKindPurpose]): a newcomer's "what does the NAME command do" and
 // the page's one-line purpose.
 //
 // # Loading

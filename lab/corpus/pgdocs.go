@@ -18,20 +18,23 @@ import (
 	"github.com/cordon-rag/cordon/htmltext"
 )
 
-// PGDocKinds are the query kinds of a PostgreSQL documentation set
-// ([PGDocs]), one per reference page (an SQL command or a client or server
-// application):
+// The query kinds of a PostgreSQL documentation set ([PGDocs]), one query
+// of each per reference page (an SQL command, an application, an SPI or
+// dblink function):
 //
-//   - "command": "what does the NAME command do", NAME the page's
+//   - PGKindCommand: "what does the NAME command do", NAME the page's
 //     refentrytitle ("CLUSTER", "ALTER TABLE", "pg_dump"): a newcomer's
 //     question, whose words also name other pages ("cluster" is a database
 //     cluster too);
-//   - "purpose": the page's one-line purpose ("cluster a table according
-//     to an index"), as its first paragraph says it after NAME: words of
-//     the page, which pages of related commands share ("define a new
-//     table" is CREATE TABLE's, "define a new table from the results of a
-//     query" CREATE TABLE AS's).
-var PGDocKinds = []string{"command", "purpose"}
+//   - PGKindPurpose: the page's one-line purpose ("cluster a table
+//     according to an index"), as its first paragraph says it after NAME:
+//     words of the page, which pages of related commands share ("define a
+//     new table" is CREATE TABLE's, "define a new table from the results of
+//     a query" CREATE TABLE AS's).
+const (
+	PGKindCommand = "command"
+	PGKindPurpose = "purpose"
+)
 
 // PGDocsResult says what [PGDocs] wrote.
 type PGDocsResult struct {
@@ -45,7 +48,7 @@ type PGDocsResult struct {
 // dataset in out: corpus.jsonl, one document per page, whose _id is
 // "pg/" and the file name without ".html", title its HTML <title> and
 // text the text Cordon stores for it (htmltext.Convert: what `cordon
-// ingest` of the page indexes); and for each kind of [PGDocKinds] and split
+// ingest` of the page indexes); and for each kind ([PGKindCommand], [PGKindPurpose]) and split
 // (dev or test by [SplitOf] the page's id) queries-KIND-SPLIT.jsonl and
 // qrels-KIND-SPLIT.tsv, one query per reference page, judged relevant to
 // that page alone. Pages are read in name order, so the same tree always
@@ -92,9 +95,9 @@ func PGDocs(ctx context.Context, htmlDir, out string, replace bool) (PGDocsResul
 			continue
 		}
 		split := SplitOf(id)
-		queries["command-"+split] = append(queries["command-"+split], pgQuery{id, "command", "what does the " + title + " command do"})
+		queries[PGKindCommand+"-"+split] = append(queries[PGKindCommand+"-"+split], pgQuery{id, PGKindCommand, "what does the " + title + " command do"})
 		if analysis.HasToken(purpose) {
-			queries["purpose-"+split] = append(queries["purpose-"+split], pgQuery{id, "purpose", purpose})
+			queries[PGKindPurpose+"-"+split] = append(queries[PGKindPurpose+"-"+split], pgQuery{id, PGKindPurpose, purpose})
 		}
 	}
 	if res.Pages == 0 {
