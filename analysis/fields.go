@@ -1,6 +1,9 @@
 package analysis
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // Field terms: a chunk's title and headings, searchable apart from its
 // text. Each token of a chunk's field text (its document's title, then
@@ -18,14 +21,48 @@ const FieldPrefix = "#"
 
 // FieldsVersion names the field terms' rules; a tenant that indexes field
 // terms records it in its tokenizer version ([Version]). Bump it when
-// [FieldText] or [AppendFieldTerms] change.
-const FieldsVersion = "fields-title-path-2"
+// [FieldText] or [AppendFieldTerms] change. Under it a field term's
+// frequency is length-normalised ([FieldTF]).
+const FieldsVersion = "fields-title-path-3"
+
+// FieldsPathVersion names the rules before field frequencies were
+// length-normalised: the field text of [FieldText], each field term's
+// frequency its count there. A tenant indexed under them keeps them until
+// it is re-indexed.
+const FieldsPathVersion = "fields-title-path-2"
 
 // FieldsSectionVersion names the rules before section paths: the field
 // text held the title and the section's own heading only
-// ([SectionFieldText]). A tenant indexed under them keeps them until it
-// is re-indexed.
+// ([SectionFieldText]), each field term's frequency its count. A tenant
+// indexed under them keeps them until it is re-indexed.
 const FieldsSectionVersion = "fields-title-section-1"
+
+// FieldScale and FieldRefLength make a field term's frequency under
+// [FieldsVersion] ([FieldTF]): FieldScale times its count in a field text
+// of FieldRefLength tokens. A query divides field frequencies by
+// FieldScale (a power of two, so the division is exact).
+const (
+	FieldScale     = 16
+	FieldRefLength = 4
+)
+
+// FieldTF is the frequency under [FieldsVersion] of a field term that
+// occurs count times in a field text of n tokens (n >= 1): count *
+// FieldScale * FieldRefLength / n, rounded half up, in integers, and at
+// least 1. A field occurrence then counts FieldRefLength / n, so a word of
+// a one-word title counts more than one of a long title (BM25F's per-field
+// length normalisation, against a fixed length rather than the field's
+// average, so that no chunk's frequency depends on other chunks).
+func FieldTF(count, n int32) int32 {
+	tf := (int64(count)*FieldScale*FieldRefLength + int64(n)/2) / int64(n)
+	if tf < 1 {
+		return 1
+	}
+	if tf > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(tf)
+}
 
 // Section names a chunk has without a heading of its own: text before the
 // first heading is the section "body", a heading with no text the section
@@ -107,10 +144,11 @@ func headingName(name string) bool {
 // text: FieldPrefix and each distinct token of text in order of first
 // occurrence, with its count, then, when stemmer is not nil, FieldPrefix
 // and each distinct stem term of those tokens, as [Stemmer.AppendStems]
-// orders and counts them. The entries given are unchanged; a text without
-// a token adds nothing.
-func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter, stemmer *Stemmer) ([]string, []int32) {
-	ft, fc := fieldTokens(text, counter, stemmer)
+// orders and counts them. With norm (the rules of [FieldsVersion]) each
+// count c becomes FieldTF(c, n), n the number of tokens of text. The
+// entries given are unchanged; a text without a token adds nothing.
+func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter, stemmer *Stemmer, norm bool) ([]string, []int32) {
+	ft, fc := fieldTokens(text, counter, stemmer, norm)
 	for i, t := range ft {
 		terms = append(terms, FieldPrefix+t)
 		tf = append(tf, fc[i])
@@ -119,12 +157,22 @@ func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter,
 }
 
 // fieldTokens are the terms whose field terms text gives, unprefixed,
-// with their counts: its distinct tokens, then, with a stemmer, their
-// stem terms.
-func fieldTokens(text string, counter *Counter, stemmer *Stemmer) ([]string, []int32) {
+// with their frequencies: its distinct tokens, then, with a stemmer, their
+// stem terms; with norm, each count c is FieldTF(c, n) for the text's n
+// tokens.
+func fieldTokens(text string, counter *Counter, stemmer *Stemmer, norm bool) ([]string, []int32) {
 	ft, fc := counter.Count(text)
+	var n int32
+	for _, c := range fc {
+		n += c
+	}
 	if len(ft) > 0 && stemmer != nil {
 		ft, fc = stemmer.AppendStems(ft, fc)
+	}
+	if norm {
+		for i, c := range fc {
+			fc[i] = FieldTF(c, n)
+		}
 	}
 	return ft, fc
 }
@@ -132,8 +180,8 @@ func fieldTokens(text string, counter *Counter, stemmer *Stemmer) ([]string, []i
 // AppendFieldIDs is [AppendFieldTerms] over ids in v, as CountIDs gives
 // them: the field terms are numbered in v too. A field term's string is
 // built only when v first meets it.
-func (v *Vocabulary) AppendFieldIDs(ids, tf []int32, text string, counter *Counter, stemmer *Stemmer) ([]int32, []int32) {
-	ft, fc := fieldTokens(text, counter, stemmer)
+func (v *Vocabulary) AppendFieldIDs(ids, tf []int32, text string, counter *Counter, stemmer *Stemmer, norm bool) ([]int32, []int32) {
+	ft, fc := fieldTokens(text, counter, stemmer, norm)
 	buf := v.fieldBuf
 	for i, t := range ft {
 		buf = append(append(buf[:0], FieldPrefix...), t...)

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -54,24 +55,30 @@ func TestSectionFieldText(t *testing.T) {
 
 // TestAppendFieldTerms is docs/spec.md's example: the field terms follow
 // the terms given, tokens first, then (with a stemmer) their stem terms,
-// each prefixed by FieldPrefix; the Vocabulary form gives the same terms.
+// each prefixed by FieldPrefix, counted, or (norm) with FieldTF's
+// frequencies in the text's 5 tokens; the Vocabulary form gives the same
+// terms.
 func TestAppendFieldTerms(t *testing.T) {
 	text := FieldText("Creating a Cluster", JoinPath([]string{"Administration"}), "Clusters")
 	for _, c := range []struct {
 		stemmer *Stemmer
+		norm    bool
 		terms   []string
 		tf      []int32
 	}{
-		{nil, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters"}, []int32{3, 1, 1, 1, 1, 1}},
-		{NewStemmer(), []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters", "#~creat", "#~a", "#~cluster", "#~administr"}, []int32{3, 1, 1, 1, 1, 1, 1, 1, 2, 1}},
+		{nil, false, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters"}, []int32{3, 1, 1, 1, 1, 1}},
+		{NewStemmer(), false, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters", "#~creat", "#~a", "#~cluster", "#~administr"}, []int32{3, 1, 1, 1, 1, 1, 1, 1, 2, 1}},
+		// 64 / 5 = 12.8 and 128 / 5 = 25.6, rounded.
+		{nil, true, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters"}, []int32{3, 13, 13, 13, 13, 13}},
+		{NewStemmer(), true, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters", "#~creat", "#~a", "#~cluster", "#~administr"}, []int32{3, 13, 13, 13, 13, 13, 13, 13, 26, 13}},
 	} {
-		terms, tf := AppendFieldTerms([]string{"x"}, []int32{3}, text, NewCounter(), c.stemmer)
+		terms, tf := AppendFieldTerms([]string{"x"}, []int32{3}, text, NewCounter(), c.stemmer, c.norm)
 		if !slices.Equal(terms, c.terms) || !slices.Equal(tf, c.tf) {
 			t.Errorf("stemmer %t: %q %v, want %q %v", c.stemmer != nil, terms, tf, c.terms, c.tf)
 		}
 		v := NewVocabulary()
 		ids, tf := v.CountIDs("x x x")
-		ids, tf = v.AppendFieldIDs(ids, tf, text, NewCounter(), c.stemmer)
+		ids, tf = v.AppendFieldIDs(ids, tf, text, NewCounter(), c.stemmer, c.norm)
 		if got := v.Names(ids); !slices.Equal(got, c.terms) || !slices.Equal(tf, c.tf) {
 			t.Errorf("stemmer %t, vocabulary: %q %v, want %q %v", c.stemmer != nil, got, tf, c.terms, c.tf)
 		}
@@ -81,8 +88,30 @@ func TestAppendFieldTerms(t *testing.T) {
 			}
 		}
 	}
-	if terms, tf := AppendFieldTerms(nil, nil, " ,. ", NewCounter(), NewStemmer()); terms != nil || tf != nil {
+	if terms, tf := AppendFieldTerms(nil, nil, " ,. ", NewCounter(), NewStemmer(), true); terms != nil || tf != nil {
 		t.Errorf("no token: %q %v, want nothing", terms, tf)
+	}
+}
+
+// TestFieldTF: count * 64 / n rounded half up, in integers, never below 1;
+// the same as the float form wherever that is exact.
+func TestFieldTF(t *testing.T) {
+	for _, c := range []struct{ count, n, want int32 }{
+		{1, 1, 64}, {2, 1, 128}, {1, 2, 32}, {1, 3, 21}, {2, 3, 43}, {1, 5, 13}, {1, 128, 1}, {1, 129, 1} /* 0.496, at least 1 */, {1, 1000, 1},
+		{3, 128, 2}, // 1.5 rounds up
+		{1 << 30, 1, 1<<31 - 1},
+	} {
+		if got := FieldTF(c.count, c.n); got != c.want {
+			t.Errorf("FieldTF(%d, %d) = %d, want %d", c.count, c.n, got, c.want)
+		}
+	}
+	for n := int32(1); n <= 300; n++ {
+		for count := int32(1); count <= n; count++ {
+			want := int32(math.Floor(float64(count)*FieldScale*FieldRefLength/float64(n) + 0.5))
+			if got := FieldTF(count, n); got != max(want, 1) {
+				t.Fatalf("FieldTF(%d, %d) = %d, want %d", count, n, got, max(want, 1))
+			}
+		}
 	}
 }
 
@@ -92,14 +121,14 @@ func TestAppendFieldTerms(t *testing.T) {
 // itself (what tenants created before analyzers record).
 func TestVersions(t *testing.T) {
 	seen := map[string]bool{}
-	check := func(v, a string, f, so bool) {
+	check := func(v, a string, f bool, rules string) {
 		t.Helper()
 		if seen[v] {
 			t.Fatalf("%s: twice", v)
 		}
 		seen[v] = true
-		if ga, gf, gso, ok := AnalyzerOf(v); !ok || ga != a || gf != f || gso != so {
-			t.Errorf("AnalyzerOf(%q) = %q %t %t %t, want %q %t %t", v, ga, gf, gso, ok, a, f, so)
+		if ga, gf, gr, ok := AnalyzerOf(v); !ok || ga != a || gf != f || gr != rules {
+			t.Errorf("AnalyzerOf(%q) = %q %t %q %t, want %q %t %q", v, ga, gf, gr, ok, a, f, rules)
 		}
 		if !slices.Contains(Versions(), v) {
 			t.Errorf("Versions() lacks %q", v)
@@ -107,9 +136,13 @@ func TestVersions(t *testing.T) {
 	}
 	for _, a := range []string{AnalyzerExact, AnalyzerEnglish} {
 		for _, f := range []bool{false, true} {
-			check(Version(a, f), a, f, false)
+			check(Version(a, f), a, f, "")
 		}
-		check(SectionFieldsVersion(a), a, true, true)
+		if RulesVersion(a, "") != Version(a, true) {
+			t.Errorf("RulesVersion(%q, \"\") = %q, want the current rules", a, RulesVersion(a, ""))
+		}
+		check(RulesVersion(a, FieldsPathVersion), a, true, FieldsPathVersion)
+		check(RulesVersion(a, FieldsSectionVersion), a, true, FieldsSectionVersion)
 	}
 	if len(Versions()) != len(seen) {
 		t.Errorf("Versions() = %q, want the %d checked", Versions(), len(seen))
@@ -117,9 +150,13 @@ func TestVersions(t *testing.T) {
 	if Version(AnalyzerExact, false) != TokenizerVersion || Version(AnalyzerEnglish, false) != TokenizerVersion+"/english-"+StemmerVersion {
 		t.Errorf("the versions without fields changed: %q, %q", Version(AnalyzerExact, false), Version(AnalyzerEnglish, false))
 	}
-	// What tenants of the release before section paths recorded.
-	if got := SectionFieldsVersion(AnalyzerEnglish); got != TokenizerVersion+"/english-"+StemmerVersion+"/fields-title-section-1" {
-		t.Errorf("SectionFieldsVersion(english) = %q", got)
+	// What tenants of the releases before section paths and before
+	// length-normalised field frequencies recorded.
+	if got := RulesVersion(AnalyzerEnglish, FieldsSectionVersion); got != TokenizerVersion+"/english-"+StemmerVersion+"/fields-title-section-1" {
+		t.Errorf("RulesVersion(english, section) = %q", got)
+	}
+	if got := RulesVersion(AnalyzerEnglish, FieldsPathVersion); got != TokenizerVersion+"/english-"+StemmerVersion+"/fields-title-path-2" {
+		t.Errorf("RulesVersion(english, path) = %q", got)
 	}
 	if _, _, _, ok := AnalyzerOf(TokenizerVersion + "/fields-0"); ok {
 		t.Error("an unknown version is known")

@@ -44,10 +44,20 @@ func Version(analyzer string, fields bool) string {
 	return version(analyzer, FieldsVersion)
 }
 
-// SectionFieldsVersion is the version of a tenant under analyzer indexed
-// with the field rules of [FieldsSectionVersion]: this binary still
-// serves and writes such a tenant as it was indexed.
-func SectionFieldsVersion(analyzer string) string { return version(analyzer, FieldsSectionVersion) }
+// RulesVersion is the version of a tenant under analyzer indexed with
+// field terms under the field rules named rules: "" for the current
+// rules ([FieldsVersion]), else [FieldsPathVersion] or
+// [FieldsSectionVersion], which this binary still serves and writes as a
+// tenant was indexed.
+func RulesVersion(analyzer, rules string) string {
+	if rules == "" {
+		rules = FieldsVersion
+	}
+	return version(analyzer, rules)
+}
+
+// olderRules are the field rules this binary serves besides FieldsVersion.
+var olderRules = []string{FieldsPathVersion, FieldsSectionVersion}
 
 func version(analyzer, fields string) string {
 	v := TokenizerVersion
@@ -61,28 +71,34 @@ func version(analyzer, fields string) string {
 }
 
 // AnalyzerOf is the analyzer of a recorded tokenizer version, whether it
-// indexes field terms and whether their field text leaves section paths
-// out (sectionOnly: [FieldsSectionVersion]); ok is false when this binary
-// does not produce that version.
-func AnalyzerOf(v string) (analyzer string, fields, sectionOnly, ok bool) {
+// indexes field terms and under which field rules ("" for the current
+// ones, else [FieldsPathVersion] or [FieldsSectionVersion]); ok is false
+// when this binary does not produce that version.
+func AnalyzerOf(v string) (analyzer string, fields bool, rules string, ok bool) {
 	for _, a := range []string{AnalyzerExact, AnalyzerEnglish} {
 		switch v {
 		case Version(a, false):
-			return a, false, false, true
+			return a, false, "", true
 		case Version(a, true):
-			return a, true, false, true
-		case SectionFieldsVersion(a):
-			return a, true, true, true
+			return a, true, "", true
+		}
+		for _, r := range olderRules {
+			if v == version(a, r) {
+				return a, true, r, true
+			}
 		}
 	}
-	return "", false, false, false
+	return "", false, "", false
 }
 
 // Versions lists every tokenizer version this binary serves.
 func Versions() []string {
 	var out []string
 	for _, a := range []string{AnalyzerExact, AnalyzerEnglish} {
-		out = append(out, Version(a, false), Version(a, true), SectionFieldsVersion(a))
+		out = append(out, Version(a, false), Version(a, true))
+		for _, r := range olderRules {
+			out = append(out, version(a, r))
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/cordon-rag/cordon/analysis"
 	"github.com/cordon-rag/cordon/store/postgres"
 )
 
@@ -26,9 +27,12 @@ type tenantJSON struct {
 	// SectionPaths: the field terms count the headings enclosing each
 	// chunk's section; false for a tenant indexed under the rules before
 	// them ('cordon tenant set --fields=true' re-indexes it under them).
-	SectionPaths bool   `json:"section_paths"`
-	Chunks       int64  `json:"chunks"`
-	Reembed      string `json:"reembed"`
+	SectionPaths bool `json:"section_paths"`
+	// FieldNorm: field frequencies are length-normalised (the field rules
+	// of analysis.FieldsVersion).
+	FieldNorm bool   `json:"field_norm"`
+	Chunks    int64  `json:"chunks"`
+	Reembed   string `json:"reembed"`
 }
 
 // writeJSON writes v as indented JSON and a newline.
@@ -51,7 +55,8 @@ func writeTenantsJSON(w io.Writer, ts []postgres.TenantInfo, roles []string) err
 		out.Tenants = append(out.Tenants, tenantJSON{Name: t.Name, Schema: t.Schema, Model: t.Settings.Spec().Model,
 			Dims: t.Settings.Dims, K1: t.Settings.BM25.K1, B: t.Settings.BM25.B, MaxWords: t.Settings.Chunking.MaxWords,
 			OverlapWords: t.Settings.Chunking.OverlapWords, BM25Statistics: string(t.Settings.Statistics), Analyzer: analyzerName(t), Fields: t.Settings.Fields,
-			SectionPaths: t.Settings.Fields && !t.Settings.SectionOnly, Chunks: t.Chunks,
+			SectionPaths: t.Settings.Fields && t.Settings.FieldRules != analysis.FieldsSectionVersion,
+			FieldNorm:    t.Settings.NormFields(), Chunks: t.Chunks,
 			Reembed: t.Reembed})
 	}
 	return writeJSON(w, out)

@@ -387,15 +387,19 @@ func analyzerName(t postgres.TenantInfo) string {
 }
 
 // fieldsName is a tenant's field terms as 'cordon tenant list' shows them:
-// "true" (titles and section paths), "section-only" (titles and each
-// section's own heading, the rules before section paths: 'cordon tenant
-// set --fields=true' moves it to section paths) or "false".
+// "true" (titles and section paths, length-normalised frequencies),
+// "unnormalised" (the rules before length normalisation), "section-only"
+// (titles and each section's own heading, the rules before section paths)
+// or "false". 'cordon tenant set --fields=true' moves a tenant to the
+// current rules.
 func fieldsName(t postgres.TenantInfo) string {
 	switch {
 	case !t.Settings.Fields:
 		return "false"
-	case t.Settings.SectionOnly:
+	case t.Settings.FieldRules == analysis.FieldsSectionVersion:
 		return "section-only"
+	case t.Settings.FieldRules == analysis.FieldsPathVersion:
+		return "unnormalised"
 	}
 	return "true"
 }
@@ -419,7 +423,7 @@ func runTenant(ctx context.Context, env Env, c *cmdline.Command, args []string) 
 	case "set":
 		scope = fs.String("bm25-statistics", "", `BM25 statistics scope: "entitled" or "tenant" (set changes only what a flag names)`)
 		analyzer = fs.String("analyzer", "", `analyzer: "english" or "exact"; re-indexes every document of the tenant in one transaction (set changes only what a flag names)`)
-		fields = fs.Bool("fields", true, "index titles and headings (section paths) as field terms (--fields=false: not); re-indexes like --analyzer, and moves a tenant whose FIELDS is section-only to section paths")
+		fields = fs.Bool("fields", true, "index titles and headings (section paths) as field terms (--fields=false: not); re-indexes like --analyzer, and moves a tenant whose FIELDS is unnormalised or section-only to the current field rules")
 	case "drop":
 		yes = fs.Bool("yes", false, "confirm: the tenant's documents are deleted for good")
 	case "list":

@@ -38,11 +38,13 @@ type Settings struct {
 	// terms ([analysis.AppendFieldTerms]) after its other terms. Changing
 	// it re-indexes the tenant.
 	Fields bool
-	// SectionOnly keeps section paths out of the field text (the rules of
-	// analysis.FieldsSectionVersion): a store sets it for a tenant indexed
-	// under them, which keeps them until it is re-indexed. Only with
-	// Fields.
-	SectionOnly bool
+	// FieldRules names the field rules of a tenant indexed under older
+	// ones, which keeps them until it is re-indexed: "" for the current
+	// rules (analysis.FieldsVersion), analysis.FieldsPathVersion (field
+	// frequencies are counts) or analysis.FieldsSectionVersion (counts,
+	// and no section path in the field text). A store sets it from the
+	// tenant's tokenizer version. Only with Fields.
+	FieldRules string
 }
 
 // DefaultSettings returns dims 256, k1 1.5, b 0.75, 200-word windows with 40
@@ -59,16 +61,21 @@ func (s Settings) Stems() bool { return s.Analyzer == analysis.AnalyzerEnglish }
 // TokenizerVersion is what a store records for the settings' terms
 // ([analysis.Version]).
 func (s Settings) TokenizerVersion() string {
-	if s.Fields && s.SectionOnly {
-		return analysis.SectionFieldsVersion(s.Analyzer)
+	if s.Fields {
+		return analysis.RulesVersion(s.Analyzer, s.FieldRules)
 	}
-	return analysis.Version(s.Analyzer, s.Fields)
+	return analysis.Version(s.Analyzer, false)
 }
 
+// NormFields reports whether field frequencies are length-normalised
+// (analysis.FieldTF): field terms under the current rules.
+func (s Settings) NormFields() bool { return s.Fields && s.FieldRules == "" }
+
 // FieldText is the field text of a chunk under the settings' field rules
-// (analysis.FieldText, or analysis.SectionFieldText under SectionOnly).
+// (analysis.FieldText, or analysis.SectionFieldText under
+// analysis.FieldsSectionVersion).
 func (s Settings) FieldText(title, path, section string) string {
-	if s.SectionOnly {
+	if s.FieldRules == analysis.FieldsSectionVersion {
 		return analysis.SectionFieldText(title, section)
 	}
 	return analysis.FieldText(title, path, section)
@@ -95,8 +102,13 @@ func (s Settings) Validate() error {
 			return fmt.Errorf("%w: %w", cordontype.ErrInvalid, err)
 		}
 	}
-	if s.SectionOnly && !s.Fields {
-		return fmt.Errorf("%w: field rules without section paths need field terms", cordontype.ErrInvalid)
+	switch s.FieldRules {
+	case "", analysis.FieldsPathVersion, analysis.FieldsSectionVersion:
+	default:
+		return fmt.Errorf("%w: field rules %q: want %q, %q or none (the current ones)", cordontype.ErrInvalid, s.FieldRules, analysis.FieldsPathVersion, analysis.FieldsSectionVersion)
+	}
+	if s.FieldRules != "" && !s.Fields {
+		return fmt.Errorf("%w: field rules %q need field terms", cordontype.ErrInvalid, s.FieldRules)
 	}
 	return s.Chunking.Validate()
 }
@@ -184,7 +196,7 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 			pc.Terms, pc.TF = stemmer.AppendStems(pc.Terms, pc.TF)
 		}
 		if s.Fields {
-			pc.Terms, pc.TF = analysis.AppendFieldTerms(pc.Terms, pc.TF, s.FieldText(doc.Title, pc.Path, p.Section), counter, stemmer)
+			pc.Terms, pc.TF = analysis.AppendFieldTerms(pc.Terms, pc.TF, s.FieldText(doc.Title, pc.Path, p.Section), counter, stemmer, s.NormFields())
 		}
 		out[i] = pc
 	}

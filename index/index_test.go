@@ -34,29 +34,36 @@ var prepareTexts = []string{
 }
 
 // TestPrepareSectionPath: a chunk's field terms count the title, every
-// heading enclosing its section and its own; under the field rules
-// without section paths (SectionOnly) the enclosing headings count for
-// nothing, though the chunk keeps its path.
+// heading enclosing its section and its own, with length-normalised
+// frequencies; under the field rules before them they are counts, and
+// under those without section paths (analysis.FieldsSectionVersion) the
+// enclosing headings count for nothing, though the chunk keeps its path.
 func TestPrepareSectionPath(t *testing.T) {
 	d := cordontype.Document{Tenant: "t", DocID: "d", Title: "Guide", Classification: cordontype.Public, Barriers: []string{},
 		Text: "# Install\n## Linux packages\n### Debian\napt words\n## Windows\nwinget words\n# guide\nmore words"}
 	for _, c := range []struct {
-		sectionOnly bool
-		want        [][]string // each chunk's field terms
+		rules  string
+		wantTF int32      // tf(#~guid) in the last chunk
+		want   [][]string // each chunk's field terms
 	}{
-		{false, [][]string{
+		{"", 64, [][]string{ // "Guide": one token
+			{"#guide", "#install", "#linux", "#packages", "#debian", "#~guid", "#~instal", "#~linux", "#~packag", "#~debian"},
+			{"#guide", "#install", "#windows", "#~guid", "#~instal", "#~window"},
+			{"#guide", "#~guid"},
+		}},
+		{analysis.FieldsPathVersion, 1, [][]string{
 			{"#guide", "#install", "#linux", "#packages", "#debian", "#~guid", "#~instal", "#~linux", "#~packag", "#~debian"},
 			{"#guide", "#install", "#windows", "#~guid", "#~instal", "#~window"},
 			{"#guide", "#~guid"}, // a heading equal to the title counts once
 		}},
-		{true, [][]string{
+		{analysis.FieldsSectionVersion, 2, [][]string{
 			{"#guide", "#debian", "#~guid", "#~debian"},
 			{"#guide", "#windows", "#~guid", "#~window"},
 			{"#guide", "#~guid"}, // tf 2: the title and the heading
 		}},
 	} {
 		s := DefaultSettings()
-		s.SectionOnly = c.sectionOnly
+		s.FieldRules = c.rules
 		got, err := Prepare(&d, s)
 		if err != nil {
 			t.Fatal(err)
@@ -64,12 +71,12 @@ func TestPrepareSectionPath(t *testing.T) {
 		if len(got) != 3 {
 			t.Fatalf("%d chunks, want 3", len(got))
 		}
-		want := int32(1)
-		if c.sectionOnly {
-			want = 2
+		if tf := got[2].TF[len(got[2].TF)-1]; tf != c.wantTF {
+			t.Errorf("rules %q: tf(#~guid) = %d, want %d", c.rules, tf, c.wantTF)
 		}
-		if tf := got[2].TF[len(got[2].TF)-1]; tf != want {
-			t.Errorf("SectionOnly %t: tf(#~guid) = %d, want %d", c.sectionOnly, tf, want)
+		// The first chunk's field text has 5 tokens: "#guide" counts 64/5.
+		if i := slices.Index(got[0].Terms, "#guide"); i < 0 || (c.rules == "") != (got[0].TF[i] == 13) {
+			t.Errorf("rules %q: chunk 0 field terms %q tf %v", c.rules, got[0].Terms, got[0].TF)
 		}
 		for i, pc := range got {
 			var fields []string
@@ -79,14 +86,14 @@ func TestPrepareSectionPath(t *testing.T) {
 				}
 			}
 			if !slices.Equal(fields, c.want[i]) {
-				t.Errorf("SectionOnly %t, chunk %d: field terms %q, want %q", c.sectionOnly, i, fields, c.want[i])
+				t.Errorf("rules %q, chunk %d: field terms %q, want %q", c.rules, i, fields, c.want[i])
 			}
 		}
 		if want := analysis.JoinPath([]string{"Install", "Linux packages"}); got[0].Path != want || got[1].Path != "Install" {
 			t.Errorf("paths %q, %q, want %q, %q", got[0].Path, got[1].Path, want, "Install")
 		}
-		if want := analysis.SectionFieldsVersion(analysis.AnalyzerEnglish); c.sectionOnly != (s.TokenizerVersion() == want) {
-			t.Errorf("SectionOnly %t: version %q", c.sectionOnly, s.TokenizerVersion())
+		if want := analysis.RulesVersion(analysis.AnalyzerEnglish, c.rules); s.TokenizerVersion() != want {
+			t.Errorf("rules %q: version %q, want %q", c.rules, s.TokenizerVersion(), want)
 		}
 	}
 }
@@ -138,7 +145,8 @@ func TestPrepareProperties(t *testing.T) {
 					for j, term := range pc.Terms {
 						want := int32(0)
 						of := toks
-						if analysis.IsFieldTerm(term) {
+						field := analysis.IsFieldTerm(term)
+						if field {
 							// A field term counts the title's and the
 							// heading's tokens.
 							of, term = analysis.Tokenize(analysis.FieldText(d.Title, pc.Path, c.Section)), term[len(analysis.FieldPrefix):]
@@ -148,6 +156,11 @@ func TestPrepareProperties(t *testing.T) {
 							if st, _ := analysis.Stem(tok); tok == term || st == term {
 								want++
 							}
+						}
+						if field {
+							// Length-normalised: 64 per occurrence in a
+							// field of one token, rounded half up.
+							want = int32((int(want)*64 + len(of)/2) / len(of))
 						}
 						if pc.TF[j] != want {
 							t.Errorf("chunk %d tf(%q) = %d, want %d", n, term, pc.TF[j], want)

@@ -20,7 +20,7 @@ import (
 	"github.com/cordon-rag/cordon/store/postgres/migrate"
 )
 
-const latestVersion = 17
+const latestVersion = 18
 
 func version(t *testing.T, dbURL string) int64 {
 	t.Helper()

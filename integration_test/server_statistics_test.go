@@ -237,7 +237,7 @@ func TestCLITenantFields(t *testing.T) {
 	// listed as section-only until --fields=true re-indexes it.
 	run(0, "tenant", "create", "older")
 	execSQL(t, dbURL, `UPDATE cordon.tenants SET tokenizer_version = $1, reader_min = 16 WHERE name = 'older'`,
-		analysis.SectionFieldsVersion(analysis.AnalyzerEnglish))
+		analysis.RulesVersion(analysis.AnalyzerEnglish, analysis.FieldsSectionVersion))
 	if got := settingsOf("older"); !got.Fields || got.SectionPaths {
 		t.Fatalf("older: %+v, want fields without section paths", got)
 	}

@@ -104,13 +104,16 @@ $fn$;
 -- +goose Down
 -- A tenant with section paths keeps its column and reader_min 17: a binary
 -- of migration 16 refuses it (503), and migrating up again finds it whole.
+-- So does one of migration 18's field rules (fields-title-path-3, which
+-- also count section paths; reader_min 18).
 -- +goose StatementBegin
 DO $do$
 DECLARE
     r record;
 BEGIN
     FOR r IN SELECT schema_name FROM cordon.tenants
-             WHERE schema_version >= 13 AND tokenizer_version NOT LIKE '%/fields-title-path-2' LOOP
+             WHERE schema_version >= 13 AND tokenizer_version NOT LIKE '%/fields-title-path-2'
+                   AND tokenizer_version NOT LIKE '%/fields-title-path-3' LOOP
         EXECUTE format('ALTER TABLE %I.chunks DROP COLUMN section_path', r.schema_name);
     END LOOP;
     UPDATE cordon.tenants SET schema_version = 12 WHERE schema_version >= 13;

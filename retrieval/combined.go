@@ -84,12 +84,22 @@ func CombinedTerms(all []string, weights []float64, q int, stem, field float64) 
 
 // ForTenant is c as a tenant scores it: under the exact analyzer
 // (stemmed false) no chunk holds a stem term, so each group drops its stem
-// members, its word counts 1 and it takes the word's idf. A nil c is nil.
-func (c *Combined) ForTenant(stemmed bool) *Combined {
-	if c == nil || stemmed {
+// members, its word counts 1 and it takes the word's idf; with
+// length-normalised field frequencies (normFields: analysis.FieldTF) the
+// field weight is divided by analysis.FieldScale, exactly (a power of
+// two). A nil c is nil.
+func (c *Combined) ForTenant(stemmed, normFields bool) *Combined {
+	if c == nil || (stemmed && !normFields) {
 		return c
 	}
-	out := &Combined{Groups: make([]TermGroup, len(c.Groups)), FieldWeight: c.FieldWeight}
+	out := &Combined{Groups: c.Groups, FieldWeight: c.FieldWeight}
+	if normFields {
+		out.FieldWeight = c.FieldWeight / analysis.FieldScale
+	}
+	if stemmed {
+		return out
+	}
+	out.Groups = make([]TermGroup, len(c.Groups))
 	for i, g := range c.Groups {
 		ng := TermGroup{IDF: g.Members[0].Term, Weight: g.Weight}
 		for _, m := range g.Members {

@@ -37,12 +37,26 @@ func TestCombinedTermsGroups(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("groups\n%+v\nwant\n%+v", c, want)
 	}
-	exact := c.ForTenant(false)
+	exact := c.ForTenant(false, false)
 	if g := exact.Groups[0]; g.IDF != 0 || !reflect.DeepEqual(g.Members, []Member{{Term: 0, Coef: 1}, {Term: 4, Coef: 1, Field: true}}) {
 		t.Fatalf("under the exact analyzer group 0 is %+v", g)
 	}
-	if c.ForTenant(true) != c {
-		t.Fatal("ForTenant(true) must keep the groups")
+	if exact.FieldWeight != 0.3 {
+		t.Fatalf("exact analyzer, field counts: field weight %v", exact.FieldWeight)
+	}
+	if c.ForTenant(true, false) != c {
+		t.Fatal("ForTenant(true, false) must keep the groups")
+	}
+	// Length-normalised field frequencies: the field weight over 16,
+	// exactly; the groups as they were.
+	for _, stemmed := range []bool{true, false} {
+		n := c.ForTenant(stemmed, true)
+		if n.FieldWeight != 0.3/16 || n.FieldWeight*16 != 0.3 {
+			t.Fatalf("stemmed %t, normalised fields: field weight %v", stemmed, n.FieldWeight)
+		}
+		if want := c.ForTenant(stemmed, false); !reflect.DeepEqual(n.Groups, want.Groups) {
+			t.Fatalf("stemmed %t: normalised fields change the groups: %+v", stemmed, n.Groups)
+		}
 	}
 	if _, _, flat := LexicalTerms(terms, terms, combinedPolicy(0.5, 0.3, false)); flat != nil {
 		t.Fatal("without bm25f a request has no groups")

@@ -664,7 +664,7 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 		return retrieval.Rankings{}, err
 	}
 	n := int32(len(x.chunks))
-	req.Combined = req.Combined.ForTenant(x.settings.Stems())
+	req.Combined = req.Combined.ForTenant(x.settings.Stems(), x.settings.NormFields())
 	f := x.newFilter(&req)
 	st := x.scopeStats(req.Terms, req.IDF, f)
 	// A large index's query takes the cores no other query is ranking on:

@@ -148,7 +148,7 @@ func (s *Store) Rank(_ context.Context, req retrieval.RankRequest) (retrieval.Ra
 	if err != nil {
 		return retrieval.Rankings{}, err
 	}
-	req.Combined = req.Combined.ForTenant(s.settings.Stems())
+	req.Combined = req.Combined.ForTenant(s.settings.Stems(), s.settings.NormFields())
 	st := t.stats(req, s.settings.Statistics)
 	rk := retrieval.Funnel(req, t.lexical(&req, st, s.settings.BM25), t.dense(q))
 	rk.IDF = st.idf

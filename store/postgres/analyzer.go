@@ -16,10 +16,16 @@ import (
 // time.
 const reindexPage = 256
 
-// pathFieldsReaderMin is the reader_min of a tenant whose field terms
-// count section paths (analysis.FieldsVersion): the migration that added
-// chunks.section_path (00017; create_tenant records it too).
-const pathFieldsReaderMin = 17
+// fieldsReaderMin is the reader_min of a tenant whose field terms are
+// under the current rules (analysis.FieldsVersion: section paths and
+// length-normalised frequencies): the migration that added them (00018;
+// create_tenant records it too). pathFieldsReaderMin is that of the rules
+// before (analysis.FieldsPathVersion), which need chunks.section_path
+// (00017).
+const (
+	fieldsReaderMin     = 18
+	pathFieldsReaderMin = 17
+)
 
 // SetAnalyzer changes tenant's analyzer (analysis.AnalyzerExact or
 // analysis.AnalyzerEnglish) and whether it indexes field terms
@@ -57,14 +63,14 @@ func (s *Store) SetAnalyzer(ctx context.Context, tenant, analyzer string, fields
 		if err := lockWriteExclusive(ctx, tx, t.tables); err != nil {
 			return err
 		}
-		// Field terms with section paths need chunks.section_path: a binary
-		// without it (migration 16) must refuse the tenant, and may serve
-		// it again once it has none (no other rule raises reader_min to
-		// pathFieldsReaderMin).
+		// Field terms under the current rules need a binary that reads
+		// their frequencies as such (migration 18): one without must refuse
+		// the tenant, and may serve it again once it has none (no other
+		// rule raises reader_min to fieldsReaderMin or pathFieldsReaderMin).
 		_, err = tx.Exec(ctx, `UPDATE cordon.tenants SET tokenizer_version = $2,
 			reader_min = CASE WHEN $3 THEN greatest(reader_min, $4)
-				WHEN reader_min = $4 THEN $4 - 1 ELSE reader_min END
-			WHERE name = $1`, tenant, analysis.Version(analyzer, fields), fields, pathFieldsReaderMin)
+				WHEN reader_min IN ($4, $5) THEN $5 - 1 ELSE reader_min END
+			WHERE name = $1`, tenant, analysis.Version(analyzer, fields), fields, fieldsReaderMin, pathFieldsReaderMin)
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" {
 			return fmt.Errorf("%w: the database role may not change tenant %q (%s): run 'cordon tenant set --analyzer %s %s' as the owner role",
@@ -73,7 +79,7 @@ func (s *Store) SetAnalyzer(ctx context.Context, tenant, analyzer string, fields
 		if err != nil {
 			return classify(err)
 		}
-		t.settings.Analyzer, t.settings.Fields, t.settings.SectionOnly = analyzer, fields, false
+		t.settings.Analyzer, t.settings.Fields, t.settings.FieldRules = analyzer, fields, ""
 		var total int64
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+t.tables.documents).Scan(&total); err != nil {
 			return classify(err)

@@ -246,7 +246,7 @@ func (s *Store) inSnapshot(ctx context.Context, tenant string, fn func(pgx.Tx, t
 // side is scored in Go (lexical), as the reference scores it.
 func rankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, st statsRow, req retrieval.RankRequest) (retrieval.Rankings, error) {
 	var rk retrieval.Rankings
-	req.Combined = req.Combined.ForTenant(t.settings.Stems())
+	req.Combined = req.Combined.ForTenant(t.settings.Stems(), t.settings.NormFields())
 	n, sumLen, err := scopeTotals(ctx, tx, t, st, req.Principal)
 	if err != nil {
 		return rk, err

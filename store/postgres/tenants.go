@@ -143,12 +143,12 @@ func lookupTenant(ctx context.Context, db DBTX, tenant string, st *statsRow) (t 
 	if t.schema != schema {
 		return t, false, fmt.Errorf("tenant %q: registry names schema %q, want %q", tenant, t.schema, schema)
 	}
-	analyzer, fields, sectionOnly, ok := analysis.AnalyzerOf(tok)
+	analyzer, fields, rules, ok := analysis.AnalyzerOf(tok)
 	if !ok {
 		return t, false, fmt.Errorf("tenant %q was indexed with tokenizer %s but this binary has %s: re-index the tenant (drop, create, re-ingest)",
 			tenant, tok, strings.Join(analysis.Versions(), ", "))
 	}
-	t.settings.Analyzer, t.settings.Fields, t.settings.SectionOnly = analyzer, fields, sectionOnly
+	t.settings.Analyzer, t.settings.Fields, t.settings.FieldRules = analyzer, fields, rules
 	t.tables = tablesFor(t.schema)
 	t.name = tenant
 	return t, true, nil
@@ -294,7 +294,7 @@ func (s *Store) Tenants(ctx context.Context) ([]TenantInfo, error) {
 			rows.Close()
 			return nil, err
 		}
-		t.Settings.Analyzer, t.Settings.Fields, t.Settings.SectionOnly, _ = analysis.AnalyzerOf(t.Tokenizer) // "" when this binary has it not
+		t.Settings.Analyzer, t.Settings.Fields, t.Settings.FieldRules, _ = analysis.AnalyzerOf(t.Tokenizer) // "" when this binary has it not
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
