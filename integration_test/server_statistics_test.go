@@ -194,6 +194,7 @@ func TestCLITenantFields(t *testing.T) {
 		Name, Analyzer string
 		Fields         bool
 		SectionPaths   bool `json:"section_paths"`
+		FieldNorm      bool `json:"field_norm"`
 	}
 	settingsOf := func(name string) tenant {
 		t.Helper()
@@ -245,8 +246,23 @@ func TestCLITenantFields(t *testing.T) {
 		t.Fatalf("tenant list does not show older as section-only:\n%s", list)
 	}
 	run(0, "tenant", "set", "--fields=true", "older")
-	if got := settingsOf("older"); !got.Fields || !got.SectionPaths {
-		t.Fatalf("older after --fields=true: %+v, want section paths", got)
+	if got := settingsOf("older"); !got.Fields || !got.SectionPaths || !got.FieldNorm {
+		t.Fatalf("older after --fields=true: %+v, want section paths and normalised field frequencies", got)
+	}
+	// A tenant of the release before length-normalised field frequencies:
+	// listed as unnormalised until --fields=true re-indexes it.
+	run(0, "tenant", "create", "counted")
+	execSQL(t, dbURL, `UPDATE cordon.tenants SET tokenizer_version = $1, reader_min = 17 WHERE name = 'counted'`,
+		analysis.RulesVersion(analysis.AnalyzerEnglish, analysis.FieldsPathVersion))
+	if got := settingsOf("counted"); !got.Fields || !got.SectionPaths || got.FieldNorm {
+		t.Fatalf("counted: %+v, want section paths without normalised field frequencies", got)
+	}
+	if list := run(0, "tenant", "list"); !strings.Contains(list, "unnormalised") {
+		t.Fatalf("tenant list does not show counted as unnormalised:\n%s", list)
+	}
+	run(0, "tenant", "set", "--fields=true", "counted")
+	if got := settingsOf("counted"); !got.FieldNorm {
+		t.Fatalf("counted after --fields=true: %+v, want normalised field frequencies", got)
 	}
 	run(2, "tenant", "set", "plain")
 	run(1, "tenant", "set", "--fields=false", "missing")
