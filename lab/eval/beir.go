@@ -63,8 +63,9 @@ const maxBEIRLine = 64 << 20
 
 // ReadBEIR reads split of the BEIR dataset in dir: corpus.jsonl, the
 // queries (queries-SPLIT.jsonl, else BEIR's queries.jsonl) and the
-// judgments (qrels-SPLIT.tsv, else BEIR's qrels/SPLIT.tsv).
-func ReadBEIR(dir, split string, title TitleMode) (BEIR, error) {
+// judgments (qrels-SPLIT.tsv, else BEIR's qrels/SPLIT.tsv). markdown keeps
+// the texts' Markdown structure ([BEIRText]).
+func ReadBEIR(dir, split string, title TitleMode, markdown bool) (BEIR, error) {
 	b := BEIR{CorpusPath: filepath.Join(dir, "corpus.jsonl")}
 	if split == "" || strings.ContainsAny(split, `/\`) {
 		return b, fmt.Errorf("%w: split %q: want a name such as train or test", ErrBEIR, split)
@@ -87,7 +88,7 @@ func ReadBEIR(dir, split string, title TitleMode) (BEIR, error) {
 	var queries []BEIRQuery
 	var qrels []Qrel
 	if err := read(b.CorpusPath, func(r io.Reader, name string) (err error) {
-		b.Docs, err = ReadBEIRCorpus(r, name, title)
+		b.Docs, err = ReadBEIRCorpus(r, name, title, markdown)
 		return err
 	}); err != nil {
 		return b, err
@@ -171,7 +172,7 @@ func decodeBEIR(b []byte) (beirRecord, error) {
 // [BEIRText] makes it. Bad JSON, a missing "_id" or "text", an id Cordon
 // refuses, a repeated id and a document without a word are errors wrapping
 // [ErrBEIR] that name the file (name) and the line.
-func ReadBEIRCorpus(r io.Reader, name string, title TitleMode) ([]Document, error) {
+func ReadBEIRCorpus(r io.Reader, name string, title TitleMode, markdown bool) ([]Document, error) {
 	if !validTitle(title) {
 		return nil, fmt.Errorf("%w: title mode %q: want one of %v", ErrBEIR, title, TitleModes)
 	}
@@ -194,7 +195,7 @@ func ReadBEIRCorpus(r io.Reader, name string, title TitleMode) ([]Document, erro
 		if rec.Title != nil {
 			t = *rec.Title
 		}
-		text := BEIRText(t, *rec.Text, title)
+		text := BEIRText(t, *rec.Text, title, markdown)
 		if !analysis.HasToken(text) {
 			return fmt.Errorf("%w: %s:%d: document %q has no word to index", ErrBEIR, name, line, id)
 		}
@@ -226,10 +227,14 @@ func validTitle(m TitleMode) bool {
 // BEIRText is a BEIR document's Cordon text: the title as mode says, then
 // the text. BEIR's text is prose, not Markdown, so a line of it that the
 // chunker would read as a heading or a fence is neutralised
-// ([FlattenStructure]); the title is made one line.
-func BEIRText(title, text string, mode TitleMode) string {
+// ([FlattenStructure]), unless markdown says the text is Markdown whose
+// headings are sections (what 'cordon-lab corpus pgdocs' writes, as
+// 'cordon ingest' converts HTML); the title is made one line.
+func BEIRText(title, text string, mode TitleMode, markdown bool) string {
 	title = strings.Join(strings.Fields(title), " ")
-	text = FlattenStructure(text)
+	if !markdown {
+		text = FlattenStructure(text)
+	}
 	if title == "" || mode == TitleNone || mode == TitleField {
 		return text
 	}

@@ -12,7 +12,7 @@ import (
 const beirFixture = "testdata/beir-tiny"
 
 func TestReadBEIR(t *testing.T) {
-	b, err := ReadBEIR(beirFixture, "train", TitleLine)
+	b, err := ReadBEIR(beirFixture, "train", TitleLine, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +47,23 @@ func TestBEIRText(t *testing.T) {
 		name        string
 		title, text string
 		mode        TitleMode
+		markdown    bool
 		want        string
 	}{
-		{"line", "A  title\nsplit", "Body.", TitleLine, "A title split\nBody."},
-		{"heading", "A title", "Body.", TitleHeading, "# A title\n\nBody."},
-		{"none", "A title", "Body.", TitleNone, "Body."},
-		{"no title", " ", "Body.", TitleLine, "Body."},
-		{"a title like a heading stays text", "#1 result", "Body.", TitleLine, " #1 result\nBody."},
-		{"a fence in the text stays text", "T", "```\ncode", TitleLine, "T\n ```\ncode"},
+		{"line", "A  title\nsplit", "Body.", TitleLine, false, "A title split\nBody."},
+		{"heading", "A title", "Body.", TitleHeading, false, "# A title\n\nBody."},
+		{"none", "A title", "Body.", TitleNone, false, "Body."},
+		{"no title", " ", "Body.", TitleLine, false, "Body."},
+		{"a title like a heading stays text", "#1 result", "Body.", TitleLine, false, " #1 result\nBody."},
+		{"a fence in the text stays text", "T", "```\ncode", TitleLine, false, "T\n ```\ncode"},
+		// Markdown text (--text markdown) keeps its headings and fences;
+		// the title is still one plain line.
+		{"markdown keeps headings", "#1 result", "## Usage\n```\ncode\n```", TitleLine, true, " #1 result\n## Usage\n```\ncode\n```"},
+		{"markdown, title as a field", "T", "## Usage\nText.", TitleField, true, "## Usage\nText."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := BEIRText(tt.title, tt.text, tt.mode); got != tt.want {
+			if got := BEIRText(tt.title, tt.text, tt.mode, tt.markdown); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
@@ -74,17 +79,17 @@ func TestReadBEIRLayout(t *testing.T) {
 	write(t, filepath.Join(dir, "queries.jsonl"), `{"_id": "q1", "text": "alpha"}`+"\n"+`{"_id": "q2", "text": "beta"}`+"\n")
 	os.Mkdir(filepath.Join(dir, "qrels"), 0o755)
 	write(t, filepath.Join(dir, "qrels", "test.tsv"), "q2\tb\t1\n")
-	b, err := ReadBEIR(dir, "test", TitleNone)
+	b, err := ReadBEIR(dir, "test", TitleNone, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(b.Queries) != 1 || b.Queries[0].ID != "q2" || b.Unjudged != 1 || b.Docs[0].Text != "alpha" {
 		t.Errorf("got %+v", b)
 	}
-	if _, err := ReadBEIR(dir, "train", TitleLine); !errors.Is(err, ErrBEIR) || !strings.Contains(err.Error(), "qrels-train.tsv") {
+	if _, err := ReadBEIR(dir, "train", TitleLine, false); !errors.Is(err, ErrBEIR) || !strings.Contains(err.Error(), "qrels-train.tsv") {
 		t.Errorf("missing split: got %v, want an ErrBEIR error naming the files looked for", err)
 	}
-	if _, err := ReadBEIR(dir, "../x", TitleLine); !errors.Is(err, ErrBEIR) {
+	if _, err := ReadBEIR(dir, "../x", TitleLine, false); !errors.Is(err, ErrBEIR) {
 		t.Errorf("split with a slash: got %v, want ErrBEIR", err)
 	}
 }
@@ -117,7 +122,7 @@ func TestReadBEIRCorpusErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ReadBEIRCorpus(strings.NewReader(tt.in), "corpus.jsonl", tt.mode)
+			_, err := ReadBEIRCorpus(strings.NewReader(tt.in), "corpus.jsonl", tt.mode, false)
 			if !errors.Is(err, ErrBEIR) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an ErrBEIR error containing %q", err, tt.want)
 			}

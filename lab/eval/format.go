@@ -17,12 +17,22 @@ type Meta struct {
 	Kinds []string `json:"kinds,omitempty"`
 	Split string   `json:"split,omitempty"`
 	// Qrels and QrelsSHA name a BEIR dataset's judgments (Queries is then
-	// its queries file); Title is how its titles were indexed, Unjudged
+	// its queries file); Title is how its titles were indexed, Text
+	// "markdown" when its texts kept their Markdown structure, Unjudged
 	// the queries of the file left out for want of a judgment.
 	Qrels    string `json:"qrels,omitempty"`
 	QrelsSHA string `json:"qrels_sha256,omitempty"`
 	Title    string `json:"title,omitempty"`
+	Text     string `json:"text,omitempty"`
 	Unjudged int    `json:"unjudged,omitempty"`
+}
+
+// textName is how a BEIR dataset's texts were read: prose or markdown.
+func (m Meta) textName() string {
+	if m.Text == "" {
+		return "prose"
+	}
+	return m.Text
 }
 
 // selection describes a query selection for headers.
@@ -89,7 +99,7 @@ func (m Meta) qrelsLine() string {
 	if m.Qrels == "" {
 		return ""
 	}
-	return fmt.Sprintf("judgments %s (sha256:%s); titles: %s; %d queries without a judgment left out", m.Qrels, m.QrelsSHA, m.Title, m.Unjudged)
+	return fmt.Sprintf("judgments %s (sha256:%s); titles: %s; text: %s; %d queries without a judgment left out", m.Qrels, m.QrelsSHA, m.Title, m.textName(), m.Unjudged)
 }
 
 // Setup describes the run's chunking and held-out sections in one line.
@@ -239,7 +249,7 @@ func WriteMarkdown(w io.Writer, m Meta, rep Report, bake []VariantReport) error 
 	fmt.Fprintf(&b, "Corpus `%s`: %d documents, %d chunks (%s), `%s`.\n", m.Corpus, rep.Documents, rep.Chunks, rep.Setup(), m.Fingerprint)
 	fmt.Fprintf(&b, "Queries `%s`: %d (%d with several relevant documents%s), `sha256:%s`.\n", m.Queries, rep.Queries, rep.MultiRel, m.selection(), m.QueriesSHA)
 	if m.Qrels != "" {
-		fmt.Fprintf(&b, "Judgments `%s`, `sha256:%s`; titles: %s; %d queries without a judgment left out.\n", m.Qrels, m.QrelsSHA, m.Title, m.Unjudged)
+		fmt.Fprintf(&b, "Judgments `%s`, `sha256:%s`; titles: %s; text: %s; %d queries without a judgment left out.\n", m.Qrels, m.QrelsSHA, m.Title, m.textName(), m.Unjudged)
 	}
 	if rep.Removed > 0 {
 		fmt.Fprintf(&b, "Held-out passages cut from %d documents before indexing.\n", rep.Removed)

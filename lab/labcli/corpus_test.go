@@ -269,8 +269,8 @@ func TestCorpusPGDocsThenEval(t *testing.T) {
 	if strings.Contains(string(qrels)+string(queries), "creating-cluster") {
 		t.Errorf("a page without a refnamediv gave a query: %s %s", queries, qrels)
 	}
-	code, stdout, stderr := runEvalCLI(t, "eval", "--beir", out, "--split", "command-"+split, "--title", "field", "--bootstrap", "0", "--markdown")
-	if code != ExitOK || !strings.Contains(stdout, "titles: field") || !strings.Contains(stdout, "hybrid RRF + rerank") {
+	code, stdout, stderr := runEvalCLI(t, "eval", "--beir", out, "--split", "command-"+split, "--title", "field", "--text", "markdown", "--bootstrap", "0", "--markdown")
+	if code != ExitOK || !strings.Contains(stdout, "titles: field; text: markdown") || !strings.Contains(stdout, "hybrid RRF + rerank") {
 		t.Fatalf("eval: exit %d: %s%s", code, stdout, stderr)
 	}
 	code, _, stderr = runEvalCLI(t, "corpus", "pgdocs", "--html", htmlDir, "--out", out)

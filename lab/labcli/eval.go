@@ -38,13 +38,13 @@ func evalCommand() *cmdline.Command {
               [--save RUN.json] [--per-query FILE.jsonl] [--trec DIR]
               [--reranker-url URL [--reranker-api tei|cohere] [--reranker-model M] ...]
               [--rerank-budget DURATION]
-  cordon-lab eval --beir DIR --split SPLIT [--title line|heading|field|none] [--depth N] [...]
+  cordon-lab eval --beir DIR --split SPLIT [--title line|heading|field|none] [--text prose|markdown] [--depth N] [...]
   cordon-lab eval score --queries FILE.jsonl --run FILE [--run FILE]... [--kind K,...]
               [--split dev|test] [--bootstrap N] [--markdown | --json]
   cordon-lab eval score --beir DIR --split SPLIT --run FILE [--run FILE]... [...]
   cordon-lab eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
-  cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|field|none] --chunks FILE.jsonl [...]
+  cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|field|none] [--text prose|markdown] --chunks FILE.jsonl [...]
 
 Indexes every *.md document under DIR (doc id = path without .md) in an
 in-memory store and runs each query of FILE.jsonl through every pipeline.
@@ -68,7 +68,9 @@ makes it the first line of the text, searchable like the rest; "heading"
 a Markdown heading, which Cordon indexes as the section's name; "field" the
 document's title; "none" leaves it out. A heading's and a title's words are
 searched as field terms only, under the policy's field_weight. A line of the text the chunker would read as
-a heading or a fence is indented by a space: BEIR's text is prose.
+a heading or a fence is indented by a space: BEIR's text is prose. --text
+markdown keeps the text's Markdown instead, its headings sections as
+'cordon ingest' makes them (for 'cordon-lab corpus pgdocs' datasets).
 
 Pipelines, each returning at most 10 chunks:
   bm25               the store's BM25 ranking alone (SPEC's: each distinct query
@@ -173,7 +175,7 @@ Example:
 `},
 			{Name: "export", Summary: "write the chunks eval indexes, for another system", Run: runEvalExport, Usage: `Usage: cordon-lab eval export --corpus DIR --queries FILE.jsonl --chunks FILE.jsonl [--kind K,...]
               [--split dev|test] [--drop-section NAME] [--max-words N] [--overlap-words N]
-       cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|field|none] --chunks FILE.jsonl [...]
+       cordon-lab eval export --beir DIR --split SPLIT [--title line|heading|field|none] [--text prose|markdown] --chunks FILE.jsonl [...]
 
 Writes the chunks 'cordon-lab eval' indexes with the same inputs, one
 {"chunk_id", "doc_id", "text"} line each. 'cordon-lab eval --help' says more.
@@ -263,6 +265,7 @@ type evalInput struct {
 	kinds           cmdline.ListFlag
 	split           *string
 	beir, title     *string
+	text            *string
 }
 
 // addInputFlags defines the input flags on fs; withCorpus adds --corpus and
@@ -276,9 +279,10 @@ func addInputFlags(fs *flag.FlagSet, withCorpus bool) *evalInput {
 	fs.Var(&in.kinds, "kind", "only queries of this kind (repeatable, or comma-separated)")
 	in.split = fs.String("split", "", "only queries of this split (dev or test); with --beir, the split to read (required)")
 	in.beir = fs.String("beir", "", "BEIR dataset directory (corpus.jsonl, queries, qrels) instead of --corpus and --queries")
-	title := string(eval.TitleLine)
-	in.title = &title
+	title, text := string(eval.TitleLine), "prose"
+	in.title, in.text = &title, &text
 	if withCorpus {
+		in.text = fs.String("text", "prose", "with --beir, what a document's text is: prose (a line that looks like a Markdown heading or fence is plain text) or markdown (headings are sections, as 'cordon-lab corpus pgdocs' writes them)")
 		in.title = fs.String("title", string(eval.TitleLine), "with --beir, where a document's title goes: line (first line of the text), heading (a section heading), field (the document's title) or none; heading and field are searched as field terms (the policy's field_weight)")
 	}
 	return in
@@ -294,7 +298,11 @@ func (in *evalInput) check() error {
 	case *in.beir != "" && *in.split == "":
 		return fmt.Errorf("%w: --beir DIR needs --split SPLIT (train, dev or test: the split's queries and judgments)", cmdline.ErrUsage)
 	case *in.beir != "" && !slices.Contains(eval.TitleModes, eval.TitleMode(*in.title)):
-		return fmt.Errorf("%w: --title %q: want line, heading or none", cmdline.ErrUsage, *in.title)
+		return fmt.Errorf("%w: --title %q: want line, heading, field or none", cmdline.ErrUsage, *in.title)
+	case *in.text != "prose" && *in.text != "markdown":
+		return fmt.Errorf("%w: --text %q: want prose or markdown", cmdline.ErrUsage, *in.text)
+	case *in.beir == "" && *in.text != "prose":
+		return fmt.Errorf("%w: --text applies to --beir only (a --corpus is Markdown)", cmdline.ErrUsage)
 	case *in.beir == "" && in.corpus != nil && *in.corpus == "":
 		return fmt.Errorf("%w: --corpus DIR is required (or --beir DIR)", cmdline.ErrUsage)
 	case *in.beir == "" && *in.queries == "":
@@ -307,12 +315,15 @@ func (in *evalInput) check() error {
 // input is a query file) and the selected queries, and describes them.
 func (in *evalInput) load() ([]eval.Document, []eval.Query, eval.Meta, error) {
 	if *in.beir != "" {
-		b, err := eval.ReadBEIR(*in.beir, *in.split, eval.TitleMode(*in.title))
+		b, err := eval.ReadBEIR(*in.beir, *in.split, eval.TitleMode(*in.title), *in.text == "markdown")
 		if err != nil {
 			return nil, nil, eval.Meta{}, err
 		}
 		meta := eval.Meta{Corpus: b.CorpusPath, Fingerprint: docsFingerprint(b.Docs), Queries: b.QueriesPath,
 			Split: *in.split, Qrels: b.QrelsPath, Title: *in.title, Unjudged: b.Unjudged}
+		if *in.text == "markdown" {
+			meta.Text = "markdown"
+		}
 		if meta.QueriesSHA, err = fileSHA(b.QueriesPath); err != nil {
 			return nil, nil, meta, err
 		}

@@ -157,6 +157,8 @@ func TestEvalBEIRUsage(t *testing.T) {
 		{"with --kind", []string{"eval", "export", "--beir", beirFixture, "--split", "train", "--kind", "name", "--chunks", "x"}, ExitUsage, "--kind does not apply"},
 		{"bad title", []string{"eval", "--beir", beirFixture, "--split", "train", "--title", "top"}, ExitUsage, `--title "top"`},
 		{"bad depth", []string{"eval", "--beir", beirFixture, "--split", "train", "--depth", "5"}, ExitUsage, "--depth 5"},
+		{"bad text", []string{"eval", "--beir", beirFixture, "--split", "train", "--text", "html"}, ExitUsage, `--text "html": want prose or markdown`},
+		{"text without --beir", []string{"eval", "--corpus", evalSubsetCorpus, "--queries", evalSubsetQueries, "--text", "markdown"}, ExitUsage, "--text applies to --beir only"},
 		{"no such split", []string{"eval", "--beir", beirFixture, "--split", "test"}, ExitError, "queries-test.jsonl"},
 		{"no such directory", []string{"eval", "--beir", "/nonexistent/beir", "--split", "train"}, ExitError, "/nonexistent/beir/queries-train.jsonl"},
 	}
