@@ -38,21 +38,23 @@ const FieldsPathVersion = "fields-title-path-2"
 const FieldsSectionVersion = "fields-title-section-1"
 
 // FieldScale and FieldRefLength make a field term's frequency under
-// [FieldsVersion] ([FieldTF]): FieldScale times its count in a field text
-// of FieldRefLength tokens. A query divides field frequencies by
-// FieldScale (a power of two, so the division is exact).
+// [FieldsVersion] ([FieldTF]): FieldScale times its count in a field of
+// FieldRefLength tokens. A query divides field frequencies by FieldScale
+// (a power of two, so the division is exact).
 const (
 	FieldScale     = 16
 	FieldRefLength = 4
 )
 
-// FieldTF is the frequency under [FieldsVersion] of a field term that
-// occurs count times in a field text of n tokens (n >= 1): count *
-// FieldScale * FieldRefLength / n, rounded half up, in integers, and at
-// least 1. A field occurrence then counts FieldRefLength / n, so a word of
-// a one-word title counts more than one of a long title (BM25F's per-field
-// length normalisation, against a fixed length rather than the field's
-// average, so that no chunk's frequency depends on other chunks).
+// FieldTF is the frequency under [FieldsVersion] of a term that occurs
+// count times in a field of n tokens (n >= 1): count * FieldScale *
+// FieldRefLength / n, rounded half up, in integers, and at least 1. An
+// occurrence then counts FieldRefLength / n, so a word of a one-word
+// title counts more than one of a long title (BM25F's per-field length
+// normalisation, against a fixed length rather than the field's average,
+// so that no chunk's frequency depends on other chunks). A chunk has two
+// fields, its title and its headings ([AppendNormFieldTerms]), each
+// normalised by its own length.
 func FieldTF(count, n int32) int32 {
 	tf := (int64(count)*FieldScale*FieldRefLength + int64(n)/2) / int64(n)
 	if tf < 1 {
@@ -93,13 +95,27 @@ func JoinPath(path []string) string { return strings.Join(path, PathSep) }
 // (so a heading whose text is one of them is not searchable as a field)
 // or that equals the title under [strings.EqualFold] (a Markdown
 // document's first heading is often its title, which then counts once).
-func FieldText(title, path, section string) string {
+func FieldText(title, path, section string) string { return fieldText(title, path, section, true) }
+
+// HeadingText is the headings' part of [FieldText]: each name of path,
+// then the section's name, joined by newlines, that FieldText adds after
+// the title ("" for none).
+func HeadingText(title, path, section string) string {
+	return fieldText(title, path, section, false)
+}
+
+func fieldText(title, path, section string, withTitle bool) string {
 	if path == "" && !fieldName(section, title) {
-		return title // the common case, without building
+		if withTitle {
+			return title // the common case, without building
+		}
+		return ""
 	}
 	var b strings.Builder
 	b.Grow(len(title) + len(path) + len(section) + 2)
-	b.WriteString(title)
+	if withTitle {
+		b.WriteString(title)
+	}
 	add := func(name string) {
 		if fieldName(name, title) {
 			if b.Len() > 0 {
@@ -141,14 +157,29 @@ func headingName(name string) bool {
 }
 
 // AppendFieldTerms returns terms and tf followed by the field terms of
-// text: FieldPrefix and each distinct token of text in order of first
-// occurrence, with its count, then, when stemmer is not nil, FieldPrefix
-// and each distinct stem term of those tokens, as [Stemmer.AppendStems]
-// orders and counts them. With norm (the rules of [FieldsVersion]) each
-// count c becomes FieldTF(c, n), n the number of tokens of text. The
+// text under the rules before [FieldsVersion]: FieldPrefix and each
+// distinct token of text in order of first occurrence, with its count,
+// then, when stemmer is not nil, FieldPrefix and each distinct stem term
+// of those tokens, as [Stemmer.AppendStems] orders and counts them. The
 // entries given are unchanged; a text without a token adds nothing.
-func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter, stemmer *Stemmer, norm bool) ([]string, []int32) {
-	ft, fc := fieldTokens(text, counter, stemmer, norm)
+func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter, stemmer *Stemmer) ([]string, []int32) {
+	ft, fc := fieldTokens(text, counter, stemmer)
+	for i, t := range ft {
+		terms = append(terms, FieldPrefix+t)
+		tf = append(tf, fc[i])
+	}
+	return terms, tf
+}
+
+// AppendNormFieldTerms returns terms and tf followed by the field terms
+// of a chunk under [FieldsVersion], whose title field is title and whose
+// headings field is headings ([HeadingText]): the field terms
+// AppendFieldTerms gives for FieldText (the title, a newline, the
+// headings), in its order, but each term's frequency the sum, over the
+// two fields where it occurs, of FieldTF(its count there, the field's
+// number of tokens).
+func AppendNormFieldTerms(terms []string, tf []int32, title, headings string, counter *Counter, stemmer *Stemmer) ([]string, []int32) {
+	ft, fc := normFieldTokens(title, headings, counter, stemmer)
 	for i, t := range ft {
 		terms = append(terms, FieldPrefix+t)
 		tf = append(tf, fc[i])
@@ -157,31 +188,105 @@ func AppendFieldTerms(terms []string, tf []int32, text string, counter *Counter,
 }
 
 // fieldTokens are the terms whose field terms text gives, unprefixed,
-// with their frequencies: its distinct tokens, then, with a stemmer, their
-// stem terms; with norm, each count c is FieldTF(c, n) for the text's n
-// tokens.
-func fieldTokens(text string, counter *Counter, stemmer *Stemmer, norm bool) ([]string, []int32) {
+// with their counts: its distinct tokens, then, with a stemmer, their
+// stem terms.
+func fieldTokens(text string, counter *Counter, stemmer *Stemmer) ([]string, []int32) {
 	ft, fc := counter.Count(text)
-	var n int32
-	for _, c := range fc {
-		n += c
-	}
 	if len(ft) > 0 && stemmer != nil {
 		ft, fc = stemmer.AppendStems(ft, fc)
 	}
-	if norm {
-		for i, c := range fc {
-			fc[i] = FieldTF(c, n)
+	return ft, fc
+}
+
+// normFieldTokens are [AppendNormFieldTerms]' terms, unprefixed, with
+// their frequencies. The title's tokens come first, then the headings'
+// others, then the title's stem terms, then the headings' others: the
+// order AppendStems gives the tokens of the title and the headings in
+// turn.
+func normFieldTokens(title, headings string, counter *Counter, stemmer *Stemmer) ([]string, []int32) {
+	tt, tc := counter.Count(title)
+	ht, hc := counter.Count(headings)
+	if len(ht) == 0 {
+		return normField(tt, tc, stemmer) // the common case: a title alone
+	}
+	if len(tt) == 0 {
+		return normField(ht, hc, stemmer)
+	}
+	nt, nh := len(tt), len(ht) // distinct tokens, before the stems
+	tn, hn := sumTF(tc), sumTF(hc)
+	if stemmer != nil {
+		tt, tc = stemmer.AppendStems(tt, tc)
+		ht, hc = stemmer.AppendStems(ht, hc)
+	}
+	at := make(map[string]int, len(tt)+len(ht))
+	var ft []string
+	var fc []int32
+	add := func(t string, c, n int32) {
+		if k, ok := at[t]; ok {
+			fc[k] += FieldTF(c, n)
+			return
 		}
+		at[t] = len(ft)
+		ft = append(ft, t)
+		fc = append(fc, FieldTF(c, n))
+	}
+	for i := range nt {
+		add(tt[i], tc[i], tn)
+	}
+	for i := range nh {
+		add(ht[i], hc[i], hn)
+	}
+	for i := nt; i < len(tt); i++ {
+		add(tt[i], tc[i], tn)
+	}
+	for i := nh; i < len(ht); i++ {
+		add(ht[i], hc[i], hn)
 	}
 	return ft, fc
+}
+
+// normField is one field's terms and their frequencies: its distinct
+// tokens, with a stemmer their stem terms, each FieldTF of its count.
+func normField(ft []string, fc []int32, stemmer *Stemmer) ([]string, []int32) {
+	if len(ft) == 0 {
+		return nil, nil
+	}
+	n := sumTF(fc)
+	if stemmer != nil {
+		ft, fc = stemmer.AppendStems(ft, fc)
+	}
+	for i, c := range fc {
+		fc[i] = FieldTF(c, n)
+	}
+	return ft, fc
+}
+
+// sumTF is a text's number of tokens: the sum of its distinct tokens'
+// counts.
+func sumTF(tf []int32) int32 {
+	var n int32
+	for _, c := range tf {
+		n += c
+	}
+	return n
 }
 
 // AppendFieldIDs is [AppendFieldTerms] over ids in v, as CountIDs gives
 // them: the field terms are numbered in v too. A field term's string is
 // built only when v first meets it.
-func (v *Vocabulary) AppendFieldIDs(ids, tf []int32, text string, counter *Counter, stemmer *Stemmer, norm bool) ([]int32, []int32) {
-	ft, fc := fieldTokens(text, counter, stemmer, norm)
+func (v *Vocabulary) AppendFieldIDs(ids, tf []int32, text string, counter *Counter, stemmer *Stemmer) ([]int32, []int32) {
+	ft, fc := fieldTokens(text, counter, stemmer)
+	return v.appendFieldIDs(ids, tf, ft, fc)
+}
+
+// AppendNormFieldIDs is [AppendNormFieldTerms] over ids in v, as
+// [Vocabulary.AppendFieldIDs] is AppendFieldTerms.
+func (v *Vocabulary) AppendNormFieldIDs(ids, tf []int32, title, headings string, counter *Counter, stemmer *Stemmer) ([]int32, []int32) {
+	ft, fc := normFieldTokens(title, headings, counter, stemmer)
+	return v.appendFieldIDs(ids, tf, ft, fc)
+}
+
+func (v *Vocabulary) appendFieldIDs(ids, tf []int32, ft []string, fc []int32) ([]int32, []int32) {
 	buf := v.fieldBuf
 	for i, t := range ft {
 		buf = append(append(buf[:0], FieldPrefix...), t...)

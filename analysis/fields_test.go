@@ -2,7 +2,9 @@ package analysis
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +34,15 @@ func TestFieldText(t *testing.T) {
 		if got := FieldText(c.title, c.path, c.section); got != c.want {
 			t.Errorf("FieldText(%q, %q, %q) = %q, want %q", c.title, c.path, c.section, got, c.want)
 		}
+		// The headings' part is what follows the title.
+		h := HeadingText(c.title, c.path, c.section)
+		joined := c.title
+		if c.title != "" && h != "" {
+			joined += "\n"
+		}
+		if joined += h; joined != c.want || strings.HasPrefix(h, "\n") {
+			t.Errorf("HeadingText(%q, %q, %q) = %q: with the title %q, want %q", c.title, c.path, c.section, h, joined, c.want)
+		}
 	}
 }
 
@@ -53,32 +64,27 @@ func TestSectionFieldText(t *testing.T) {
 	}
 }
 
-// TestAppendFieldTerms is docs/spec.md's example: the field terms follow
-// the terms given, tokens first, then (with a stemmer) their stem terms,
-// each prefixed by FieldPrefix, counted, or (norm) with FieldTF's
-// frequencies in the text's 5 tokens; the Vocabulary form gives the same
-// terms.
+// TestAppendFieldTerms is docs/spec.md's example under the rules before
+// length normalisation: the field terms follow the terms given, tokens
+// first, then (with a stemmer) their stem terms, each prefixed by
+// FieldPrefix and counted; the Vocabulary form gives the same terms.
 func TestAppendFieldTerms(t *testing.T) {
 	text := FieldText("Creating a Cluster", JoinPath([]string{"Administration"}), "Clusters")
 	for _, c := range []struct {
 		stemmer *Stemmer
-		norm    bool
 		terms   []string
 		tf      []int32
 	}{
-		{nil, false, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters"}, []int32{3, 1, 1, 1, 1, 1}},
-		{NewStemmer(), false, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters", "#~creat", "#~a", "#~cluster", "#~administr"}, []int32{3, 1, 1, 1, 1, 1, 1, 1, 2, 1}},
-		// 64 / 5 = 12.8 and 128 / 5 = 25.6, rounded.
-		{nil, true, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters"}, []int32{3, 13, 13, 13, 13, 13}},
-		{NewStemmer(), true, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters", "#~creat", "#~a", "#~cluster", "#~administr"}, []int32{3, 13, 13, 13, 13, 13, 13, 13, 26, 13}},
+		{nil, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters"}, []int32{3, 1, 1, 1, 1, 1}},
+		{NewStemmer(), []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters", "#~creat", "#~a", "#~cluster", "#~administr"}, []int32{3, 1, 1, 1, 1, 1, 1, 1, 2, 1}},
 	} {
-		terms, tf := AppendFieldTerms([]string{"x"}, []int32{3}, text, NewCounter(), c.stemmer, c.norm)
+		terms, tf := AppendFieldTerms([]string{"x"}, []int32{3}, text, NewCounter(), c.stemmer)
 		if !slices.Equal(terms, c.terms) || !slices.Equal(tf, c.tf) {
 			t.Errorf("stemmer %t: %q %v, want %q %v", c.stemmer != nil, terms, tf, c.terms, c.tf)
 		}
 		v := NewVocabulary()
 		ids, tf := v.CountIDs("x x x")
-		ids, tf = v.AppendFieldIDs(ids, tf, text, NewCounter(), c.stemmer, c.norm)
+		ids, tf = v.AppendFieldIDs(ids, tf, text, NewCounter(), c.stemmer)
 		if got := v.Names(ids); !slices.Equal(got, c.terms) || !slices.Equal(tf, c.tf) {
 			t.Errorf("stemmer %t, vocabulary: %q %v, want %q %v", c.stemmer != nil, got, tf, c.terms, c.tf)
 		}
@@ -88,8 +94,106 @@ func TestAppendFieldTerms(t *testing.T) {
 			}
 		}
 	}
-	if terms, tf := AppendFieldTerms(nil, nil, " ,. ", NewCounter(), NewStemmer(), true); terms != nil || tf != nil {
+	if terms, tf := AppendFieldTerms(nil, nil, " ,. ", NewCounter(), NewStemmer()); terms != nil || tf != nil {
 		t.Errorf("no token: %q %v, want nothing", terms, tf)
+	}
+}
+
+// TestAppendNormFieldTerms is docs/spec.md's example under the current
+// rules: the title "Creating a Cluster" (3 tokens) and the headings
+// "Administration" and "Clusters" (2 tokens) are two fields; a term's
+// frequency is FieldTF of its count in each field where it occurs, summed
+// (64/3 = 21.3 and 64/2 = 32; ~cluster 21 + 32).
+func TestAppendNormFieldTerms(t *testing.T) {
+	title, path, section := "Creating a Cluster", JoinPath([]string{"Administration"}), "Clusters"
+	headings := HeadingText(title, path, section)
+	if headings != "Administration\nClusters" {
+		t.Fatalf("HeadingText = %q", headings)
+	}
+	for _, c := range []struct {
+		stemmer *Stemmer
+		terms   []string
+		tf      []int32
+	}{
+		{nil, []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters"}, []int32{3, 21, 21, 21, 32, 32}},
+		{NewStemmer(), []string{"x", "#creating", "#a", "#cluster", "#administration", "#clusters", "#~creat", "#~a", "#~cluster", "#~administr"}, []int32{3, 21, 21, 21, 32, 32, 21, 21, 53, 32}},
+	} {
+		terms, tf := AppendNormFieldTerms([]string{"x"}, []int32{3}, title, headings, NewCounter(), c.stemmer)
+		if !slices.Equal(terms, c.terms) || !slices.Equal(tf, c.tf) {
+			t.Errorf("stemmer %t: %q %v, want %q %v", c.stemmer != nil, terms, tf, c.terms, c.tf)
+		}
+		v := NewVocabulary()
+		ids, tf := v.CountIDs("x x x")
+		ids, tf = v.AppendNormFieldIDs(ids, tf, title, headings, NewCounter(), c.stemmer)
+		if got := v.Names(ids); !slices.Equal(got, c.terms) || !slices.Equal(tf, c.tf) {
+			t.Errorf("stemmer %t, vocabulary: %q %v, want %q %v", c.stemmer != nil, got, tf, c.terms, c.tf)
+		}
+	}
+	// One field alone: its own length. "Guide" is 1 token: 64.
+	if terms, tf := AppendNormFieldTerms(nil, nil, "Guide", "", NewCounter(), NewStemmer()); !slices.Equal(terms, []string{"#guide", "#~guid"}) || !slices.Equal(tf, []int32{64, 64}) {
+		t.Errorf("a title alone: %q %v", terms, tf)
+	}
+	if terms, tf := AppendNormFieldTerms(nil, nil, "", "Install\nLinux", NewCounter(), nil); !slices.Equal(terms, []string{"#install", "#linux"}) || !slices.Equal(tf, []int32{32, 32}) {
+		t.Errorf("headings alone: %q %v", terms, tf)
+	}
+	if terms, tf := AppendNormFieldTerms(nil, nil, " ,. ", "", NewCounter(), NewStemmer()); terms != nil || tf != nil {
+		t.Errorf("no token: %q %v, want nothing", terms, tf)
+	}
+}
+
+// TestAppendNormFieldTermsReference: on random titles and headings the
+// terms are those AppendFieldTerms gives for the field text, in its
+// order, and each frequency is the sum over the two fields of FieldTF of
+// the term's count there, computed plainly from the tokens.
+func TestAppendNormFieldTermsReference(t *testing.T) {
+	words := []string{"cluster", "clusters", "clustered", "index", "indexes", "a", "the", "x1", "guide", "guides", "Install"}
+	rng := rand.New(rand.NewPCG(7, 43))
+	pick := func(n int) string {
+		var out []string
+		for range n {
+			out = append(out, words[rng.IntN(len(words))])
+		}
+		return strings.Join(out, " ")
+	}
+	for range 3000 {
+		title := pick(rng.IntN(4))
+		var hs []string
+		for range rng.IntN(3) {
+			hs = append(hs, pick(1+rng.IntN(3)))
+		}
+		headings := strings.Join(hs, "\n")
+		for _, stemmer := range []*Stemmer{nil, NewStemmer()} {
+			terms, tf := AppendNormFieldTerms(nil, nil, title, headings, NewCounter(), stemmer)
+			text := title
+			if title != "" && headings != "" {
+				text += "\n"
+			}
+			text += headings
+			want, _ := AppendFieldTerms(nil, nil, text, NewCounter(), stemmer)
+			if !slices.Equal(terms, want) {
+				t.Fatalf("%q / %q: terms %q, want %q", title, headings, terms, want)
+			}
+			count := func(field, term string) (c, n int32) {
+				for _, tok := range Tokenize(field) {
+					n++
+					if st, _ := Stem(tok); FieldPrefix+tok == term || (stemmer != nil && FieldPrefix+st == term) {
+						c++
+					}
+				}
+				return c, n
+			}
+			for i, term := range terms {
+				var f int32
+				for _, field := range []string{title, headings} {
+					if c, n := count(field, term); c > 0 {
+						f += FieldTF(c, n)
+					}
+				}
+				if tf[i] != f {
+					t.Fatalf("%q / %q: tf(%q) = %d, want %d", title, headings, term, tf[i], f)
+				}
+			}
+		}
 	}
 }
 

@@ -81,6 +81,28 @@ func (s Settings) FieldText(title, path, section string) string {
 	return analysis.FieldText(title, path, section)
 }
 
+// AppendFieldTerms returns terms and tf followed by the field terms of a
+// chunk of a document titled title, in the section named section under
+// the headings of path, under the settings' field rules: the title and
+// the headings as two fields with length-normalised frequencies
+// (analysis.AppendNormFieldTerms), or, under older rules, counts over the
+// field text (analysis.AppendFieldTerms).
+func (s Settings) AppendFieldTerms(terms []string, tf []int32, title, path, section string, counter *analysis.Counter, stemmer *analysis.Stemmer) ([]string, []int32) {
+	if s.NormFields() {
+		return analysis.AppendNormFieldTerms(terms, tf, title, analysis.HeadingText(title, path, section), counter, stemmer)
+	}
+	return analysis.AppendFieldTerms(terms, tf, s.FieldText(title, path, section), counter, stemmer)
+}
+
+// AppendFieldIDs is AppendFieldTerms over ids in v
+// (analysis.Vocabulary.AppendNormFieldIDs, AppendFieldIDs).
+func (s Settings) AppendFieldIDs(v *analysis.Vocabulary, ids, tf []int32, title, path, section string, counter *analysis.Counter, stemmer *analysis.Stemmer) ([]int32, []int32) {
+	if s.NormFields() {
+		return v.AppendNormFieldIDs(ids, tf, title, analysis.HeadingText(title, path, section), counter, stemmer)
+	}
+	return v.AppendFieldIDs(ids, tf, s.FieldText(title, path, section), counter, stemmer)
+}
+
 // Validate checks every setting.
 func (s Settings) Validate() error {
 	if err := hashembed.ValidateDims(s.Dims); err != nil {
@@ -196,7 +218,7 @@ func Prepare(doc *cordontype.Document, s Settings) ([]PreparedChunk, error) {
 			pc.Terms, pc.TF = stemmer.AppendStems(pc.Terms, pc.TF)
 		}
 		if s.Fields {
-			pc.Terms, pc.TF = analysis.AppendFieldTerms(pc.Terms, pc.TF, s.FieldText(doc.Title, pc.Path, p.Section), counter, stemmer, s.NormFields())
+			pc.Terms, pc.TF = s.AppendFieldTerms(pc.Terms, pc.TF, doc.Title, pc.Path, p.Section, counter, stemmer)
 		}
 		out[i] = pc
 	}

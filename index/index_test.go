@@ -74,8 +74,10 @@ func TestPrepareSectionPath(t *testing.T) {
 		if tf := got[2].TF[len(got[2].TF)-1]; tf != c.wantTF {
 			t.Errorf("rules %q: tf(#~guid) = %d, want %d", c.rules, tf, c.wantTF)
 		}
-		// The first chunk's field text has 5 tokens: "#guide" counts 64/5.
-		if i := slices.Index(got[0].Terms, "#guide"); i < 0 || (c.rules == "") != (got[0].TF[i] == 13) {
+		// The first chunk's headings field has 4 tokens: "#install" counts
+		// 64/4 under the current rules, "#guide" 64 (its title field has 1).
+		i, j := slices.Index(got[0].Terms, "#install"), slices.Index(got[0].Terms, "#guide")
+		if c.rules == "" && (i < 0 || j < 0 || got[0].TF[i] != 16 || got[0].TF[j] != 64) || c.rules != "" && (j < 0 || got[0].TF[j] != 1) {
 			t.Errorf("rules %q: chunk 0 field terms %q tf %v", c.rules, got[0].Terms, got[0].TF)
 		}
 		for i, pc := range got {
@@ -145,22 +147,28 @@ func TestPrepareProperties(t *testing.T) {
 					for j, term := range pc.Terms {
 						want := int32(0)
 						of := toks
-						field := analysis.IsFieldTerm(term)
-						if field {
-							// A field term counts the title's and the
-							// heading's tokens.
-							of, term = analysis.Tokenize(analysis.FieldText(d.Title, pc.Path, c.Section)), term[len(analysis.FieldPrefix):]
-						}
-						for _, tok := range of {
-							// A stem term counts every token with its stem.
-							if st, _ := analysis.Stem(tok); tok == term || st == term {
-								want++
+						count := func(of []string, term string) (n int32) {
+							for _, tok := range of {
+								// A stem term counts every token with its stem.
+								if st, _ := analysis.Stem(tok); tok == term || st == term {
+									n++
+								}
 							}
+							return n
 						}
-						if field {
-							// Length-normalised: 64 per occurrence in a
-							// field of one token, rounded half up.
-							want = int32((int(want)*64 + len(of)/2) / len(of))
+						if analysis.IsFieldTerm(term) {
+							// A field term counts the title's and the
+							// headings' tokens, each field length-normalised:
+							// 64 per occurrence in a field of one token,
+							// rounded half up.
+							term = term[len(analysis.FieldPrefix):]
+							for _, field := range []string{d.Title, analysis.HeadingText(d.Title, pc.Path, c.Section)} {
+								if of := analysis.Tokenize(field); count(of, term) > 0 {
+									want += int32((int(count(of, term))*64 + len(of)/2) / len(of))
+								}
+							}
+						} else {
+							want = count(of, term)
 						}
 						if pc.TF[j] != want {
 							t.Errorf("chunk %d tf(%q) = %d, want %d", n, term, pc.TF[j], want)

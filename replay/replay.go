@@ -52,6 +52,11 @@ type config struct {
 	// Fields is true (the default: each chunk's title and heading are
 	// field terms) or false.
 	Fields *bool `json:"fields"`
+	// FieldRules names older field rules to index under ("" or absent:
+	// the current ones; "fields-title-path-2" or
+	// "fields-title-section-1"), as a tenant indexed by an older release
+	// keeps them. Only with fields.
+	FieldRules *string `json:"field_rules"`
 }
 
 // ParseSettings reads a script's config object (nil or null gives defaults).
@@ -81,6 +86,9 @@ func ParseSettings(raw json.RawMessage) (index.Settings, error) {
 	}
 	if c.Fields != nil {
 		s.Fields = *c.Fields
+	}
+	if c.FieldRules != nil {
+		s.FieldRules = *c.FieldRules
 	}
 	if c.K1.Set {
 		s.BM25.K1 = c.K1.V

@@ -552,7 +552,7 @@ func TestServicePolicy(t *testing.T) {
 	}
 	seed := DefaultPolicy()
 	seed.RRFK, seed.RRFWeights, seed.Rerank, seed.RerankBlend, seed.MinScore, seed.MaxChunksPerDoc, seed.QTFK3, seed.IDF, seed.RerankProximity, seed.RerankDoc, seed.StemWeight, seed.FieldWeight, seed.BM25F =
-		10, Weights{BM25: 2, Cosine: 1, Doc: 1}, RerankIDFOverlap, 0.9, 0.1, 1, 8, bm25.IDFRSJ, 0.25, 0.1, 0.5, 1, true
+		10, Weights{BM25: 2, Cosine: 1, Doc: 1}, RerankIDFOverlap, 0.9, 0.1, 1, 8, bm25.IDFRSJ, 0.25, 0.1, 0.5, 4, true
 	if !reflect.DeepEqual(svc, seed) {
 		t.Errorf("ServicePolicy() = %+v, want the seed with the documented changes %+v", svc, seed)
 	}

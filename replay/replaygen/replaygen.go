@@ -61,6 +61,11 @@ func Generate(seed uint64, steps int) []byte {
 	if x := r.IntN(3); x > 0 {
 		cfg["fields"] = x == 1
 	}
+	// With field terms, now and then the older field rules a tenant of an
+	// older release keeps (counted frequencies).
+	if cfg["fields"] != false && r.IntN(4) == 0 {
+		cfg["field_rules"] = []string{"fields-title-path-2", "fields-title-section-1"}[r.IntN(2)]
+	}
 	var out []any
 	for i := 0; i < steps; i++ {
 		switch x := r.IntN(100); {

@@ -285,7 +285,7 @@ func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]
 		if t.settings.Stems() {
 			stemmer = fields.stemmer
 		}
-		*ids, pc.TF = vocab.AppendFieldIDs(*ids, pc.TF, t.settings.FieldText(string(raw[11]), pc.Path, c.Section), fields.counter, stemmer, t.settings.NormFields())
+		*ids, pc.TF = t.settings.AppendFieldIDs(vocab, *ids, pc.TF, string(raw[11]), pc.Path, c.Section, fields.counter, stemmer)
 	}
 	return nil
 }
