@@ -266,3 +266,25 @@ func TestVersions(t *testing.T) {
 		t.Error("an unknown version is known")
 	}
 }
+
+// BenchmarkFieldTerms measures a chunk's field terms under the English
+// analyzer: counted over the field text (the older rules) and
+// length-normalised per field (the current ones), for a title alone and
+// for a title with a section path.
+func BenchmarkFieldTerms(b *testing.B) {
+	title, path, section := "Creating a Database Cluster", JoinPath([]string{"Server Setup and Operation", "Creating a Database Cluster"}), "Use of Network File Systems"
+	for _, c := range []struct{ name, path, section string }{{"title", "", "body"}, {"title+headings", path, section}} {
+		text, headings := FieldText(title, c.path, c.section), HeadingText(title, c.path, c.section)
+		counter, stemmer := NewCounter(), NewStemmer()
+		b.Run(c.name+"/counts", func(b *testing.B) {
+			for b.Loop() {
+				AppendFieldTerms(nil, nil, text, counter, stemmer)
+			}
+		})
+		b.Run(c.name+"/normalised", func(b *testing.B) {
+			for b.Loop() {
+				AppendNormFieldTerms(nil, nil, title, headings, counter, stemmer)
+			}
+		})
+	}
+}
