@@ -21,8 +21,8 @@ const FieldPrefix = "#"
 
 // FieldsVersion names the field terms' rules; a tenant that indexes field
 // terms records it in its tokenizer version ([Version]). Bump it when
-// [FieldText] or [AppendFieldTerms] change. Under it a field term's
-// frequency is length-normalised ([FieldTF]).
+// [FieldText], [HeadingText] or [AppendNormFieldTerms] change. Under it a
+// field term's frequency is length-normalised ([FieldTF]).
 const FieldsVersion = "fields-title-path-3"
 
 // FieldsPathVersion names the rules before field frequencies were

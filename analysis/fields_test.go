@@ -262,6 +262,14 @@ func TestVersions(t *testing.T) {
 	if got := RulesVersion(AnalyzerEnglish, FieldsPathVersion); got != TokenizerVersion+"/english-"+StemmerVersion+"/fields-title-path-2" {
 		t.Errorf("RulesVersion(english, path) = %q", got)
 	}
+	for _, r := range []string{"", FieldsPathVersion, FieldsSectionVersion} {
+		if !ValidRules(r) {
+			t.Errorf("ValidRules(%q) = false", r)
+		}
+	}
+	if ValidRules(FieldsVersion) || ValidRules("fields-0") {
+		t.Error("ValidRules takes a name that is not an older rule set")
+	}
 	if _, _, _, ok := AnalyzerOf(TokenizerVersion + "/fields-0"); ok {
 		t.Error("an unknown version is known")
 	}

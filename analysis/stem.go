@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 
@@ -58,6 +59,10 @@ func RulesVersion(analyzer, rules string) string {
 
 // olderRules are the field rules this binary serves besides FieldsVersion.
 var olderRules = []string{FieldsPathVersion, FieldsSectionVersion}
+
+// ValidRules reports whether rules names field rules this binary serves:
+// "" (the current ones) or one of the older ones.
+func ValidRules(rules string) bool { return rules == "" || slices.Contains(olderRules, rules) }
 
 func version(analyzer, fields string) string {
 	v := TokenizerVersion

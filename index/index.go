@@ -35,7 +35,7 @@ type Settings struct {
 	// their English stem terms. Changing it re-indexes the tenant.
 	Analyzer string
 	// Fields makes each chunk's title and headings searchable as field
-	// terms ([analysis.AppendFieldTerms]) after its other terms. Changing
+	// terms ([Settings.AppendFieldTerms]) after its other terms. Changing
 	// it re-indexes the tenant.
 	Fields bool
 	// FieldRules names the field rules of a tenant indexed under older
@@ -124,9 +124,7 @@ func (s Settings) Validate() error {
 			return fmt.Errorf("%w: %w", cordontype.ErrInvalid, err)
 		}
 	}
-	switch s.FieldRules {
-	case "", analysis.FieldsPathVersion, analysis.FieldsSectionVersion:
-	default:
+	if !analysis.ValidRules(s.FieldRules) {
 		return fmt.Errorf("%w: field rules %q: want %q, %q or none (the current ones)", cordontype.ErrInvalid, s.FieldRules, analysis.FieldsPathVersion, analysis.FieldsSectionVersion)
 	}
 	if s.FieldRules != "" && !s.Fields {
@@ -151,7 +149,7 @@ type PreparedChunk struct {
 	// then, under the English analyzer, their stem terms
 	// ([analysis.Stemmer.AppendStems]), then, with Settings.Fields, the
 	// field terms of its document's title and its section path
-	// ([analysis.AppendFieldTerms]), with their frequencies in TF (same
+	// ([Settings.AppendFieldTerms]), with their frequencies in TF (same
 	// index).
 	Terms  []string
 	TF     []int32
