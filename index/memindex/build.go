@@ -70,7 +70,6 @@ func NewBuilder(s index.Settings, chunks int) *Builder {
 	x.length = make([]int32, 0, chunks)
 	x.normSq = make([]int64, 0, chunks)
 	x.norm = make([]float64, 0, chunks)
-	x.terms = make([][]int32, 0, chunks)
 	for d := range x.cols {
 		x.cols[d] = make([]int8, 0, chunks)
 	}
@@ -179,7 +178,7 @@ var buildPartMin = 1024
 
 // buildPostings builds the posting lists of every slot added. The slots'
 // terms get the index's ids, in order of first occurrence as Put numbers
-// them, in place: the slots' ids become the index's terms. Then each of
+// them, in place, and become the index's terms of each slot (x.terms). Then each of
 // GOMAXPROCS goroutines counts the postings of each term in a range of
 // slots, which places every range's postings of a term after those of the
 // ranges before it, in one array of all the postings, and each goroutine
@@ -219,8 +218,6 @@ func (b *Builder) buildPostings() {
 			}
 			ids[j] = g
 		}
-		x.terms[s] = ids
-		x.acct.held += allocSize(4 * int64(cap(ids)))
 	}
 	n := len(b.ids)
 	parts := max(1, min(runtime.GOMAXPROCS(0), n/buildPartMin))
@@ -254,18 +251,35 @@ func (b *Builder) buildPostings() {
 		}
 		start[g+1] = at
 	}
-	slots, tfs := make([]int32, start[len(names)]), make([]int32, start[len(names)])
+	slots, tfs := make([]int32, start[len(names)]), make([]uint8, start[len(names)])
+	// bigs[k] are range k's postings whose tf does not fit a byte.
+	type bigTF struct{ term, at, tf int32 }
+	bigs := make([][]bigTF, parts)
 	parallel(func(k int) {
 		at := counts[k]
 		for s := bound(k); s < bound(k+1); s++ {
 			tf := b.tfs[s]
 			for j, g := range b.ids[s] {
-				slots[at[g]], tfs[at[g]] = int32(s), tf[j]
+				slots[at[g]], tfs[at[g]] = int32(s), uint8(min(tf[j], tfEscape))
+				if tf[j] >= tfEscape {
+					bigs[k] = append(bigs[k], bigTF{g, at[g] - int32(start[g]), tf[j]})
+				}
 				at[g]++
 			}
 		}
 	})
+	// The postings written, each slot's ids are the index's terms of it.
+	x.terms.build(b.ids, parts, bound, parallel)
 	lists := make([]postingList, len(names))
+	for _, bs := range bigs {
+		for _, e := range bs {
+			p := &lists[e.term]
+			if p.big == nil {
+				p.big = make(map[int32]int32)
+			}
+			p.big[e.at] = e.tf
+		}
+	}
 	x.postings, x.lists = make(map[string]*postingList, len(names)), make([]*postingList, len(names))
 	for g, t := range names {
 		lo, hi := start[g], start[g+1]
@@ -274,10 +288,10 @@ func (b *Builder) buildPostings() {
 		p.term, p.id, p.slots, p.tfs, p.df = t, int32(g), slots[lo:hi:hi], tfs[lo:hi:hi], int64(hi-lo)
 		p.built, p.windows = true, true
 		x.postings[t], x.lists[g] = p, p
-		x.acct.held += strBytes(t)
+		x.acct.held += strBytes(t) + bigBytes(len(p.big))
 	}
 	// The arrays of every list's header and postings.
-	x.acct.held += allocSize(listSize*int64(len(lists))) + postingsBytes(len(slots))
+	x.acct.held += allocSize(listSize*int64(len(lists))) + postingsBytes(len(slots), len(tfs))
 	x.acct.terms, x.acct.termsMap = max(x.acct.terms, len(x.postings)), mapMadeBytes(len(names), postingsSlot)
 	// Each list's counts and bounds in one pass over its postings: its
 	// bounds (postingList.bound), its documents (every slot is live, so
@@ -320,14 +334,15 @@ func (b *Builder) buildPostings() {
 // scratch of one count per set.
 func (x *Index) listStats(p *postingList, lsOf []int32, setKeys []labelSet, chunks, docs []int64) {
 	long := len(p.slots) >= labelCountsMin
-	slots, tfs := p.slots, p.tfs[:len(p.slots)]
-	p.maxTF, p.minLen = tfs[0], x.length[slots[0]]
+	slots := p.slots
+	p.maxTF, p.minLen = p.tfAt(0), x.length[slots[0]]
 	for k := 0; k < len(slots); {
 		s, start := slots[k], k
 		d, ls, tf := x.docOf[s], lsOf[s], int64(0)
 		for ; k < len(slots) && x.docOf[slots[k]] == d; k++ {
-			tf += int64(tfs[k])
-			p.maxTF, p.minLen = max(p.maxTF, tfs[k]), min(p.minLen, x.length[slots[k]])
+			tfk := p.tfAt(k)
+			tf += int64(tfk)
+			p.maxTF, p.minLen = max(p.maxTF, tfk), min(p.minLen, x.length[slots[k]])
 		}
 		p.countDoc(tf, x.docLen[d])
 		if long {

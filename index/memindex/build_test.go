@@ -32,7 +32,7 @@ func TestBuilderIsPut(t *testing.T) {
 		var b strings.Builder
 		n := 5 + r.IntN(40)
 		if i%9 == 0 {
-			n = 400 // a word repeated beyond int8 in one chunk
+			n = 600 // a word repeated beyond int8 and a byte in one chunk
 		}
 		for j := range n {
 			w := words[r.IntN(len(words))]
@@ -48,7 +48,7 @@ func TestBuilderIsPut(t *testing.T) {
 		d := cordontype.Document{Tenant: "t", DocID: fmt.Sprintf("d%02d", i%50), Text: b.String(),
 			Classification: cordontype.Classification(i % 4), Barriers: barriers, AsOfTick: int64(i)}
 		if i%9 == 0 {
-			s.Chunking.MaxWords = 400
+			s.Chunking.MaxWords = 600
 		}
 		pcs, err := index.Prepare(&d, s)
 		s.Chunking.MaxWords = 12
@@ -101,8 +101,8 @@ func TestBuilderIsPut(t *testing.T) {
 				b.AddCounted(d.id, pcs, v, ids)
 			}
 			got := b.Index()
-			if len(got.overflow) == 0 || got.Len() == 0 {
-				t.Fatalf("%d chunks, %d beyond int8: the test exercises too little", got.Len(), len(got.overflow))
+			if len(got.overflow) == 0 || got.Len() == 0 || got.BigTFs() == 0 {
+				t.Fatalf("%d chunks, %d beyond int8, %d tfs beyond a byte: the test exercises too little", got.Len(), len(got.overflow), got.BigTFs())
 			}
 			if tt.countMin == 3 {
 				withCounts := 0

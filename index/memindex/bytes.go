@@ -125,7 +125,7 @@ func (x *Index) Bytes() int64 {
 	n := x.acct.held
 	n += allocSize(int64(cap(x.chunks))*chunkSize) + allocSize(int64(cap(x.alive))) + allocSize(int64(cap(x.class))) +
 		allocSize(4*int64(cap(x.barrier))) + allocSize(8*int64(cap(x.asOf))) + allocSize(4*int64(cap(x.length))) +
-		allocSize(8*int64(cap(x.normSq))) + allocSize(8*int64(cap(x.norm))) + allocSize(sliceSize*int64(cap(x.terms))) +
+		allocSize(8*int64(cap(x.normSq))) + allocSize(8*int64(cap(x.norm))) + x.terms.bytes() + allocSize(4*int64(cap(x.idBuf))) +
 		allocSize(4*int64(cap(x.docOf))) + allocSize(stringSize*int64(cap(x.docNames))) + allocSize(8*int64(cap(x.docLen))) +
 		allocSize(pointerSize*int64(cap(x.lists))) + allocSize(sliceSize*int64(cap(x.sets))) + allocSize(sliceSize*int64(cap(x.cols)))
 	for _, c := range x.cols {
@@ -147,15 +147,22 @@ func (x *Index) Bytes() int64 {
 // entry in every per-slot array, its bits, its share of a query's scratch,
 // its term ids and its postings.
 func SlotBytes(dims, terms int) int64 {
-	perSlot := chunkSize + 1 + 1 + 4 + 8 + 4 + 8 + 8 + sliceSize + 4 + int64(dims)
+	perSlot := chunkSize + 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + int64(dims)
 	bits := int64(1+visMasksMax+7) / 8
-	return perSlot + bits + 9 + allocSize(4*int64(terms)) + 8*int64(terms)
+	// A term id takes at least a byte (slotTerms), a posting five.
+	return perSlot + bits + 9 + int64(terms) + 5*int64(terms)
 }
 
 // ChunkBytes is SlotBytes for pc with its strings.
 func ChunkBytes(dims int, pc *index.PreparedChunk) int64 {
 	c := &pc.Chunk
-	n := SlotBytes(dims, len(pc.TF)) + strBytes(c.ChunkID) + strBytes(c.DocID) + strBytes(c.Section) + strBytes(c.Text)
+	// A term id takes about two bytes (see slotTerms).
+	n := SlotBytes(dims, len(pc.TF)) + int64(len(pc.TF)) + strBytes(c.ChunkID) + strBytes(c.DocID) + strBytes(c.Section) + strBytes(c.Text)
+	for _, tf := range pc.TF {
+		if tf >= tfEscape {
+			n += bigBytes(1) // a list's map of one (more hold less each)
+		}
+	}
 	return n + labelsBytes(c.Barriers)
 }
 
@@ -206,8 +213,18 @@ func chunkHeld(c *cordontype.Chunk) int64 {
 	return strBytes(c.ChunkID) + strBytes(c.DocID) + strBytes(c.Section) + strBytes(c.Text) + labelsBytes(c.Barriers)
 }
 
-// postingsBytes is what a list's own slots and tfs of capacity c hold.
-func postingsBytes(c int) int64 { return 2 * allocSize(4*int64(c)) }
+// postingsBytes is what a list's own slots and tfs of capacities slots
+// and tfs hold.
+func postingsBytes(slots, tfs int) int64 { return allocSize(4*int64(slots)) + allocSize(int64(tfs)) }
+
+// bigBytes is what a list's map of n tfs beyond a byte holds (see
+// postingList.big): its header and entries.
+func bigBytes(n int) int64 {
+	if n == 0 {
+		return 0
+	}
+	return allocSize(48) + mapBytes(n, 4+4)
+}
 
 // listHeld is what a posting list holds beside its map entry: its term,
 // header, postings, bitmap and label counts, less what a Builder's arrays
@@ -218,8 +235,9 @@ func (p *postingList) listHeld() int64 {
 		n += allocSize(listSize)
 	}
 	if !p.windows {
-		n += postingsBytes(cap(p.slots))
+		n += postingsBytes(cap(p.slots), cap(p.tfs))
 	}
+	n += bigBytes(len(p.big))
 	if p.byLabel != nil {
 		n += labelMaps
 	}

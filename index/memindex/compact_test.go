@@ -21,6 +21,11 @@ func TestCompactionKeepsResults(t *testing.T) {
 	if compactions == 0 {
 		t.Fatal("no tenant index was ever compacted: the test exercised nothing")
 	}
+	// Postings with tfs beyond a byte, moved by a compaction.
+	st := compare(t, "overflow script, with compaction", overflowScript())
+	if st.Tenant("t").Compactions() == 0 || st.Tenant("t").BigTFs() == 0 {
+		t.Fatalf("%d compactions, %d tfs beyond a byte: the overflow script exercised too little", st.Tenant("t").Compactions(), st.Tenant("t").BigTFs())
+	}
 }
 
 // TestLabelCountsKeepResults makes every posting list keep per-label-set

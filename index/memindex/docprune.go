@@ -149,7 +149,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		}
 		wt, idf := req.Weight(i), plan.idf[i]
 		ub := float64(wt * bm25.Term(idf, p.maxDocTF, p.minDocLen, plan.avgdl, params))
-		terms = append(terms, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], bits: p.bits, wt: wt, idf: idf, ub: ub * pruneMargin})
+		terms = append(terms, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], big: p.big, base: start, bits: p.bits, wt: wt, idf: idf, ub: ub * pruneMargin})
 	}
 	hits := pt.docHits[:0]
 	defer func() { pt.docHits = hits }()
@@ -251,7 +251,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 // document), from its cursor, and returns their summed tf.
 func (t *pruneTerm) sumDoc(docOf []int32, d int32) (tf int64) {
 	for t.c < len(t.slots) && docOf[t.slots[t.c]] == d {
-		tf += int64(t.tfs[t.c])
+		tf += int64(t.tf())
 		t.c++
 	}
 	return tf
@@ -294,7 +294,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 				tmax += m.Coef * float64(p.maxDocTF)
 				minLen = min(minLen, p.minDocLen)
 			}
-			pg.members = append(pg.members, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], bits: p.bits, wt: m.Coef})
+			pg.members = append(pg.members, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], big: p.big, base: start, bits: p.bits, wt: m.Coef})
 			pg.field = append(pg.field, m.Field)
 		}
 		if len(pg.members) == 0 {

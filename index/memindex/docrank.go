@@ -88,9 +88,9 @@ func (x *Index) docRuns(spans []span, entitled bool, vis *visMask, w *worker, pt
 			tfs = tfs[:len(slots)]
 			for k := 0; k < len(slots); {
 				s := slots[k]
-				d, tf := docOf[s], int64(tfs[k])
+				d, tf := docOf[s], int64(tfOf(tfs[k], p.big, sp.start+k))
 				for k++; k < len(slots) && docOf[slots[k]] == d; k++ {
-					tf += int64(tfs[k])
+					tf += int64(tfOf(tfs[k], p.big, sp.start+k))
 				}
 				if !alive[s] {
 					continue

@@ -86,6 +86,18 @@ func (x *Index) LabelCounted() int {
 // Overflowed is the number of x's chunks whose vector does not fit int8.
 func (x *Index) Overflowed() int { return len(x.overflow) }
 
+// BigTFs is the number of postings whose tf does not fit a byte (see
+// postingList.tfs).
+func (x *Index) BigTFs() int {
+	n := 0
+	for _, p := range x.lists {
+		if p != nil {
+			n += len(p.big)
+		}
+	}
+	return n
+}
+
 // EssentialPostings is the number of postings of req's terms, and of those
 // of the terms MaxScore would have to score (its essential terms) had it
 // known floor, the final top list's lowest lexical score, from the start:
@@ -110,7 +122,7 @@ func (x *Index) EssentialPostings(req retrieval.RankRequest, floor float64) (pos
 		b := bound{n: len(p.slots)}
 		for k, s := range p.slots {
 			norm := bm25.LengthNorm(int64(x.length[s]), avgdl, x.settings.BM25)
-			b.max = max(b.max, float64(req.Weight(i)*bm25.TermNorm(st.lex[i], int64(p.tfs[k]), norm, x.settings.BM25)))
+			b.max = max(b.max, float64(req.Weight(i)*bm25.TermNorm(st.lex[i], int64(p.tfAt(k)), norm, x.settings.BM25)))
 		}
 		bounds = append(bounds, b)
 		postings += b.n
@@ -186,9 +198,9 @@ func (x *Index) CheckDocCounts() error {
 		byLabel := map[labelSet]int64{}
 		for k := 0; k < len(p.slots); {
 			s := p.slots[k]
-			d, tf := x.docOf[s], int64(p.tfs[k])
+			d, tf := x.docOf[s], int64(p.tfAt(k))
 			for k++; k < len(p.slots) && x.docOf[p.slots[k]] == d; k++ {
-				tf += int64(p.tfs[k])
+				tf += int64(p.tfAt(k))
 			}
 			if !x.alive[s] {
 				continue

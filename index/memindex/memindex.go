@@ -23,8 +23,12 @@ type postingList struct {
 	// postings: the arrays are counted whole (see listHeld).
 	built, windows bool
 	slots          []int32
-	tfs            []int32
-	df             int64 // live postings
+	// tfs are the postings' term frequencies, one byte each: a tf of
+	// tfEscape or more is tfEscape here and its value in big, by the
+	// posting's index in the list (see tfAt).
+	tfs []uint8
+	big map[int32]int32
+	df  int64 // live postings
 	// maxTF and minLen bound the list's postings, live or dead: the
 	// largest tf and the shortest chunk (see lexicalPruned).
 	maxTF, minLen int32
@@ -65,9 +69,8 @@ type Index struct {
 	normSq  []int64
 	norm    []float64 // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
 	// terms are the ids of each slot's distinct terms (their posting
-	// lists in lists), in order of first occurrence, for removal: 4 bytes
-	// a term, and nothing for the collector to scan.
-	terms    [][]int32
+	// lists in lists), for removal and compaction.
+	terms    slotTerms
 	cols     [][]int8 // cols[d][slot]
 	overflow map[int32][]int32
 
@@ -75,6 +78,8 @@ type Index struct {
 	// docTF is the document being added's summed tf per term id, or the
 	// document being removed's term ids (see addDoc and Remove).
 	docTF map[int32]int64
+	// idBuf holds a slot's term ids while Remove reads them.
+	idBuf []int32
 	// docOf numbers each slot's document; docNames and docLen (the sum of
 	// its chunks' lengths) are by number. A document gets a new number at
 	// every Put; compaction renumbers. The document ranking accumulates
@@ -312,9 +317,9 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 			x.acct.terms = max(x.acct.terms, len(x.postings))
 		}
 		ids[j] = p.id
-		postings, bitmap := cap(p.slots), cap(p.bits)
+		slotsCap, tfsCap, bitmap := cap(p.slots), cap(p.tfs), cap(p.bits)
 		p.slots = append(p.slots, slot)
-		p.tfs = append(p.tfs, pc.TF[j])
+		x.acct.held += p.appendTF(pc.TF[j])
 		p.bound(pc.TF[j], x.length[slot])
 		switch {
 		case p.bits != nil:
@@ -322,13 +327,14 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 		case x.wantBits(len(p.slots)):
 			p.buildBits()
 		}
-		if cap(p.slots) != postings {
+		if cap(p.slots) != slotsCap || cap(p.tfs) != tfsCap {
 			// Grown: a list's own arrays replace the old ones, or the
-			// windows of a Builder's arrays, which stay held.
+			// windows of a Builder's arrays, which stay held (a window
+			// is full, so both grow at once).
 			if !p.windows {
-				x.acct.held -= postingsBytes(postings)
+				x.acct.held -= postingsBytes(slotsCap, tfsCap)
 			}
-			x.acct.held += postingsBytes(cap(p.slots))
+			x.acct.held += postingsBytes(cap(p.slots), cap(p.tfs))
 			p.windows = false
 		}
 		x.acct.held += allocSize(8*int64(cap(p.bits))) - allocSize(8*int64(bitmap))
@@ -344,12 +350,45 @@ func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
 		// The document's own counts wait for addDoc.
 		x.docTF[p.id] += int64(pc.TF[j])
 	}
-	x.terms[slot] = ids
-	x.acct.held += allocSize(4 * int64(cap(ids)))
+	x.terms.add(ids)
 	return slot
 }
 
 // bound counts a posting of tf in a chunk of length dl in p's bounds.
+// tfEscape is the one-byte tf that stands for a tf of tfEscape or more,
+// kept in the list's big map.
+const tfEscape = 255
+
+// tfAt is the tf of the list's k-th posting.
+func (p *postingList) tfAt(k int) int32 {
+	return tfOf(p.tfs[k], p.big, k)
+}
+
+// tfOf is the tf a posting's byte b stands for, in a list whose big map
+// is big, k being the posting's index in its list.
+func tfOf(b uint8, big map[int32]int32, k int) int32 {
+	if b != tfEscape {
+		return int32(b)
+	}
+	return big[int32(k)]
+}
+
+// appendTF appends a posting's tf to the list (its slot appended already)
+// and returns the bytes its big map grew by.
+func (p *postingList) appendTF(tf int32) int64 {
+	if tf < tfEscape {
+		p.tfs = append(p.tfs, uint8(tf))
+		return 0
+	}
+	p.tfs = append(p.tfs, tfEscape)
+	before := bigBytes(len(p.big))
+	if p.big == nil {
+		p.big = make(map[int32]int32)
+	}
+	p.big[int32(len(p.tfs)-1)] = tf
+	return bigBytes(len(p.big)) - before
+}
+
 func (p *postingList) bound(tf, dl int32) {
 	if len(p.slots) == 1 {
 		p.maxTF, p.minLen = tf, dl
@@ -376,7 +415,6 @@ func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	x.length = append(x.length, int32(c.Length))
 	x.normSq = append(x.normSq, pc.NormSq)
 	x.norm = append(x.norm, math.Sqrt(float64(pc.NormSq)))
-	x.terms = append(x.terms, nil)
 	fits := true
 	for _, v := range pc.Vector {
 		if v > 127 || v < -128 {
@@ -419,7 +457,8 @@ func (x *Index) Remove(docID string) bool {
 		x.labels[ls].docs--
 		// Each of its distinct terms loses a document.
 		for _, s := range slots {
-			for _, id := range x.terms[s] {
+			x.idBuf = x.terms.appendIDs(x.idBuf[:0], s)
+			for _, id := range x.idBuf {
 				if _, dup := x.docTF[id]; dup {
 					continue
 				}
@@ -452,7 +491,8 @@ func (x *Index) Remove(docID string) bool {
 			st.n--
 			st.sumLen -= int64(x.length[s])
 		}
-		for _, id := range x.terms[s] {
+		x.idBuf = x.terms.appendIDs(x.idBuf[:0], s)
+		for _, id := range x.idBuf {
 			p := x.lists[id]
 			p.df--
 			if p.df == 0 {
@@ -471,9 +511,8 @@ func (x *Index) Remove(docID string) bool {
 			x.acct.held -= allocSize(4 * int64(cap(v)))
 			delete(x.overflow, s)
 		}
-		x.acct.held -= chunkHeld(&x.chunks[s]) + allocSize(4*int64(cap(x.terms[s])))
+		x.acct.held -= chunkHeld(&x.chunks[s])
 		x.chunks[s] = cordontype.Chunk{}
-		x.terms[s] = nil
 	}
 	delete(x.docs, docID)
 	return true
@@ -515,7 +554,7 @@ func (x *Index) maybeCompact() {
 
 // prepared reconstructs a slot's PreparedChunk (for compaction).
 func (x *Index) prepared(s int32) index.PreparedChunk {
-	ids := x.terms[s]
+	ids := x.terms.appendIDs(nil, s)
 	pc := index.PreparedChunk{Chunk: x.chunks[s], Terms: make([]string, len(ids)), NormSq: x.normSq[s]}
 	pc.TF = make([]int32, len(ids))
 	for j, id := range ids {
@@ -523,7 +562,7 @@ func (x *Index) prepared(s int32) index.PreparedChunk {
 		pc.Terms[j] = p.term
 		for k, ps := range p.slots {
 			if ps == s {
-				pc.TF[j] = p.tfs[k]
+				pc.TF[j] = p.tfAt(k)
 				break
 			}
 		}
@@ -946,7 +985,7 @@ func (x *Index) lexicalCombined(c *retrieval.Combined, st scopeStats, w *worker,
 			if m.Field {
 				sum = field
 			}
-			slots, tfs := sp.p.slots[sp.start:sp.end], sp.p.tfs[sp.start:sp.end]
+			slots, tfs, big := sp.p.slots[sp.start:sp.end], sp.p.tfs[sp.start:sp.end], sp.p.big
 			tfs = tfs[:len(slots)]
 			for k, s := range slots {
 				if checkAlive && !alive[s] {
@@ -956,7 +995,7 @@ func (x *Index) lexicalCombined(c *retrieval.Combined, st scopeStats, w *worker,
 					gmark[s] = true
 					group = append(group, s)
 				}
-				sum[s] += float64(m.Coef * float64(tfs[k]))
+				sum[s] += float64(m.Coef * float64(tfOf(tfs[k], big, sp.start+k)))
 			}
 		}
 		idf := st.lex[g.IDF]
@@ -1077,7 +1116,7 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 				mark[s] = true
 				touched = append(touched, s)
 			}
-			tf, dl := tfs[k], length[s]
+			tf, dl := tfOf(tfs[k], p.big, sp.start+k), length[s]
 			if long && tf <= cachedTF && int(dl) < normCacheLen {
 				i := int(tf-1)*normCacheLen + int(dl)
 				if w.oneStamp[i] != oneStamp {

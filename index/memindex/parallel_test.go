@@ -16,8 +16,10 @@ import (
 )
 
 // overflowScript puts documents whose chunks repeat a word more than 127
-// times (their vectors do not fit the int8 columns) among ordinary ones, and
-// queries them.
+// times (their vectors do not fit the int8 columns), some 254 to 300 times
+// (tfs at and beyond a byte's escape, see postingList.tfs), among ordinary
+// ones, queries them, puts them again (their postings die, and a low
+// compaction threshold compacts them) and queries again.
 func overflowScript() []byte {
 	type m = map[string]any
 	var steps []m
@@ -28,17 +30,29 @@ func overflowScript() []byte {
 		for i := 0; i < 20; i++ {
 			text.WriteString(words[(d+i*i)%len(words)] + " ")
 		}
-		if d%3 == 0 {
+		switch d % 3 {
+		case 0:
 			text.WriteString(strings.Repeat(words[d%len(words)]+" ", 150+d))
+		case 1:
+			text.WriteString(strings.Repeat(words[(d+1)%len(words)]+" ", []int{254, 255, 256, 300}[d/3]))
 		}
 		steps = append(steps, m{"op": "put", "document": m{"tenant": "t", "doc_id": fmt.Sprintf("d%d", d), "text": text.String(),
 			"classification": []string{"public", "internal", "confidential", "restricted"}[d%4], "as_of_tick": d * 10}})
 	}
-	for i, q := range []string{"ledger swap", "tx4096", "hold hold margin", "pmt ledger tx4096 swap"} {
-		steps = append(steps, m{"op": "retrieve", "principal": m{"tenant": "t", "clearance": "confidential"},
-			"query": q, "now_tick": 100, "policy": m{"max_stale_ticks": 60 + i*10, "enable_rerank": i%2 == 0, "top_n": 3 + i}})
+	queries := func() {
+		for i, q := range []string{"ledger swap", "tx4096", "hold hold margin", "pmt ledger tx4096 swap", "margins"} {
+			steps = append(steps, m{"op": "retrieve", "principal": m{"tenant": "t", "clearance": "confidential"},
+				"query": q, "now_tick": 100, "policy": m{"max_stale_ticks": 60 + i*10, "enable_rerank": i%2 == 0, "top_n": 3 + i}})
+		}
 	}
-	b, err := json.Marshal(m{"config": m{"max_words": 200, "overlap_words": 40}, "steps": steps})
+	queries()
+	for d := range 12 {
+		text := strings.Repeat(words[d%len(words)]+" ", 100+60*(d%5))
+		steps = append(steps, m{"op": "put", "document": m{"tenant": "t", "doc_id": fmt.Sprintf("d%d", d), "text": text,
+			"classification": "internal", "as_of_tick": 90}})
+	}
+	queries()
+	b, err := json.Marshal(m{"config": m{"max_words": 400, "overlap_words": 40}, "steps": steps})
 	if err != nil {
 		panic(err)
 	}
@@ -74,5 +88,8 @@ func TestOverflowScriptOverflows(t *testing.T) {
 	}
 	if n := st.Tenant("t").Overflowed(); n == 0 {
 		t.Fatal("no chunk overflowed int8: the overflow path is untested")
+	}
+	if n := st.Tenant("t").BigTFs(); n < 4 {
+		t.Fatalf("%d postings hold a tf beyond a byte: the escape is untested", n)
 	}
 }

@@ -25,16 +25,24 @@ const pruneMargin = 1 + 1e-9
 // pruneTerm is one query term's span of postings in a part, as
 // lexicalPruned and docPruned walk it.
 type pruneTerm struct {
-	slots, tfs []int32
-	bits       []uint64 // the list's bitmap, if it keeps one
-	c          int      // cursor: the first posting not yet passed
-	wt, idf    float64
-	ub         float64 // bound on wt x the term's contribution to a chunk or document
+	slots []int32
+	tfs   []uint8 // see postingList.tfs
+	// big and base are the list's map of tfs beyond a byte and the index
+	// in the list of the window's first posting.
+	big     map[int32]int32
+	base    int
+	bits    []uint64 // the list's bitmap, if it keeps one
+	c       int      // cursor: the first posting not yet passed
+	wt, idf float64
+	ub      float64 // bound on wt x the term's contribution to a chunk or document
 	// has and v are whether the chunk (document) being scored holds the
 	// term, and the term's contribution to it.
 	has bool
 	v   float64
 }
+
+// tf is the tf of the posting at the term's cursor.
+func (t *pruneTerm) tf() int32 { return tfOf(t.tfs[t.c], t.big, t.base+t.c) }
 
 // maxScore is MaxScore's state over one part's terms (in query order):
 // byBound lists them by ascending bound, and byBound[:nonEss] are the terms
@@ -110,7 +118,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		}
 		p := sp.p
 		ub := float64(wt * bm25.TermNorm(idf, int64(p.maxTF), normOf(p.minLen), params))
-		terms = append(terms, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], bits: p.bits, wt: wt, idf: idf, ub: ub * pruneMargin})
+		terms = append(terms, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], big: p.big, base: sp.start, bits: p.bits, wt: wt, idf: idf, ub: ub * pruneMargin})
 	}
 	w.prune = terms
 	if len(terms) < 2 {
@@ -162,7 +170,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		partial := 0.0
 		for _, j := range m.byBound[m.nonEss:] {
 			if t := &terms[j]; t.has {
-				t.v = float64(t.wt * bm25.TermNorm(t.idf, int64(t.tfs[t.c]), normOf(dl), params))
+				t.v = float64(t.wt * bm25.TermNorm(t.idf, int64(t.tf()), normOf(dl), params))
 				partial += t.v
 				t.c++
 			}
@@ -178,7 +186,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 			t.c = gallop(t.slots, t.c, s)
 			t.has = t.c < len(t.slots) && t.slots[t.c] == s
 			if t.has {
-				t.v = float64(t.wt * bm25.TermNorm(t.idf, int64(t.tfs[t.c]), normOf(dl), params))
+				t.v = float64(t.wt * bm25.TermNorm(t.idf, int64(t.tf()), normOf(dl), params))
 			}
 		}
 		score := 0.0

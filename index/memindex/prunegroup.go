@@ -61,9 +61,9 @@ func (g *pruneGroup) score(c *retrieval.Combined, norm float64, p bm25.Params) {
 			continue
 		}
 		if g.field[k] {
-			field += float64(m.wt * float64(m.tfs[m.c]))
+			field += float64(m.wt * float64(m.tf()))
 		} else {
-			text += float64(m.wt * float64(m.tfs[m.c]))
+			text += float64(m.wt * float64(m.tf()))
 		}
 		m.c++
 	}
@@ -175,7 +175,7 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 				tmax += m.Coef * float64(p.maxTF)
 				minLen = min(minLen, p.minLen)
 			}
-			pg.members = append(pg.members, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], bits: p.bits, wt: m.Coef})
+			pg.members = append(pg.members, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], big: p.big, base: sp.start, bits: p.bits, wt: m.Coef})
 			pg.field = append(pg.field, m.Field)
 		}
 		if len(pg.members) == 0 {
