@@ -32,7 +32,8 @@ var (
 )
 
 // scaleTenant builds, once per process, the index of cordon-lab bench's
-// corpus (seed 1, one tenant of n chunks) as the store's cache loads it,
+// corpus (seed 1, one tenant of n chunks, the default settings) as the
+// store's cache loads it,
 // and the RankRequests the bench's retriever sends for its first 200
 // queries under the bench policy (the service profile with -scale-service).
 func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest) {
@@ -61,7 +62,7 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				vocab := analysis.NewVocabulary()
+				vocab, counter, stemmer := analysis.NewVocabulary(), analysis.NewCounter(), analysis.NewStemmer()
 				for j := range jobs {
 					pcs, err := index.Prepare(&j.doc, s)
 					if err != nil {
@@ -69,7 +70,14 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 					}
 					ids := make([][]int32, len(pcs))
 					for i := range pcs {
+						// The default settings' terms: words, their stems
+						// and the title's and headings' field terms.
 						ids[i], pcs[i].TF = vocab.CountIDs(pcs[i].Chunk.Text)
+						ids[i], pcs[i].TF = vocab.AppendStemIDs(ids[i], pcs[i].TF)
+						ids[i], pcs[i].TF = s.AppendFieldIDs(vocab, ids[i], pcs[i].TF, j.doc.Title, pcs[i].Path, pcs[i].Chunk.Section, counter, stemmer)
+						if want := pcs[i].Terms; !slices.Equal(vocab.Names(ids[i]), want) {
+							panic(fmt.Sprintf("doc %s chunk %d: counted %q, prepared %q", j.doc.DocID, i, vocab.Names(ids[i]), want))
+						}
 						pcs[i].Terms = nil
 					}
 					j.pcs <- counted{pcs, ids, vocab}
