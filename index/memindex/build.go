@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
 )
 
@@ -62,7 +61,7 @@ func (v *ownVocabulary) number(terms []string) []int32 {
 func NewBuilder(s index.Settings, chunks int) *Builder {
 	x := New(s)
 	chunks = max(chunks, 0)
-	x.chunks = make([]cordontype.Chunk, 0, chunks)
+	x.slotChunks = make([]slotChunk, 0, chunks)
 	x.alive = make([]bool, 0, chunks)
 	x.class = make([]int8, 0, chunks)
 	x.barrier = make([]int32, 0, chunks)

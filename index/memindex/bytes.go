@@ -35,9 +35,9 @@ import (
 // capacities (see Bytes).
 type accounting struct {
 	held int64
-	// The most entries postings, docs and docTF have held: what their
-	// maps keep allocated.
-	terms, docs, docTF int
+	// The most entries postings, docs, docTF and sectionIDs have held:
+	// what their maps keep allocated.
+	terms, docs, docTF, sections, odd int
 	// termsMap is what a Builder's postings map, made for its size,
 	// holds.
 	termsMap int64
@@ -45,12 +45,13 @@ type accounting struct {
 
 // Go's sizes of the index's elements.
 const (
-	chunkSize   = int64(unsafe.Sizeof(cordontype.Chunk{}))
-	listSize    = int64(unsafe.Sizeof(postingList{}))
-	statsSize   = int64(unsafe.Sizeof(labelStats{}))
-	stringSize  = int64(unsafe.Sizeof(""))
-	sliceSize   = int64(unsafe.Sizeof([]int32(nil)))
-	pointerSize = int64(unsafe.Sizeof((*int)(nil)))
+	chunkSize     = int64(unsafe.Sizeof(cordontype.Chunk{}))
+	slotChunkSize = int64(unsafe.Sizeof(slotChunk{}))
+	listSize      = int64(unsafe.Sizeof(postingList{}))
+	statsSize     = int64(unsafe.Sizeof(labelStats{}))
+	stringSize    = int64(unsafe.Sizeof(""))
+	sliceSize     = int64(unsafe.Sizeof([]int32(nil)))
+	pointerSize   = int64(unsafe.Sizeof((*int)(nil)))
 )
 
 // Map slot sizes (key and element, aligned) of the index's maps.
@@ -59,6 +60,8 @@ const (
 	docsSlot     = stringSize + sliceSize   // map[string][]int32
 	docTFSlot    = 8 + 8                    // map[int32]int64
 	overflowSlot = 8 + sliceSize            // map[int32][]int32
+	oddSlot      = 8 + pointerSize          // map[int32]*cordontype.Chunk
+	sectionsSlot = stringSize + 8           // map[string]int32
 	setIDsSlot   = stringSize + 8           // map[string]int32
 	labelsSlot   = 8 + pointerSize          // map[labelSet]*labelStats
 	labelMapSlot = 8 + 8                    // map[labelSet]int64
@@ -123,7 +126,7 @@ func mapMadeBytes(n int, slot int64) int64 {
 // change is counted as it is made. The caller holds the index exclusively.
 func (x *Index) Bytes() int64 {
 	n := x.acct.held
-	n += allocSize(int64(cap(x.chunks))*chunkSize) + allocSize(int64(cap(x.alive))) + allocSize(int64(cap(x.class))) +
+	n += allocSize(int64(cap(x.slotChunks))*slotChunkSize) + allocSize(stringSize*int64(cap(x.sections))) + allocSize(int64(cap(x.alive))) + allocSize(int64(cap(x.class))) +
 		allocSize(4*int64(cap(x.barrier))) + allocSize(8*int64(cap(x.asOf))) + allocSize(4*int64(cap(x.length))) +
 		allocSize(8*int64(cap(x.normSq))) + allocSize(8*int64(cap(x.norm))) + x.terms.bytes() + allocSize(4*int64(cap(x.idBuf))) +
 		allocSize(4*int64(cap(x.docOf))) + allocSize(stringSize*int64(cap(x.docNames))) + allocSize(8*int64(cap(x.docLen))) +
@@ -131,12 +134,12 @@ func (x *Index) Bytes() int64 {
 	for _, c := range x.cols {
 		n += allocSize(int64(cap(c)))
 	}
-	n += (1 + visMasksMax) * allocSize(8*int64(len(x.chunks)+63)/64)
+	n += (1 + visMasksMax) * allocSize(8*int64(len(x.slotChunks)+63)/64)
 	// One query's scratch: lexical accumulators by slot, document sums
 	// by document number.
-	n += 9*int64(len(x.chunks)) + 9*int64(len(x.docNames))
+	n += 9*int64(len(x.slotChunks)) + 9*int64(len(x.docNames))
 	n += max(x.acct.termsMap, mapBytes(x.acct.terms, postingsSlot)) + mapBytes(x.acct.docs, docsSlot) + mapBytes(x.acct.docTF, docTFSlot) +
-		mapBytes(len(x.overflow), overflowSlot) + mapBytes(len(x.setIDs), setIDsSlot) +
+		mapBytes(len(x.overflow), overflowSlot) + mapBytes(x.acct.sections, sectionsSlot) + mapBytes(x.acct.odd, oddSlot) + mapBytes(len(x.setIDs), setIDsSlot) +
 		mapBytes(len(x.labels), labelsSlot) + int64(len(x.labels))*allocSize(statsSize)
 	return n
 }
@@ -147,17 +150,18 @@ func (x *Index) Bytes() int64 {
 // entry in every per-slot array, its bits, its share of a query's scratch,
 // its term ids and its postings.
 func SlotBytes(dims, terms int) int64 {
-	perSlot := chunkSize + 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + int64(dims)
+	perSlot := slotChunkSize + 1 + 1 + 4 + 8 + 4 + 8 + 8 + 8 + 4 + int64(dims)
 	bits := int64(1+visMasksMax+7) / 8
 	// A term id takes at least a byte (slotTerms), a posting five.
 	return perSlot + bits + 9 + int64(terms) + 5*int64(terms)
 }
 
-// ChunkBytes is SlotBytes for pc with its strings.
+// ChunkBytes is SlotBytes for pc with its strings: its text and, at most,
+// its section's name (see slotChunk).
 func ChunkBytes(dims int, pc *index.PreparedChunk) int64 {
 	c := &pc.Chunk
 	// A term id takes about two bytes (see slotTerms).
-	n := SlotBytes(dims, len(pc.TF)) + int64(len(pc.TF)) + strBytes(c.ChunkID) + strBytes(c.DocID) + strBytes(c.Section) + strBytes(c.Text)
+	n := SlotBytes(dims, len(pc.TF)) + int64(len(pc.TF)) + strBytes(c.Section) + strBytes(c.Text)
 	for _, tf := range pc.TF {
 		if tf >= tfEscape {
 			n += bigBytes(1) // a list's map of one (more hold less each)

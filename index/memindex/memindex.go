@@ -60,14 +60,20 @@ var labelCountsMin = 2048
 type Index struct {
 	settings index.Settings
 
-	chunks  []cordontype.Chunk // by slot; Text may be empty (see AddOptions)
-	alive   []bool
-	class   []int8
-	barrier []int32 // interned barrier-set id
-	asOf    []int64
-	length  []int32
-	normSq  []int64
-	norm    []float64 // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
+	// slotChunks, odd, tenant and sections hold each slot's chunk (see
+	// slotChunk and chunk); a text may be empty (see Put).
+	slotChunks []slotChunk
+	odd        map[int32]*cordontype.Chunk
+	tenant     string
+	sections   []string
+	sectionIDs map[string]int32
+	alive      []bool
+	class      []int8
+	barrier    []int32 // interned barrier-set id
+	asOf       []int64
+	length     []int32
+	normSq     []int64
+	norm       []float64 // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
 	// terms are the ids of each slot's distinct terms (their posting
 	// lists in lists), for removal and compaction.
 	terms    slotTerms
@@ -400,13 +406,11 @@ func (p *postingList) bound(tf, dl int32) {
 // addSlot adds everything of a chunk but its postings and terms, in a new
 // slot.
 func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
-	slot := int32(len(x.chunks))
+	slot := int32(len(x.slotChunks))
 	c := pc.Chunk
 	if dropText {
 		c.Text = ""
 	}
-	x.chunks = append(x.chunks, c)
-	x.acct.held += chunkHeld(&c)
 	x.alive = append(x.alive, true)
 	x.docOf = append(x.docOf, -1)
 	x.class = append(x.class, int8(c.Classification))
@@ -415,6 +419,7 @@ func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	x.length = append(x.length, int32(c.Length))
 	x.normSq = append(x.normSq, pc.NormSq)
 	x.norm = append(x.norm, math.Sqrt(float64(pc.NormSq)))
+	x.acct.held += x.setChunk(slot, &c)
 	fits := true
 	for _, v := range pc.Vector {
 		if v > 127 || v < -128 {
@@ -511,8 +516,7 @@ func (x *Index) Remove(docID string) bool {
 			x.acct.held -= allocSize(4 * int64(cap(v)))
 			delete(x.overflow, s)
 		}
-		x.acct.held -= chunkHeld(&x.chunks[s])
-		x.chunks[s] = cordontype.Chunk{}
+		x.acct.held -= x.dropChunk(s)
 	}
 	delete(x.docs, docID)
 	return true
@@ -545,7 +549,7 @@ func (x *Index) maybeCompact() {
 		}
 		n.addDoc(id, slots)
 	}
-	*x = Index{settings: n.settings, chunks: n.chunks, alive: n.alive, class: n.class, barrier: n.barrier,
+	*x = Index{settings: n.settings, slotChunks: n.slotChunks, odd: n.odd, tenant: n.tenant, sections: n.sections, sectionIDs: n.sectionIDs, alive: n.alive, class: n.class, barrier: n.barrier,
 		docOf: n.docOf, docNames: n.docNames, docLen: n.docLen,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
 		docs: n.docs, docTF: n.docTF, postings: n.postings, lists: n.lists, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
@@ -555,7 +559,7 @@ func (x *Index) maybeCompact() {
 // prepared reconstructs a slot's PreparedChunk (for compaction).
 func (x *Index) prepared(s int32) index.PreparedChunk {
 	ids := x.terms.appendIDs(nil, s)
-	pc := index.PreparedChunk{Chunk: x.chunks[s], Terms: make([]string, len(ids)), NormSq: x.normSq[s]}
+	pc := index.PreparedChunk{Chunk: x.chunk(s), Terms: make([]string, len(ids)), NormSq: x.normSq[s]}
 	pc.TF = make([]int32, len(ids))
 	for j, id := range ids {
 		p := x.lists[id]
@@ -584,7 +588,7 @@ func (x *Index) getScratch(workers int) *scratch {
 	if sc == nil {
 		sc = &scratch{}
 	}
-	n := len(x.chunks)
+	n := len(x.slotChunks)
 	if cap(sc.lex) < n {
 		sc.lex = make([]float64, n)
 		sc.mark = make([]bool, n)
@@ -702,7 +706,7 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 	if err != nil {
 		return retrieval.Rankings{}, err
 	}
-	n := int32(len(x.chunks))
+	n := int32(len(x.slotChunks))
 	req.Combined = req.Combined.ForTenant(x.settings.Stems(), x.settings.NormFields())
 	f := x.newFilter(&req)
 	st := x.scopeStats(req.Terms, req.IDF, f)
@@ -1186,7 +1190,7 @@ type span struct {
 }
 
 // lastSlot is one past the last slot.
-func (x *Index) lastSlot() int32 { return int32(len(x.chunks)) }
+func (x *Index) lastSlot() int32 { return int32(len(x.slotChunks)) }
 
 // denseQuery is what every dense part of one query reads.
 type denseQuery struct {
@@ -1408,7 +1412,7 @@ func (t *topN) worse(a, b scored) bool {
 	if a.score != b.score {
 		return a.score < b.score
 	}
-	return t.x.chunks[a.slot].ChunkID > t.x.chunks[b.slot].ChunkID
+	return t.x.chunkIDAfter(a.slot, b.slot)
 }
 
 // offer keeps slot s with score if it ranks among the k best so far.
@@ -1473,7 +1477,7 @@ func (t *topN) hits() []retrieval.Hit {
 	})
 	out := make([]retrieval.Hit, len(t.items))
 	for i, it := range t.items {
-		out[i] = retrieval.Hit{Chunk: t.x.chunks[it.slot], Score: it.score}
+		out[i] = retrieval.Hit{Chunk: t.x.chunk(it.slot), Score: it.score}
 	}
 	return out
 }

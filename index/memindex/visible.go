@@ -133,7 +133,7 @@ func (x *Index) visible(f *filter) *visMask {
 		}
 	}
 	visComputed.Add(1)
-	n := len(x.chunks)
+	n := len(x.slotChunks)
 	v := &visMask{key: key, clearance: f.clearance, barriers: slices.Clone(f.principal), bits: make([]uint64, (n+63)>>6)}
 	// Each barrier set's verdict first (an index has few sets), then one
 	// pass over the slots without a branch on their labels.
@@ -200,7 +200,7 @@ const listBitsShare = 16
 
 // wantBits reports whether a list of n postings keeps a bitmap.
 func (x *Index) wantBits(n int) bool {
-	return n >= listBitsMin && n*listBitsShare >= len(x.chunks)
+	return n >= listBitsMin && n*listBitsShare >= len(x.slotChunks)
 }
 
 // buildBits sets p's bitmap from its slots.
