@@ -22,6 +22,7 @@ import (
 var (
 	scaleChunks  = flag.Int("scale-chunks", 0, "chunks of the one tenant BenchmarkRankScale builds (0 skips it)")
 	scaleService = flag.Bool("scale-service", false, "rank BenchmarkRankScale's queries under the service profile (retrieval.ServicePolicy) instead of the bench policy")
+	scaleExact   = flag.Bool("scale-exact", false, "build BenchmarkRankScale's tenant with exact words only (analyzer exact, no field terms) instead of the default settings")
 )
 
 var (
@@ -32,7 +33,8 @@ var (
 )
 
 // scaleTenant builds, once per process, the index of cordon-lab bench's
-// corpus (seed 1, one tenant of n chunks, the default settings) as the
+// corpus (seed 1, one tenant of n chunks, the default settings or, with
+// -scale-exact, exact words alone) as the
 // store's cache loads it,
 // and the RankRequests the bench's retriever sends for its first 200
 // queries under the bench policy (the service profile with -scale-service).
@@ -43,6 +45,9 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 			b.Fatal(err)
 		}
 		s := index.DefaultSettings()
+		if *scaleExact {
+			s.Analyzer, s.Fields = analysis.AnalyzerExact, false
+		}
 		// Documents are prepared on every core, their terms counted by each
 		// core's vocabulary as a cache's load counts them, and added in
 		// corpus order.
@@ -70,11 +75,15 @@ func scaleTenant(b *testing.B, n int) (*memindex.Index, []retrieval.RankRequest)
 					}
 					ids := make([][]int32, len(pcs))
 					for i := range pcs {
-						// The default settings' terms: words, their stems
-						// and the title's and headings' field terms.
+						// The settings' terms: words and, by default, their
+						// stems and the title's and headings' field terms.
 						ids[i], pcs[i].TF = vocab.CountIDs(pcs[i].Chunk.Text)
-						ids[i], pcs[i].TF = vocab.AppendStemIDs(ids[i], pcs[i].TF)
-						ids[i], pcs[i].TF = s.AppendFieldIDs(vocab, ids[i], pcs[i].TF, j.doc.Title, pcs[i].Path, pcs[i].Chunk.Section, counter, stemmer)
+						if s.Stems() {
+							ids[i], pcs[i].TF = vocab.AppendStemIDs(ids[i], pcs[i].TF)
+						}
+						if s.Fields {
+							ids[i], pcs[i].TF = s.AppendFieldIDs(vocab, ids[i], pcs[i].TF, j.doc.Title, pcs[i].Path, pcs[i].Chunk.Section, counter, stemmer)
+						}
 						if want := pcs[i].Terms; !slices.Equal(vocab.Names(ids[i]), want) {
 							panic(fmt.Sprintf("doc %s chunk %d: counted %q, prepared %q", j.doc.DocID, i, vocab.Names(ids[i]), want))
 						}
