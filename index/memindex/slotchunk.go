@@ -12,7 +12,7 @@ import (
 
 // slotChunk is what a slot keeps of its chunk beside the per-slot arrays
 // that hold the rest (docOf, class, barrier, asOf, length) and the index's
-// tenant: 40 bytes and the text's, where a cordontype.Chunk takes 144 and
+// tenant: 32 bytes and the text's, where a cordontype.Chunk takes 144 and
 // four strings of its own. chunk rebuilds the Chunk for a hit.
 type slotChunk struct {
 	text string

@@ -369,8 +369,8 @@ func (c *cache) forget(schema string) {
 // dictionary entries aside. Before a load it bounds the tenant's size from
 // below (admit, refresh); the load itself charges what the index counts of
 // its memory (memindex.Index.Bytes: the dictionary and strings too). For
-// the bench corpus (256 dimensions, 90 distinct terms a chunk) the charge
-// is about the live heap (see docs/benchmarks.md); for adversarial corpora
+// the bench corpus (256 dimensions, 187 distinct terms a chunk under the
+// default settings) the charge is about the live heap (see docs/benchmarks.md); for adversarial corpora
 // (long unique tokens, many tiny documents, huge documents, non-Latin
 // text) within 20% of it (TestLoadChargeWithinLiveHeap).
 func bytesPerChunk(dims int, terms int) int64 {
