@@ -159,6 +159,10 @@ type PreparedChunk struct {
 	// (chunk.Piece.Path, joined by analysis.JoinPath; "" for none). A
 	// store keeps it to count the chunk's field terms again.
 	Path string
+	// Ref is the store's id of the chunk's stored row, 0 for none: an
+	// in-memory index that keeps no texts hands it back with each hit
+	// (retrieval.Hit.Ref) for the store to read the text by.
+	Ref int64
 }
 
 // Prepare validates doc (normalising its barriers) and chunks, tokenizes and

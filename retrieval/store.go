@@ -77,6 +77,10 @@ func (r *RankRequest) Weight(i int) float64 { return weightAt(r.Weights, i) }
 type Hit struct {
 	Chunk cordontype.Chunk
 	Score float64
+	// Ref is the store's id of the chunk's stored row (index.PreparedChunk's
+	// Ref), for a store whose ranking leaves texts for it to fill; 0
+	// otherwise.
+	Ref int64
 }
 
 // Rankings are a store's answer: each ranking filtered and truncated, best

@@ -419,7 +419,7 @@ func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	x.length = append(x.length, int32(c.Length))
 	x.normSq = append(x.normSq, pc.NormSq)
 	x.norm = append(x.norm, math.Sqrt(float64(pc.NormSq)))
-	x.acct.held += x.setChunk(slot, &c)
+	x.acct.held += x.setChunk(slot, &c, pc.Ref)
 	fits := true
 	for _, v := range pc.Vector {
 		if v > 127 || v < -128 {
@@ -559,7 +559,7 @@ func (x *Index) maybeCompact() {
 // prepared reconstructs a slot's PreparedChunk (for compaction).
 func (x *Index) prepared(s int32) index.PreparedChunk {
 	ids := x.terms.appendIDs(nil, s)
-	pc := index.PreparedChunk{Chunk: x.chunk(s), Terms: make([]string, len(ids)), NormSq: x.normSq[s]}
+	pc := index.PreparedChunk{Chunk: x.chunk(s), Terms: make([]string, len(ids)), NormSq: x.normSq[s], Ref: x.slotChunks[s].ref}
 	pc.TF = make([]int32, len(ids))
 	for j, id := range ids {
 		p := x.lists[id]
@@ -1477,7 +1477,7 @@ func (t *topN) hits() []retrieval.Hit {
 	})
 	out := make([]retrieval.Hit, len(t.items))
 	for i, it := range t.items {
-		out[i] = retrieval.Hit{Chunk: t.x.chunk(it.slot), Score: it.score}
+		out[i] = retrieval.Hit{Chunk: t.x.chunk(it.slot), Score: it.score, Ref: t.x.slotChunks[it.slot].ref}
 	}
 	return out
 }

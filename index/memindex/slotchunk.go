@@ -12,10 +12,11 @@ import (
 
 // slotChunk is what a slot keeps of its chunk beside the per-slot arrays
 // that hold the rest (docOf, class, barrier, asOf, length) and the index's
-// tenant: 32 bytes and the text's, where a cordontype.Chunk takes 144 and
+// tenant: 40 bytes and the text's, where a cordontype.Chunk takes 144 and
 // four strings of its own. chunk rebuilds the Chunk for a hit.
 type slotChunk struct {
 	text string
+	ref  int64 // index.PreparedChunk.Ref
 	// The chunk's id is its document's id, "::" and ord, as
 	// index.Prepare names chunks; a chunk named otherwise, or whose
 	// offsets or tenant do not fit, is kept whole in Index.odd.
@@ -24,9 +25,9 @@ type slotChunk struct {
 	start, end int32
 }
 
-// setChunk records chunk c (its text already dropped, or not) in slot s,
-// and returns the bytes it holds beyond its slotChunk.
-func (x *Index) setChunk(s int32, c *cordontype.Chunk) int64 {
+// setChunk records chunk c (its text already dropped, or not) of stored
+// row ref in slot s, and returns the bytes it holds beyond its slotChunk.
+func (x *Index) setChunk(s int32, c *cordontype.Chunk, ref int64) int64 {
 	if len(x.slotChunks) == 0 && len(x.odd) == 0 && x.tenant == "" {
 		x.tenant = c.Tenant
 	}
@@ -39,10 +40,10 @@ func (x *Index) setChunk(s int32, c *cordontype.Chunk) int64 {
 		cc := *c
 		x.odd[s] = &cc
 		x.acct.odd = max(x.acct.odd, len(x.odd))
-		x.slotChunks = append(x.slotChunks, slotChunk{})
+		x.slotChunks = append(x.slotChunks, slotChunk{ref: ref})
 		return chunkHeld(c) + allocSize(chunkSize)
 	}
-	x.slotChunks = append(x.slotChunks, slotChunk{text: c.Text, ord: ord, section: x.internSection(c.Section),
+	x.slotChunks = append(x.slotChunks, slotChunk{text: c.Text, ref: ref, ord: ord, section: x.internSection(c.Section),
 		start: int32(c.StartChar), end: int32(c.EndChar)})
 	return strBytes(c.Text)
 }

@@ -542,6 +542,7 @@ func (c *cache) buildRows(rows pgx.Rows, t tenantInfo, n int64) (x *memindex.Ind
 	var building cachedTenant // reserve's keep: evicts any other entry
 	builder := memindex.NewBuilder(t.settings, int(n))
 	err = forEachStoredDoc(rows, t, false, func(d *storedDoc) error {
+		d.dropTexts()
 		b := docBytes(t.settings.Dims, d, d.termBytes)
 		if !c.reserve(&building, b, false) {
 			tooBig = reserved+b > c.budget
@@ -714,6 +715,7 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 	seen := make(map[string]bool, len(ids))
 	err = forEachStoredDoc(rows, t, true, func(d *storedDoc) error {
 		seen[d.docID] = true
+		d.dropTexts()
 		if !c.reserve(ct, docBytes(t.settings.Dims, d, ct.x.NewTermBytes(d.pcs)), true) {
 			return errTooBig
 		}

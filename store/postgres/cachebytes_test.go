@@ -116,7 +116,8 @@ func (r *storedRows) add(pc *index.PreparedChunk, title string) {
 	}
 	r.rows = append(r.rows, [][]byte{[]byte(c.DocID), []byte(c.ChunkID), []byte(c.Section), []byte(c.Text),
 		int4(c.StartChar), int4(c.EndChar), int4(c.Length), binary.BigEndian.AppendUint16(nil, uint16(c.Classification)),
-		barriers, binary.BigEndian.AppendUint64(nil, uint64(c.AsOfTick)), vec, []byte(title), []byte(pc.Path)})
+		barriers, binary.BigEndian.AppendUint64(nil, uint64(c.AsOfTick)), vec, []byte(title), []byte(pc.Path),
+		binary.BigEndian.AppendUint64(nil, uint64(len(r.rows)+1))})
 }
 
 func (r *storedRows) Close()                        {}

@@ -37,21 +37,22 @@ import (
 // (on chunks c) appended: a document's chunks together, in chunk order,
 // documents in doc_id order.
 //
-// The last two columns are the document's title when the tenant indexes
+// The last three columns are the document's title when the tenant indexes
 // field terms (index.Settings.Fields), which need it, else empty (no join),
-// and the chunk's section path (empty for none).
+// the chunk's section path (empty for none) and the chunk row's id
+// (index.PreparedChunk.Ref).
 func chunkRowsSQL(t tenantInfo, where string) string {
 	title, join := `''::text`, ``
 	if t.settings.Fields {
 		title, join = `d.title`, ` JOIN `+t.tables.documents+` d ON d.doc_id = c.doc_id`
 	}
 	return `SELECT c.doc_id, c.chunk_id, c.section, c.text, c.start_char, c.end_char, c.length,
-		c.classification, c.barriers, c.as_of_tick, c.embedding, ` + title + `, coalesce(c.section_path, '')
+		c.classification, c.barriers, c.as_of_tick, c.embedding, ` + title + `, coalesce(c.section_path, ''), c.id
 		FROM ` + t.tables.chunks + ` c` + join + where + ` ORDER BY c.doc_id, c.ord`
 }
 
 // chunkRowCols is the number of columns chunkRowsSQL selects.
-const chunkRowCols = 13
+const chunkRowCols = 14
 
 // binaryRows are the query options that make every column of a
 // chunkRowsSQL result arrive in binary format, the embedding included
@@ -86,6 +87,14 @@ type fieldScratch struct {
 
 func newFieldScratch() *fieldScratch {
 	return &fieldScratch{counter: analysis.NewCounter(), stemmer: analysis.NewStemmer()}
+}
+
+// dropTexts clears d's chunk texts, once their terms are counted: a cached
+// index keeps none (see fillTexts).
+func (d *storedDoc) dropTexts() {
+	for i := range d.pcs {
+		d.pcs[i].Chunk.Text = ""
+	}
 }
 
 // storedBatch is a few documents decoded by one worker.
@@ -246,6 +255,10 @@ func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]
 	if len(raw[12]) > 0 {
 		pc.Path = string(raw[12])
 	}
+	if len(raw[13]) != 8 {
+		return fmt.Errorf("%w: id of %d bytes", errChunkRow, len(raw[13]))
+	}
+	pc.Ref = int64(binary.BigEndian.Uint64(raw[13]))
 	c.Tenant = t.name
 	ints := [3]*int{&c.StartChar, &c.EndChar, &c.Length}
 	for j, p := range ints {

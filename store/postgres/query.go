@@ -84,7 +84,8 @@ func (s *Store) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.
 // exactly which index it was. An unknown tenant has no chunks and version 0.
 //
 // With the in-memory path enabled, a query whose tenant is cached at its
-// committed version (or newer) is answered in one statement; otherwise, and
+// committed version (or newer) is answered in two statements (the tenant's
+// lookup, and its hits' texts after the ranking: fillTexts); otherwise, and
 // always without the cache, everything is read in one read-only
 // REPEATABLE READ snapshot, refreshing the cache on the way.
 func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
@@ -92,6 +93,12 @@ func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (ret
 	var memErr error
 	version, err := s.read(ctx, req.Principal.Tenant,
 		func(x *memindex.Index) { out, memErr = x.Rank(req) },
+		func(ctx context.Context, q queryer, t tenantInfo) (bool, error) {
+			if memErr != nil {
+				return true, nil // reported below
+			}
+			return fillTexts(ctx, q, t, req, &out)
+		},
 		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
 			st.colsOK = st.colsOK && !s.opts.ChunkScan
 			rk, err := rankTx(ctx, tx, t, st, req)
@@ -114,24 +121,27 @@ func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (ret
 // returns the index version that answered: mem on the cached index when it
 // is current, else sql, in one read-only REPEATABLE READ snapshot. Neither
 // runs for an unknown tenant (version 0): the caller's zero answer stands.
+// After mem, fill (when not nil) completes its answer from the tenant's
+// tables, outside the cache's lock; when it reports false, the answer is
+// not to be had from the index (see fillTexts), and the snapshot answers.
 //
 // With the cache, one statement outside any transaction first reads the
 // tenant's registry and stats rows; a cached index at that version or newer
 // (a later committed state) answers at once (cache.current). Otherwise the
 // snapshot's own first statement reads both rows again, and the cache is
 // brought to that version (cache.use), or SQL ranks.
-func (s *Store) read(ctx context.Context, tenant string, mem func(*memindex.Index), sql func(pgx.Tx, tenantInfo, statsRow) error) (int64, error) {
+func (s *Store) read(ctx context.Context, tenant string, mem func(*memindex.Index), fill fillFunc, sql func(pgx.Tx, tenantInfo, statsRow) error) (int64, error) {
 	var version int64
 	err := s.onReader(ctx, func(c *pgxpool.Conn) error {
 		var err error
-		version, err = s.readOn(ctx, c, tenant, mem, sql)
+		version, err = s.readOn(ctx, c, tenant, mem, fill, sql)
 		return err
 	})
 	return version, err
 }
 
 // readOn is read on connection c (to the primary or a replica).
-func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem func(*memindex.Index), sql func(pgx.Tx, tenantInfo, statsRow) error) (int64, error) {
+func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem func(*memindex.Index), fill fillFunc, sql func(pgx.Tx, tenantInfo, statsRow) error) (int64, error) {
 	if s.cache != nil {
 		var st statsRow
 		t, found, err := lookupTenant(ctx, c, tenant, &st)
@@ -144,7 +154,21 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 		if err == nil {
 			s.models.Store(tenant, t.settings.Spec())
 			if version, ok := s.cache.current(t, st, mem); ok {
-				return version, nil
+				if s.opts.fillHook != nil {
+					s.opts.fillHook(tenant)
+				}
+				filled, err := fill.run(ctx, c, t)
+				if err == nil && !filled && fill != nil && len(s.replicas) > 0 {
+					// A standby behind the cached index lacks rows it
+					// ranked: the primary has them.
+					filled, err = s.fillOnPrimary(ctx, fill, t)
+				}
+				if err != nil || filled {
+					return version, err
+				}
+				// A hit's row changed since the index's version: the
+				// snapshot answers.
+				s.cache.memAnswers.Add(-1)
 			}
 		}
 		// An error is reported by the transactional path, which meets it
@@ -156,8 +180,19 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 		s.models.Store(tenant, t.settings.Spec())
 		if s.cache != nil {
 			ok, load, err := s.cache.use(ctx, tx, t, st, mem)
-			if err != nil || ok {
+			if err != nil {
 				return err
+			}
+			if ok {
+				// The index is at the snapshot's version: its hits' rows
+				// are in the snapshot.
+				filled, err := fill.run(ctx, tx, t)
+				if err != nil || filled {
+					return err
+				}
+				s.cache.memAnswers.Add(-1)
+				s.cache.sqlAnswers.Add(1)
+				return sql(tx, t, st)
 			}
 			if load {
 				// This query does not wait: SQL answers it while the
@@ -1111,7 +1146,7 @@ func fetchChunks(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.Ran
 			if !ok {
 				return nil, errors.New("a ranked chunk vanished within one snapshot: this is a bug, please report it with a replay script")
 			}
-			hits[j] = retrieval.Hit{Chunk: chunk, Score: c.score}
+			hits[j] = retrieval.Hit{Chunk: chunk, Score: c.score, Ref: c.id}
 		}
 		retrieval.SortHits(hits)
 		out[i] = hits[:min(len(hits), req.TopN)]
@@ -1181,7 +1216,7 @@ func docRankTx(ctx context.Context, tx pgx.Tx, t tenantInfo, req retrieval.RankR
 func (s *Store) IDF(ctx context.Context, p cordontype.Principal, terms []string) ([]float64, error) {
 	out := make([]float64, len(terms))
 	_, err := s.read(ctx, p.Tenant,
-		func(x *memindex.Index) { out = x.IDF(p, terms) },
+		func(x *memindex.Index) { out = x.IDF(p, terms) }, nil,
 		func(tx pgx.Tx, t tenantInfo, st statsRow) error {
 			st.colsOK = st.colsOK && !s.opts.ChunkScan
 			idf, err := idfTx(ctx, tx, t, st, p, terms)

@@ -100,6 +100,9 @@ type Options struct {
 	// read the stats row, before the documents; the package's tests hold
 	// loads there.
 	loadHook func(tenant string)
+	// fillHook, when set, runs after the cached index answered a query
+	// outside a snapshot and before its hits' texts are read (tests).
+	fillHook func(tenant string)
 	// evictMinIdle, when not 0, replaces evictMinIdle (negative: any
 	// tenant no query is reading may be evicted); the package's tests set
 	// it.
