@@ -161,6 +161,10 @@ func (b *Builder) addDoc(docID string, n int) {
 	b.x.addDoc(docID, slots)
 }
 
+// DropTexts makes the index keep no chunk texts (Index.DropTexts). Call
+// it before adding.
+func (b *Builder) DropTexts() { b.x.DropTexts() }
+
 // Index returns the index of the documents added; the builder is done.
 func (b *Builder) Index() *Index {
 	if !b.built {

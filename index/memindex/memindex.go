@@ -67,13 +67,15 @@ type Index struct {
 	tenant     string
 	sections   []string
 	sectionIDs map[string]int32
-	alive      []bool
-	class      []int8
-	barrier    []int32 // interned barrier-set id
-	asOf       []int64
-	length     []int32
-	normSq     []int64
-	norm       []float64 // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
+	// dropTexts keeps every chunk's text out of memory (see DropTexts).
+	dropTexts bool
+	alive     []bool
+	class     []int8
+	barrier   []int32 // interned barrier-set id
+	asOf      []int64
+	length    []int32
+	normSq    []int64
+	norm      []float64 // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
 	// terms are the ids of each slot's distinct terms (their posting
 	// lists in lists), for removal and compaction.
 	terms    slotTerms
@@ -212,6 +214,14 @@ func New(s index.Settings) *Index {
 		labels:   make(map[labelSet]*labelStats),
 	}
 }
+
+// DropTexts makes x keep no chunk text from now on, whatever Put is told:
+// its hits carry their rows' ids (retrieval.Hit.Ref) for the caller to
+// read their texts by. Call it on a new index.
+func (x *Index) DropTexts() { x.dropTexts = true }
+
+// DropsTexts reports whether x keeps no chunk texts (DropTexts).
+func (x *Index) DropsTexts() bool { return x.dropTexts }
 
 // Settings returns the index settings.
 func (x *Index) Settings() index.Settings { return x.settings }
@@ -408,7 +418,7 @@ func (p *postingList) bound(tf, dl int32) {
 func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
 	slot := int32(len(x.slotChunks))
 	c := pc.Chunk
-	if dropText {
+	if dropText || x.dropTexts {
 		c.Text = ""
 	}
 	x.alive = append(x.alive, true)
@@ -533,6 +543,7 @@ func (x *Index) maybeCompact() {
 	}
 	old := x
 	n := New(x.settings)
+	n.dropTexts = x.dropTexts
 	docIDs := make([]string, 0, len(old.docs))
 	for id := range old.docs {
 		docIDs = append(docIDs, id)
@@ -549,7 +560,7 @@ func (x *Index) maybeCompact() {
 		}
 		n.addDoc(id, slots)
 	}
-	*x = Index{settings: n.settings, slotChunks: n.slotChunks, odd: n.odd, tenant: n.tenant, sections: n.sections, sectionIDs: n.sectionIDs, alive: n.alive, class: n.class, barrier: n.barrier,
+	*x = Index{settings: n.settings, dropTexts: n.dropTexts, slotChunks: n.slotChunks, odd: n.odd, tenant: n.tenant, sections: n.sections, sectionIDs: n.sectionIDs, alive: n.alive, class: n.class, barrier: n.barrier,
 		docOf: n.docOf, docNames: n.docNames, docLen: n.docLen,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
 		docs: n.docs, docTF: n.docTF, postings: n.postings, lists: n.lists, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,

@@ -53,6 +53,9 @@ type cache struct {
 	// minIdle is how long a tenant must have gone unqueried before it may
 	// be evicted to make room for another (negative: no minimum).
 	minIdle time.Duration
+	// dropTexts builds every index without texts, whether or not the
+	// tenant would fit with them (tests).
+	dropTexts bool
 
 	mu      sync.Mutex
 	tenants map[string]*cachedTenant
@@ -529,20 +532,38 @@ func (c *cache) counted(start time.Time, installed bool) {
 // one of t's). x is nil when the tenant does not fit; tooBig then says it
 // exceeds the budget by itself. build touches no cache entry: the caller
 // installs x, or records tooBig, for the incarnation it read.
+//
+// The index keeps the chunks' texts, so that a query answered from memory
+// reads nothing more, unless the tenant would not fit with them: then it
+// is built again without them (memindex.Index.DropTexts), and its queries
+// read their hits' texts by row id (fillTexts), one statement more than
+// from an index with texts, and still far less than the SQL path.
 func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, n int64) (x *memindex.Index, reserved int64, tooBig bool, err error) {
-	rows, err := tx.Query(ctx, chunkRowsSQL(t, ""), binaryRows)
-	if err != nil {
-		return nil, 0, false, classify(err)
+	for _, dropTexts := range []bool{c.dropTexts, true} {
+		rows, err := tx.Query(ctx, chunkRowsSQL(t, ""), binaryRows)
+		if err != nil {
+			return nil, 0, false, classify(err)
+		}
+		x, reserved, tooBig, err = c.buildRows(rows, t, n, dropTexts)
+		if err != nil || !tooBig || dropTexts {
+			return x, reserved, tooBig, err
+		}
 	}
-	return c.buildRows(rows, t, n)
+	panic("unreachable")
 }
 
-// buildRows is build over the rows of its chunkRowsSQL query.
-func (c *cache) buildRows(rows pgx.Rows, t tenantInfo, n int64) (x *memindex.Index, reserved int64, tooBig bool, err error) {
+// buildRows is build over the rows of its chunkRowsSQL query, into an index
+// that keeps no texts when dropTexts is set.
+func (c *cache) buildRows(rows pgx.Rows, t tenantInfo, n int64, dropTexts bool) (x *memindex.Index, reserved int64, tooBig bool, err error) {
 	var building cachedTenant // reserve's keep: evicts any other entry
 	builder := memindex.NewBuilder(t.settings, int(n))
+	if dropTexts {
+		builder.DropTexts()
+	}
 	err = forEachStoredDoc(rows, t, false, func(d *storedDoc) error {
-		d.dropTexts()
+		if dropTexts {
+			d.dropTexts()
+		}
 		b := docBytes(t.settings.Dims, d, d.termBytes)
 		if !c.reserve(&building, b, false) {
 			tooBig = reserved+b > c.budget
@@ -715,7 +736,9 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 	seen := make(map[string]bool, len(ids))
 	err = forEachStoredDoc(rows, t, true, func(d *storedDoc) error {
 		seen[d.docID] = true
-		d.dropTexts()
+		if ct.x.DropsTexts() {
+			d.dropTexts()
+		}
 		if !c.reserve(ct, docBytes(t.settings.Dims, d, ct.x.NewTermBytes(d.pcs)), true) {
 			return errTooBig
 		}

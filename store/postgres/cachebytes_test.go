@@ -52,7 +52,7 @@ func TestLoadChargeWithinLiveHeap(t *testing.T) {
 			}
 			cache := newCache(1<<40, false, 0)
 			before := liveHeap()
-			x, charged, _, err := cache.buildRows(rows, ti, int64(len(rows.rows)))
+			x, charged, _, err := cache.buildRows(rows, ti, int64(len(rows.rows)), false)
 			if err != nil || x == nil {
 				t.Fatalf("load: %v", err)
 			}

@@ -84,18 +84,19 @@ func (s *Store) Rank(ctx context.Context, req retrieval.RankRequest) (retrieval.
 // exactly which index it was. An unknown tenant has no chunks and version 0.
 //
 // With the in-memory path enabled, a query whose tenant is cached at its
-// committed version (or newer) is answered in two statements (the tenant's
-// lookup, and its hits' texts after the ranking: fillTexts); otherwise, and
+// committed version (or newer) is answered in one statement (and one more
+// for its hits' texts when the index keeps none: fillTexts); otherwise, and
 // always without the cache, everything is read in one read-only
 // REPEATABLE READ snapshot, refreshing the cache on the way.
 func (s *Store) RankVersion(ctx context.Context, req retrieval.RankRequest) (retrieval.Rankings, int64, error) {
 	out := retrieval.Funnel(req, nil, nil)
 	var memErr error
+	var noTexts bool
 	version, err := s.read(ctx, req.Principal.Tenant,
-		func(x *memindex.Index) { out, memErr = x.Rank(req) },
+		func(x *memindex.Index) { out, memErr = x.Rank(req); noTexts = x.DropsTexts() },
 		func(ctx context.Context, q queryer, t tenantInfo) (bool, error) {
-			if memErr != nil {
-				return true, nil // reported below
+			if memErr != nil || !noTexts {
+				return true, nil // an error is reported below
 			}
 			return fillTexts(ctx, q, t, req, &out)
 		},

@@ -130,8 +130,9 @@ func TestStatementsPerQuery(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name  string
-		cache int64
+		name    string
+		cache   int64
+		noTexts bool // the cache keeps no texts (Options.cacheNoTexts)
 		// before runs first, uncounted (after one warming call of query).
 		before func(s *Store) func() error
 		query  func(s *Store) func() error
@@ -150,14 +151,19 @@ func TestStatementsPerQuery(t *testing.T) {
 		{name: "sql/idf", query: func(s *Store) func() error { return idf(s, "entitled") }, want: 5},
 		// BEGIN, tenant and stats, chunks, COMMIT.
 		{name: "load chunks", query: func(s *Store) func() error { return load(s, "entitled") }, want: 4},
+		// Tenant and stats.
+		{name: "cache/current", cache: 1 << 30, query: func(s *Store) func() error { return rank(s, "entitled") }, want: 1},
 		// Tenant and stats; the hits' texts (fillTexts).
-		{name: "cache/current", cache: 1 << 30, query: func(s *Store) func() error { return rank(s, "entitled") }, want: 2},
+		{name: "cache/current, no texts", cache: 1 << 30, noTexts: true, query: func(s *Store) func() error { return rank(s, "entitled") }, want: 2},
 		// Tenant and stats: no such tenant, nothing more to read.
 		{name: "cache/unknown tenant", cache: 1 << 30, query: func(s *Store) func() error { return rank(s, "nobody") }, want: 1},
 		{name: "cache/current idf", cache: 1 << 30, query: func(s *Store) func() error { return idf(s, "entitled") }, want: 1},
 		// Tenant and stats; BEGIN, tenant and stats, oldest change,
-		// changed ids, changed documents, the hits' texts, COMMIT.
+		// changed ids, changed documents, COMMIT.
 		{name: "cache/after a write", cache: 1 << 30, before: func(*Store) func() error { return write("entitled") },
+			query: func(s *Store) func() error { return rank(s, "entitled") }, want: 7},
+		// The same, and the hits' texts before COMMIT.
+		{name: "cache/after a write, no texts", cache: 1 << 30, noTexts: true, before: func(*Store) func() error { return write("entitled") },
 			query: func(s *Store) func() error { return rank(s, "entitled") }, want: 8},
 		// Tenant and stats; then the SQL path: BEGIN, tenant and stats,
 		// label_stats, postings and column blocks, texts, COMMIT.
@@ -166,7 +172,7 @@ func TestStatementsPerQuery(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &statementLog{}
-			s, err := Open(ctx, dbURL, Options{CacheBytes: tt.cache, MaxConns: 1, tracer: log})
+			s, err := Open(ctx, dbURL, Options{CacheBytes: tt.cache, MaxConns: 1, tracer: log, cacheNoTexts: tt.noTexts})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -100,6 +100,10 @@ type Options struct {
 	// read the stats row, before the documents; the package's tests hold
 	// loads there.
 	loadHook func(tenant string)
+	// cacheNoTexts, when set, makes the cache keep no chunk texts for any
+	// tenant (see cache.build); the package's tests read texts by row id
+	// with it.
+	cacheNoTexts bool
 	// fillHook, when set, runs after the cached index answered a query
 	// outside a snapshot and before its hits' texts are read (tests).
 	fillHook func(tenant string)
@@ -193,6 +197,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.CacheBytes > 0 {
 		st.cache = newCache(opts.CacheBytes, opts.CacheLoadInBackground, opts.evictMinIdle)
 		st.cache.hook = opts.loadHook
+		st.cache.dropTexts = opts.cacheNoTexts
 	}
 	st.startLagMonitor()
 	return st, nil
