@@ -139,3 +139,83 @@ func TestCacheDropsTextsToFit(t *testing.T) {
 		f.check("without texts: "+text, s, cacheQuery("fit", text))
 	}
 }
+
+// TestNoTextsStandbyBehindCache: a standby behind the cached index (here a
+// second database holding the same writes but the last, so the same row
+// ids but the last document's) lacks rows the index ranked; the texts are
+// read from the primary, and the query is still answered from memory at
+// the index's version, as the primary answers.
+func TestNoTextsStandbyBehindCache(t *testing.T) {
+	f := newCacheFixture(t)
+	// A subtest, for a database of its own name.
+	t.Run("standby", func(t *testing.T) { standbyBehindCache(t, f) })
+}
+
+func standbyBehindCache(t *testing.T, f *cacheFixture) {
+	ctx := context.Background()
+	standbyURL := testDatabase(t)
+	stand, err := Open(ctx, standbyURL, Options{AutoCreate: f.write.opts.AutoCreate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stand.Close)
+	docs := []cordontype.Document{}
+	for i := range 20 {
+		docs = append(docs, cordontype.Document{Tenant: "lag", DocID: fmt.Sprintf("d%02d", i),
+			Text: fmt.Sprintf("wire hold number %d for the desk", i), Classification: cordontype.Public})
+	}
+	for _, d := range docs {
+		f.put(d)
+		if _, err := stand.Put(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The last write reaches the primary only.
+	f.put(cordontype.Document{Tenant: "lag", DocID: "late", Text: "late wire hold release for the desk", Classification: cordontype.Public})
+	tok, err := f.write.Position(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := f.open(Options{CacheBytes: 1 << 30, cacheNoTexts: true, Replicas: []string{standbyURL}})
+	q := cacheQuery("lag", "late wire hold release")
+	// With the token, the primary answers and the cache loads its version.
+	if _, _, err := retrieval.New(reader).RetrieveVersion(WithConsistency(ctx, tok), q); err != nil {
+		t.Fatal(err)
+	}
+	waitLoads(t, reader)
+	if _, _, err := retrieval.New(reader).RetrieveVersion(WithConsistency(ctx, tok), q); err != nil {
+		t.Fatal(err)
+	}
+	_, wantVersion, err := retrieval.New(f.sql).RetrieveVersion(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without it, the standby is asked: the cache is ahead of it.
+	served, answers := reader.ReadStats().Replicas[0].Served, reader.CacheStats().MemoryAnswers
+	ref, err := retrieval.New(f.ref).Retrieve(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, err := json.Marshal(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(wantJSON)
+	res, v, err := retrieval.New(reader).RetrieveVersion(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reader.ReadStats().Replicas[0].Served == served {
+		t.Fatal("the standby was not asked")
+	}
+	if got := reader.CacheStats().MemoryAnswers - answers; got != 1 || v != wantVersion {
+		t.Fatalf("%d answers from memory at version %d; want 1, at the primary's version %d", got, v, wantVersion)
+	}
+	got, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want || !strings.Contains(want, `"late::0"`) {
+		t.Fatalf("behind a standby: the cached store answered\n  %s\nwant (reference, with late::0)\n  %s", got, want)
+	}
+}
