@@ -49,6 +49,7 @@ func BenchmarkRankScope(b *testing.B) {
 // for the document ranking too.
 func benchRank(b *testing.B, s index.Settings, barrierSets int, docs bool) {
 	x := New(s)
+	x.DropTexts()
 	r := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(r, 1.1, 1, 49999)
 	word := func() string { return fmt.Sprintf("w%d", zipf.Uint64()) }
@@ -69,7 +70,7 @@ func benchRank(b *testing.B, s index.Settings, barrierSets int, docs bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		x.Put(doc.DocID, pcs, true)
+		x.Put(doc.DocID, pcs)
 	}
 	held := []string{}
 	for i := range barrierSets / 2 {

@@ -141,12 +141,12 @@ func (b *Builder) adding(docID string, prepared []index.PreparedChunk) bool {
 		}
 		b.buildPostings()
 	}
-	b.x.Put(docID, prepared, false)
+	b.x.Put(docID, prepared)
 	return false
 }
 
 func (b *Builder) addSlot(pc *index.PreparedChunk, part int32, ids []int32) {
-	b.x.addSlot(pc, false)
+	b.x.addSlot(pc)
 	b.tfs = append(b.tfs, pc.TF)
 	b.ids = append(b.ids, ids)
 	b.part = append(b.part, part)

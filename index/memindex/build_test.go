@@ -77,7 +77,7 @@ func TestBuilderIsPut(t *testing.T) {
 			b := NewBuilder(s, 10)
 			vocabs := []*analysis.Vocabulary{analysis.NewVocabulary(), analysis.NewVocabulary()}
 			for i, d := range docs[:tt.docs] {
-				want.Put(d.id, d.pcs, false)
+				want.Put(d.id, d.pcs)
 				if !tt.counted {
 					b.Add(d.id, d.pcs)
 					continue

@@ -90,14 +90,14 @@ func TestBytesWithinLiveHeap(t *testing.T) {
 			x = memindex.New(s)
 			for i := range c.Docs {
 				pcs, _ := prepareOwned(t, &c.Docs[i], nil)
-				x.Put(strings.Clone(c.Docs[i].DocID), pcs, false)
+				x.Put(strings.Clone(c.Docs[i].DocID), pcs)
 			}
 			check("put", x, liveHeap()-before)
 			for i := range c.Docs {
 				switch i % 4 {
 				case 0:
 					pcs, _ := prepareOwned(t, &c.Docs[i], nil)
-					x.Put(strings.Clone(c.Docs[i].DocID), pcs, false)
+					x.Put(strings.Clone(c.Docs[i].DocID), pcs)
 				case 1, 2:
 					x.Remove(c.Docs[i].DocID)
 				}

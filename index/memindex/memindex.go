@@ -61,7 +61,7 @@ type Index struct {
 	settings index.Settings
 
 	// slotChunks, odd, tenant and sections hold each slot's chunk (see
-	// slotChunk and chunk); a text may be empty (see Put).
+	// slotChunk and chunk); texts are empty when dropTexts is set.
 	slotChunks []slotChunk
 	odd        map[int32]*cordontype.Chunk
 	tenant     string
@@ -215,8 +215,7 @@ func New(s index.Settings) *Index {
 	}
 }
 
-// DropTexts makes x keep no chunk text from now on, whatever Put is told:
-// its hits carry their rows' ids (retrieval.Hit.Ref) for the caller to
+// DropTexts makes x keep no chunk text from now on: its hits carry their rows' ids (retrieval.Hit.Ref) for the caller to
 // read their texts by. Call it on a new index.
 func (x *Index) DropTexts() { x.dropTexts = true }
 
@@ -249,13 +248,13 @@ func (x *Index) internSet(labels []string) int32 {
 }
 
 // Put replaces a document's chunks with prepared (all of one document, as
-// from index.Prepare). dropText keeps chunk texts out of memory; a caller
-// that does so must fetch texts for the hits it returns.
-func (x *Index) Put(docID string, prepared []index.PreparedChunk, dropText bool) {
+// from index.Prepare); an index that drops texts (DropTexts) keeps none of
+// theirs.
+func (x *Index) Put(docID string, prepared []index.PreparedChunk) {
 	x.Remove(docID)
 	slots := make([]int32, len(prepared))
 	for i := range prepared {
-		slots[i] = x.add(&prepared[i], dropText)
+		slots[i] = x.add(&prepared[i])
 	}
 	x.addDoc(docID, slots)
 	x.maybeCompact()
@@ -319,8 +318,8 @@ func (x *Index) countDocLabels(p *postingList) map[labelSet]int64 {
 	return m
 }
 
-func (x *Index) add(pc *index.PreparedChunk, dropText bool) int32 {
-	slot := x.addSlot(pc, dropText)
+func (x *Index) add(pc *index.PreparedChunk) int32 {
+	slot := x.addSlot(pc)
 	ls := labelSet{class: x.class[slot], set: x.barrier[slot]}
 	ids := make([]int32, len(pc.Terms))
 	for j, t := range pc.Terms {
@@ -415,10 +414,10 @@ func (p *postingList) bound(tf, dl int32) {
 
 // addSlot adds everything of a chunk but its postings and terms, in a new
 // slot.
-func (x *Index) addSlot(pc *index.PreparedChunk, dropText bool) int32 {
+func (x *Index) addSlot(pc *index.PreparedChunk) int32 {
 	slot := int32(len(x.slotChunks))
 	c := pc.Chunk
-	if dropText || x.dropTexts {
+	if x.dropTexts {
 		c.Text = ""
 	}
 	x.alive = append(x.alive, true)
@@ -556,7 +555,7 @@ func (x *Index) maybeCompact() {
 		}
 		slots := make([]int32, len(pcs))
 		for i := range pcs {
-			slots[i] = n.add(&pcs[i], false)
+			slots[i] = n.add(&pcs[i])
 		}
 		n.addDoc(id, slots)
 	}

@@ -64,7 +64,7 @@ func partsCorpus(t *testing.T, r *rand.Rand, s index.Settings, n, churn int) (*m
 		if err != nil {
 			t.Fatal(err)
 		}
-		x.Put(doc.DocID, pcs, false)
+		x.Put(doc.DocID, pcs)
 		if _, err := ref.Put(context.Background(), doc); err != nil {
 			t.Fatal(err)
 		}

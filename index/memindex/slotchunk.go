@@ -28,8 +28,8 @@ type slotChunk struct {
 // setChunk records chunk c (its text already dropped, or not) of stored
 // row ref in slot s, and returns the bytes it holds beyond its slotChunk.
 func (x *Index) setChunk(s int32, c *cordontype.Chunk, ref int64) int64 {
-	if len(x.slotChunks) == 0 && len(x.odd) == 0 && x.tenant == "" {
-		x.tenant = c.Tenant
+	if len(x.slotChunks) == 0 {
+		x.tenant = c.Tenant // an index holds one tenant's chunks
 	}
 	ord, ok := chunkOrd(c.ChunkID, c.DocID)
 	if !ok || c.Tenant != x.tenant || c.StartChar < 0 || c.StartChar > math.MaxInt32 || c.EndChar < 0 || c.EndChar > math.MaxInt32 ||

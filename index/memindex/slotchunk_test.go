@@ -58,7 +58,7 @@ func TestSlotChunkRoundTrip(t *testing.T) {
 			}
 			pcs = append(pcs, index.PreparedChunk{Chunk: c, Terms: []string{"ledger", "hold"}, TF: []int32{1, 1}, Vector: make([]int32, s.Dims)})
 		}
-		x.Put(doc, pcs, false)
+		x.Put(doc, pcs)
 		want[doc] = nil
 		for _, pc := range pcs {
 			want[doc] = append(want[doc], pc.Chunk)

@@ -742,7 +742,7 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 		if !c.reserve(ct, docBytes(t.settings.Dims, d, ct.x.NewTermBytes(d.pcs)), true) {
 			return errTooBig
 		}
-		ct.x.Put(d.docID, d.pcs, false)
+		ct.x.Put(d.docID, d.pcs)
 		return nil
 	})
 	if err != nil {

@@ -161,8 +161,8 @@ func TestStoredChunksAreThePreparedOnes(t *testing.T) {
 
 				built, stored := memindex.New(settings), memindex.New(settings)
 				for _, id := range ids {
-					built.Put(id, want[id], false)
-					stored.Put(id, got[id], false)
+					built.Put(id, want[id])
+					stored.Put(id, got[id])
 				}
 				if !reflect.DeepEqual(built, stored) {
 					t.Fatal("the index built from the stored chunks differs from the one built by index.Prepare")

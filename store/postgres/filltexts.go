@@ -47,9 +47,9 @@ func (s *Store) fillOnPrimary(ctx context.Context, fill fillFunc, t tenantInfo) 
 // req, from t's chunks table on q, by the hits' row ids. Every row is
 // checked against req's pre-filter again (classification, barriers,
 // freshness: SPEC section 5, steps 2-3), as the SQL path reads its hits.
-// It reports false, leaving rk's texts unset, when a hit has no row id or
-// its row is gone or no longer passes: its document changed after the
-// index's version.
+// It reports false when a hit has no row id or its row is gone or no
+// longer passes (its document changed after the index's version); rk is
+// then to be ranked again, and its texts may be partly set.
 func fillTexts(ctx context.Context, q queryer, t tenantInfo, req retrieval.RankRequest, rk *retrieval.Rankings) (bool, error) {
 	n := len(rk.Lexical) + len(rk.Dense)
 	if n == 0 {
@@ -81,14 +81,11 @@ func fillTexts(ctx context.Context, q queryer, t tenantInfo, req retrieval.RankR
 	}
 	for _, hits := range [][]retrieval.Hit{rk.Lexical, rk.Dense} {
 		for i := range hits {
-			if _, ok := texts[hits[i].Ref]; !ok {
+			text, ok := texts[hits[i].Ref]
+			if !ok {
 				return false, nil
 			}
-		}
-	}
-	for _, hits := range [][]retrieval.Hit{rk.Lexical, rk.Dense} {
-		for i := range hits {
-			hits[i].Chunk.Text = texts[hits[i].Ref]
+			hits[i].Chunk.Text = text
 		}
 	}
 	return true, nil

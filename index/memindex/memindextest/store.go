@@ -60,7 +60,7 @@ func (s *Store) Put(ctx context.Context, doc cordontype.Document) ([]cordontype.
 		x = memindex.New(s.settings)
 		s.tenants[doc.Tenant] = x
 	}
-	x.Put(doc.DocID, prepared, false)
+	x.Put(doc.DocID, prepared)
 	out := make([]cordontype.Chunk, len(prepared))
 	for i := range prepared {
 		out[i] = prepared[i].Chunk
