@@ -192,6 +192,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 			for _, j := range m.byBound[:m.nonEss] {
 				t := &terms[j]
 				if t.has = t.bits == nil || listHasAny(t.bits, first, end); t.has {
+					t.below = below
 					below += t.ub
 				}
 			}
@@ -217,8 +218,11 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		if partial*pruneMargin+below < floor {
 			continue
 		}
-		for _, j := range m.byBound[:m.nonEss] {
-			t := &terms[j]
+		// The others by descending bound, until what they may still add
+		// cannot lift the document to the floor.
+		short := false
+		for i := m.nonEss - 1; i >= 0 && !short; i-- {
+			t := &terms[m.byBound[i]]
 			if !t.has {
 				continue
 			}
@@ -227,7 +231,12 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 			t.has = tf > 0
 			if t.has {
 				t.v = float64(t.wt * bm25.Term(t.idf, tf, dl, plan.avgdl, params))
+				partial += t.v
 			}
+			short = partial*pruneMargin+t.below < floor
+		}
+		if short {
+			continue
 		}
 		score := 0.0
 		for j := range terms {
@@ -331,6 +340,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 				text += float64(m.wt * float64(tf))
 			}
 		}
+		g.setHead()
 		ptf := c.Combine(text, field, norm)
 		g.has, g.v = ptf > 0, 0
 		if g.has {
@@ -347,15 +357,14 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 		bound, maybe := 0.0, 0.0
 		for _, j := range byBound[nonEss:] {
 			g := &groups[j]
-			g.has = false
+			if g.has = g.head != math.MaxInt32 && docOf[g.head] == d; !g.has {
+				continue
+			}
 			for k := range g.members {
 				m := &g.members[k]
 				m.has = m.c < len(m.slots) && docOf[m.slots[m.c]] == d
-				g.has = g.has || m.has
 			}
-			if g.has {
-				bound += g.ub
-			}
+			bound += g.ub
 		}
 		first := s
 		if nonEss > 0 {
@@ -376,6 +385,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 					}
 				}
 				if g.has {
+					g.below = maybe
 					maybe += g.ub
 				}
 			}
@@ -383,11 +393,15 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 		if bound+maybe < floor || !liveVisible(alive, vis.bits, s) || fresh && now-asOf[s] > maxStale {
 			for _, j := range byBound[nonEss:] {
 				g := &groups[j]
+				if !g.has {
+					continue
+				}
 				for k := range g.members {
 					if m := &g.members[k]; m.has {
 						m.sumDoc(docOf, d)
 					}
 				}
+				g.setHead()
 			}
 			continue
 		}
@@ -402,8 +416,11 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 		if partial*pruneMargin+maybe < floor {
 			continue
 		}
-		for _, j := range byBound[:nonEss] {
-			g := &groups[j]
+		// The others by descending bound, until what they may still add
+		// cannot lift the document to the floor.
+		short := false
+		for i := nonEss - 1; i >= 0 && !short; i-- {
+			g := &groups[byBound[i]]
 			if !g.has {
 				continue
 			}
@@ -413,6 +430,11 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 				m.has = m.c < len(m.slots) && docOf[m.slots[m.c]] == d
 			}
 			score(g, d, norm)
+			partial += g.v
+			short = partial*pruneMargin+g.below < floor
+		}
+		if short {
+			continue
 		}
 		total := ms.total()
 		if total < floor {

@@ -39,6 +39,10 @@ type pruneTerm struct {
 	// term, and the term's contribution to it.
 	has bool
 	v   float64
+	// below is, while a candidate is judged, the sum of the bounds of the
+	// non-proposing terms that may hold it and come before t in ascending
+	// bound order: what the rest may add once t is scored.
+	below float64
 }
 
 // tf is the tf of the posting at the term's cursor.
@@ -153,6 +157,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		for _, j := range m.byBound[:m.nonEss] {
 			t := &terms[j]
 			if t.has = t.bits == nil || listHas(t.bits, s); t.has {
+				t.below = below
 				below += t.ub
 			}
 		}
@@ -178,8 +183,11 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		if partial*pruneMargin+below < floor {
 			continue
 		}
-		for _, j := range m.byBound[:m.nonEss] {
-			t := &terms[j]
+		// The others by descending bound, until what they may still add
+		// cannot lift the chunk to the floor.
+		short := false
+		for i := m.nonEss - 1; i >= 0 && !short; i-- {
+			t := &terms[m.byBound[i]]
 			if !t.has {
 				continue
 			}
@@ -187,7 +195,12 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 			t.has = t.c < len(t.slots) && t.slots[t.c] == s
 			if t.has {
 				t.v = float64(t.wt * bm25.TermNorm(t.idf, int64(t.tf()), normOf(dl), params))
+				partial += t.v
 			}
+			short = partial*pruneMargin+t.below < floor
+		}
+		if short {
+			continue
 		}
 		score := 0.0
 		for j := range terms {

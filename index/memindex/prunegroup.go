@@ -25,6 +25,26 @@ type pruneGroup struct {
 	ub      float64 // bound on the group's contribution to a chunk
 	has     bool
 	v       float64
+	// head is the smallest slot at one of the members' cursors,
+	// math.MaxInt32 when none is left: kept while the group proposes, so
+	// that finding the next candidate and the groups holding it reads one
+	// value a group instead of every member's cursor.
+	head int32
+	// below is, while a candidate is judged, the sum of the bounds of the
+	// non-proposing groups that may hold it and come before g in ascending
+	// bound order: what the rest may add once g is scored.
+	below float64
+}
+
+// setHead sets g.head from its members' cursors.
+func (g *pruneGroup) setHead() {
+	h := int32(math.MaxInt32)
+	for k := range g.members {
+		if m := &g.members[k]; m.c < len(m.slots) && m.slots[m.c] < h {
+			h = m.slots[m.c]
+		}
+	}
+	g.head = h
 }
 
 // at reports whether one of g's members' cursors is at slot s, marking
@@ -51,8 +71,8 @@ func (g *pruneGroup) mayHold(s int32) bool {
 }
 
 // score sets g.v to g's contribution to slot s from the members whose
-// cursors are at s (has), advancing them, with the same operations as
-// lexicalCombined; g.has says it is above zero.
+// cursors are at s (has), advancing them (and g.head), with the same
+// operations as lexicalCombined; g.has says it is above zero.
 func (g *pruneGroup) score(c *retrieval.Combined, norm float64, p bm25.Params) {
 	var text, field float64
 	for k := range g.members {
@@ -67,6 +87,7 @@ func (g *pruneGroup) score(c *retrieval.Combined, norm float64, p bm25.Params) {
 		}
 		m.c++
 	}
+	g.setHead()
 	ptf := c.Combine(text, field, norm)
 	g.has = ptf > 0
 	g.v = 0
@@ -102,21 +123,18 @@ func newGroupMaxScore(groups []pruneGroup) groupMaxScore {
 	byBound := make([]int, len(groups))
 	for j := range groups {
 		byBound[j] = j
+		groups[j].setHead()
 	}
 	slices.SortStableFunc(byBound, func(a, b int) int { return cmp.Compare(groups[a].ub, groups[b].ub) })
 	return groupMaxScore{groups: groups, byBound: byBound}
 }
 
-// next is the smallest slot at a proposing group's member's cursor,
-// math.MaxInt32 when none is left.
+// next is the smallest slot at a proposing group's member's cursor (the
+// smallest head), math.MaxInt32 when none is left.
 func (m *groupMaxScore) next() int32 {
 	s := int32(math.MaxInt32)
 	for _, j := range m.byBound[m.nonEss:] {
-		for k := range m.groups[j].members {
-			if t := &m.groups[j].members[k]; t.c < len(t.slots) && t.slots[t.c] < s {
-				s = t.slots[t.c]
-			}
-		}
+		s = min(s, m.groups[j].head)
 	}
 	return s
 }
@@ -210,7 +228,8 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 		byBound, nonEss := ms.byBound, ms.nonEss
 		bound, maybe := 0.0, 0.0
 		for _, j := range byBound[nonEss:] {
-			if g := &groups[j]; g.at(s) {
+			if g := &groups[j]; g.head == s {
+				g.at(s)
 				g.has = true
 				bound += g.ub
 			} else {
@@ -220,6 +239,7 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 		for _, j := range byBound[:nonEss] {
 			if g := &groups[j]; g.mayHold(s) {
 				g.has = true
+				g.below = maybe
 				maybe += g.ub
 			} else {
 				g.has = false
@@ -228,11 +248,15 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 		if bound+maybe < floor || !liveVisible(alive, vis.bits, s) {
 			for _, j := range byBound[nonEss:] {
 				g := &groups[j]
+				if !g.has {
+					continue
+				}
 				for k := range g.members {
 					if m := &g.members[k]; m.has {
 						m.c++
 					}
 				}
+				g.setHead()
 			}
 			continue
 		}
@@ -247,8 +271,11 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 		if partial*pruneMargin+maybe < floor {
 			continue
 		}
-		for _, j := range byBound[:nonEss] {
-			g := &groups[j]
+		// The others by descending bound, until what they may still add
+		// cannot lift the chunk to the floor.
+		short := false
+		for i := nonEss - 1; i >= 0 && !short; i-- {
+			g := &groups[byBound[i]]
 			if !g.has {
 				continue
 			}
@@ -258,9 +285,14 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 			}
 			if g.at(s) {
 				g.score(c, norm, params)
+				partial += g.v
 			} else {
 				g.has = false
 			}
+			short = partial*pruneMargin+g.below < floor
+		}
+		if short {
+			continue
 		}
 		score := ms.total()
 		if score < floor {
