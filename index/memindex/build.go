@@ -276,7 +276,7 @@ func (b *Builder) buildPostings() {
 	lists := make([]postingList, len(names))
 	for _, bs := range bigs {
 		for _, e := range bs {
-			p := &lists[e.term]
+			p := lists[e.term].more()
 			if p.big == nil {
 				p.big = make(map[int32]int32)
 			}
@@ -288,10 +288,10 @@ func (b *Builder) buildPostings() {
 		lo, hi := start[g], start[g+1]
 		p := &lists[g]
 		// Capped: a list that grows later leaves its neighbours alone.
-		p.term, p.id, p.slots, p.tfs, p.df = t, int32(g), slots[lo:hi:hi], tfs[lo:hi:hi], int64(hi-lo)
+		p.term, p.id, p.slots, p.tfs, p.df = t, int32(g), slots[lo:hi:hi], tfs[lo:hi:hi], int32(hi-lo)
 		p.built, p.windows = true, true
 		x.postings[t], x.lists[g] = p, p
-		x.acct.held += strBytes(t) + bigBytes(len(p.big))
+		x.acct.held += strBytes(t) + bigBytes(len(p.big()))
 	}
 	// The arrays of every list's header and postings.
 	x.acct.held += allocSize(listSize*int64(len(lists))) + postingsBytes(len(slots), len(tfs))
@@ -322,9 +322,9 @@ func (b *Builder) buildPostings() {
 		}
 	})
 	for g := range lists {
-		if p := &lists[g]; p.bits != nil || p.byLabel != nil {
-			x.acct.held += allocSize(8 * int64(cap(p.bits)))
-			if p.byLabel != nil {
+		if p := &lists[g]; p.ext != nil {
+			x.acct.held += extBytes + allocSize(8*int64(cap(p.ext.bits)))
+			if p.ext.byLabel != nil {
 				x.acct.held += labelMaps
 			}
 		}
@@ -360,16 +360,17 @@ func (x *Index) listStats(p *postingList, lsOf []int32, setKeys []labelSet, chun
 	if !long {
 		return
 	}
-	p.byLabel, p.docByLabel = make(map[labelSet]int64), make(map[labelSet]int64)
+	e := p.more()
+	e.byLabel, e.docByLabel = make(map[labelSet]int64), make(map[labelSet]int64)
 	for id, n := range docs {
 		if n > 0 {
-			p.docByLabel[setKeys[id]] = n
+			e.docByLabel[setKeys[id]] = n
 			docs[id] = 0
 		}
 	}
 	for id, n := range chunks {
 		if n > 0 {
-			p.byLabel[setKeys[id]] = n
+			e.byLabel[setKeys[id]] = n
 			chunks[id] = 0
 		}
 	}

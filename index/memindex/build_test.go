@@ -107,7 +107,7 @@ func TestBuilderIsPut(t *testing.T) {
 			if tt.countMin == 3 {
 				withCounts := 0
 				for _, p := range got.postings {
-					if p.byLabel != nil {
+					if p.byLabel() != nil {
 						withCounts++
 					}
 				}

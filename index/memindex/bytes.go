@@ -48,6 +48,7 @@ const (
 	chunkSize     = int64(unsafe.Sizeof(cordontype.Chunk{}))
 	slotChunkSize = int64(unsafe.Sizeof(slotChunk{}))
 	listSize      = int64(unsafe.Sizeof(postingList{}))
+	extSize       = int64(unsafe.Sizeof(listExt{}))
 	statsSize     = int64(unsafe.Sizeof(labelStats{}))
 	stringSize    = int64(unsafe.Sizeof(""))
 	sliceSize     = int64(unsafe.Sizeof([]int32(nil)))
@@ -222,7 +223,7 @@ func chunkHeld(c *cordontype.Chunk) int64 {
 func postingsBytes(slots, tfs int) int64 { return allocSize(4*int64(slots)) + allocSize(int64(tfs)) }
 
 // bigBytes is what a list's map of n tfs beyond a byte holds (see
-// postingList.big): its header and entries.
+// listExt.big): its header and entries.
 func bigBytes(n int) int64 {
 	if n == 0 {
 		return 0
@@ -231,19 +232,24 @@ func bigBytes(n int) int64 {
 }
 
 // listHeld is what a posting list holds beside its map entry: its term,
-// header, postings, bitmap and label counts, less what a Builder's arrays
-// hold for it (counted with the arrays).
+// header, postings and extension (bitmap, label counts, large tfs), less
+// what a Builder's arrays hold for it (counted with the arrays).
 func (p *postingList) listHeld() int64 {
-	n := strBytes(p.term) + allocSize(8*int64(cap(p.bits)))
+	n := strBytes(p.term)
 	if !p.built {
 		n += allocSize(listSize)
 	}
 	if !p.windows {
 		n += postingsBytes(cap(p.slots), cap(p.tfs))
 	}
-	n += bigBytes(len(p.big))
-	if p.byLabel != nil {
-		n += labelMaps
+	if e := p.ext; e != nil {
+		n += extBytes + allocSize(8*int64(cap(e.bits))) + bigBytes(len(e.big))
+		if e.byLabel != nil {
+			n += labelMaps
+		}
 	}
 	return n
 }
+
+// extBytes is what a list's extension (listExt) takes beside its parts.
+var extBytes = allocSize(extSize)

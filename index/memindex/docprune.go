@@ -54,9 +54,9 @@ func (x *Index) docPlanFor(req *retrieval.RankRequest, st scopeStats, f *filter,
 		switch {
 		case p == nil:
 		case !entitled:
-			df = p.docDF
-		case p.docByLabel != nil:
-			df = f.visibleSum(p.docByLabel)
+			df = int64(p.docDF)
+		case p.docByLabel() != nil:
+			df = f.visibleSum(p.docByLabel())
 		default:
 			for k := 0; k < len(p.slots); {
 				s := p.slots[k]
@@ -149,7 +149,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 		}
 		wt, idf := req.Weight(i), plan.idf[i]
 		ub := float64(wt * bm25.Term(idf, p.maxDocTF, p.minDocLen, plan.avgdl, params))
-		terms = append(terms, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], big: p.big, base: start, bits: p.bits, wt: wt, idf: idf, ub: ub * pruneMargin})
+		terms = append(terms, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], big: p.big(), base: start, bits: p.bits(), wt: wt, idf: idf, ub: ub * pruneMargin})
 	}
 	hits := pt.docHits[:0]
 	defer func() { pt.docHits = hits }()
@@ -303,7 +303,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 				tmax += m.Coef * float64(p.maxDocTF)
 				minLen = min(minLen, p.minDocLen)
 			}
-			pg.members = append(pg.members, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], big: p.big, base: start, bits: p.bits, wt: m.Coef})
+			pg.members = append(pg.members, pruneTerm{slots: p.slots[start:end], tfs: p.tfs[start:end], big: p.big(), base: start, bits: p.bits(), wt: m.Coef})
 			pg.field = append(pg.field, m.Field)
 		}
 		if len(pg.members) == 0 {

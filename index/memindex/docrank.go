@@ -84,13 +84,13 @@ func (x *Index) docRuns(spans []span, entitled bool, vis *visMask, w *worker, pt
 	for i, sp := range spans {
 		df := int64(0)
 		if p := sp.p; p != nil {
-			slots, tfs := p.slots[sp.start:sp.end], p.tfs[sp.start:sp.end]
+			slots, tfs, big := p.slots[sp.start:sp.end], p.tfs[sp.start:sp.end], p.big()
 			tfs = tfs[:len(slots)]
 			for k := 0; k < len(slots); {
 				s := slots[k]
-				d, tf := docOf[s], int64(tfOf(tfs[k], p.big, sp.start+k))
+				d, tf := docOf[s], int64(tfOf(tfs[k], big, sp.start+k))
 				for k++; k < len(slots) && docOf[slots[k]] == d; k++ {
-					tf += int64(tfOf(tfs[k], p.big, sp.start+k))
+					tf += int64(tfOf(tfs[k], big, sp.start+k))
 				}
 				if !alive[s] {
 					continue

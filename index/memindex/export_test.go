@@ -76,7 +76,7 @@ func (x *Index) Compactions() int { return x.compactions }
 func (x *Index) LabelCounted() int {
 	n := 0
 	for _, p := range x.postings {
-		if p.byLabel != nil {
+		if p.byLabel() != nil {
 			n++
 		}
 	}
@@ -92,7 +92,7 @@ func (x *Index) BigTFs() int {
 	n := 0
 	for _, p := range x.lists {
 		if p != nil {
-			n += len(p.big)
+			n += len(p.big())
 		}
 	}
 	return n
@@ -212,11 +212,11 @@ func (x *Index) CheckDocCounts() error {
 				minLen = x.docLen[d]
 			}
 		}
-		if df != p.docDF {
+		if df != int64(p.docDF) {
 			return fmt.Errorf("term %q: %d live documents counted, %d kept", p.term, df, p.docDF)
 		}
-		if p.docByLabel != nil && !maps.Equal(byLabel, p.docByLabel) {
-			return fmt.Errorf("term %q: live documents per label set %v, kept %v", p.term, byLabel, p.docByLabel)
+		if p.docByLabel() != nil && !maps.Equal(byLabel, p.docByLabel()) {
+			return fmt.Errorf("term %q: live documents per label set %v, kept %v", p.term, byLabel, p.docByLabel())
 		}
 		if maxTF > p.maxDocTF || df > 0 && minLen < p.minDocLen {
 			return fmt.Errorf("term %q: documents' largest tf %d and shortest length %d, bounds kept %d and %d", p.term, maxTF, minLen, p.maxDocTF, p.minDocLen)

@@ -18,37 +18,85 @@ import (
 type postingList struct {
 	term string
 	id   int32 // its index in Index.lists
+	// df counts the live postings, and docDF the live documents holding
+	// the term (an index holds fewer than 2^31 slots).
+	df, docDF int32
+	// maxTF and minLen bound the list's postings, live or dead: the
+	// largest tf and the shortest chunk (see lexicalPruned).
+	maxTF, minLen int32
 	// built is set for a list of a Builder's array of lists, and windows
 	// while its slots and tfs are windows of the Builder's arrays of
 	// postings: the arrays are counted whole (see listHeld).
 	built, windows bool
 	slots          []int32
 	// tfs are the postings' term frequencies, one byte each: a tf of
-	// tfEscape or more is tfEscape here and its value in big, by the
+	// tfEscape or more is tfEscape here and its value in ext.big, by the
 	// posting's index in the list (see tfAt).
 	tfs []uint8
+	// maxDocTF and minDocLen bound the term's documents, live or dead: the
+	// largest tf summed over a document's chunks, and the shortest
+	// document (see docPruned).
+	maxDocTF  int64
+	minDocLen int64
+	// ext holds what only long lists, or lists with a tf beyond a byte,
+	// need; nil for the others, which are most lists of a real corpus
+	// (a rare word, a number, a name), so that their header stays small.
+	ext *listExt
+}
+
+// listExt is a posting list's part that most lists go without.
+type listExt struct {
+	// big maps the index in the list of each posting whose tf is
+	// tfEscape or more to its tf.
 	big map[int32]int32
-	df  int64 // live postings
-	// maxTF and minLen bound the list's postings, live or dead: the
-	// largest tf and the shortest chunk (see lexicalPruned).
-	maxTF, minLen int32
 	// bits has bit s set for each posting's slot s, live or dead, once
 	// the list is long against the index (see listBitsMin); lexicalPruned
 	// joins such lists a word at a time.
 	bits []uint64
-	// docDF counts the live documents holding the term; docByLabel, kept
-	// beside byLabel, counts them per label set (a document's chunks
-	// share its labels). maxDocTF and minDocLen bound the term's documents,
-	// live or dead: the largest tf summed over a document's chunks, and
-	// the shortest document (see docPruned).
-	docDF      int64
-	docByLabel map[labelSet]int64
-	maxDocTF   int64
-	minDocLen  int64
 	// byLabel counts the live postings per label set once the list has
 	// labelCountsMin postings, so the entitled scope's df of a common term
-	// is a sum over a few label sets instead of a scan of the list.
-	byLabel map[labelSet]int64
+	// is a sum over a few label sets instead of a scan of the list;
+	// docByLabel, kept beside it, counts the live documents holding the
+	// term per label set (a document's chunks share its labels).
+	byLabel, docByLabel map[labelSet]int64
+}
+
+// more returns p's extension, adding an empty one if it has none (the
+// caller counts it: extSize).
+func (p *postingList) more() *listExt {
+	if p.ext == nil {
+		p.ext = &listExt{}
+	}
+	return p.ext
+}
+
+// bits, big, byLabel and docByLabel read p's extension, nil without one.
+func (p *postingList) bits() []uint64 {
+	if p.ext == nil {
+		return nil
+	}
+	return p.ext.bits
+}
+
+func (p *postingList) big() map[int32]int32 {
+	if p.ext == nil {
+		return nil
+	}
+	return p.ext.big
+}
+
+func (p *postingList) byLabel() map[labelSet]int64 {
+	if p.ext == nil {
+		return nil
+	}
+	return p.ext.byLabel
+}
+
+func (p *postingList) docByLabel() map[labelSet]int64 {
+	if p.ext == nil {
+		return nil
+	}
+	return p.ext.docByLabel
 }
 
 // labelCountsMin is the posting-list length from which a list keeps its
@@ -285,8 +333,8 @@ func (x *Index) addDoc(docID string, slots []int32) {
 	for id, tf := range x.docTF {
 		p := x.lists[id]
 		p.countDoc(tf, n)
-		if p.docByLabel != nil {
-			p.docByLabel[ls]++
+		if p.docByLabel() != nil {
+			p.ext.docByLabel[ls]++
 		}
 	}
 	x.acct.docTF = max(x.acct.docTF, len(x.docTF))
@@ -332,13 +380,14 @@ func (x *Index) add(pc *index.PreparedChunk) int32 {
 			x.acct.terms = max(x.acct.terms, len(x.postings))
 		}
 		ids[j] = p.id
-		slotsCap, tfsCap, bitmap := cap(p.slots), cap(p.tfs), cap(p.bits)
+		hadExt := p.ext != nil
+		slotsCap, tfsCap, bitmap := cap(p.slots), cap(p.tfs), cap(p.bits())
 		p.slots = append(p.slots, slot)
 		x.acct.held += p.appendTF(pc.TF[j])
 		p.bound(pc.TF[j], x.length[slot])
 		switch {
-		case p.bits != nil:
-			p.bits = setBit(p.bits, slot, true)
+		case p.bits() != nil:
+			p.ext.bits = setBit(p.ext.bits, slot, true)
 		case x.wantBits(len(p.slots)):
 			p.buildBits()
 		}
@@ -352,15 +401,19 @@ func (x *Index) add(pc *index.PreparedChunk) int32 {
 			x.acct.held += postingsBytes(cap(p.slots), cap(p.tfs))
 			p.windows = false
 		}
-		x.acct.held += allocSize(8*int64(cap(p.bits))) - allocSize(8*int64(bitmap))
+		x.acct.held += allocSize(8*int64(cap(p.bits()))) - allocSize(8*int64(bitmap))
 		p.df++
 		switch {
-		case p.byLabel != nil:
-			p.byLabel[ls]++
+		case p.byLabel() != nil:
+			p.ext.byLabel[ls]++
 		case len(p.slots) >= labelCountsMin:
-			p.byLabel = x.countLabels(p)
-			p.docByLabel = x.countDocLabels(p)
+			e := p.more()
+			e.byLabel = x.countLabels(p)
+			e.docByLabel = x.countDocLabels(p)
 			x.acct.held += labelMaps
+		}
+		if !hadExt && p.ext != nil {
+			x.acct.held += extBytes
 		}
 		// The document's own counts wait for addDoc.
 		x.docTF[p.id] += int64(pc.TF[j])
@@ -369,14 +422,13 @@ func (x *Index) add(pc *index.PreparedChunk) int32 {
 	return slot
 }
 
-// bound counts a posting of tf in a chunk of length dl in p's bounds.
 // tfEscape is the one-byte tf that stands for a tf of tfEscape or more,
 // kept in the list's big map.
 const tfEscape = 255
 
 // tfAt is the tf of the list's k-th posting.
 func (p *postingList) tfAt(k int) int32 {
-	return tfOf(p.tfs[k], p.big, k)
+	return tfOf(p.tfs[k], p.big(), k)
 }
 
 // tfOf is the tf a posting's byte b stands for, in a list whose big map
@@ -389,21 +441,24 @@ func tfOf(b uint8, big map[int32]int32, k int) int32 {
 }
 
 // appendTF appends a posting's tf to the list (its slot appended already)
-// and returns the bytes its big map grew by.
+// and returns the bytes its big map grew by (not its extension's, which
+// the caller counts).
 func (p *postingList) appendTF(tf int32) int64 {
 	if tf < tfEscape {
 		p.tfs = append(p.tfs, uint8(tf))
 		return 0
 	}
 	p.tfs = append(p.tfs, tfEscape)
-	before := bigBytes(len(p.big))
-	if p.big == nil {
-		p.big = make(map[int32]int32)
+	e := p.more()
+	before := bigBytes(len(e.big))
+	if e.big == nil {
+		e.big = make(map[int32]int32)
 	}
-	p.big[int32(len(p.tfs)-1)] = tf
-	return bigBytes(len(p.big)) - before
+	e.big[int32(len(p.tfs)-1)] = tf
+	return bigBytes(len(e.big)) - before
 }
 
+// bound counts a posting of tf in a chunk of length dl in p's bounds.
 func (p *postingList) bound(tf, dl int32) {
 	if len(p.slots) == 1 {
 		p.maxTF, p.minLen = tf, dl
@@ -479,9 +534,9 @@ func (x *Index) Remove(docID string) bool {
 				x.docTF[id] = 0
 				p := x.lists[id]
 				p.docDF--
-				if p.docByLabel != nil {
-					if p.docByLabel[ls]--; p.docByLabel[ls] == 0 {
-						delete(p.docByLabel, ls)
+				if m := p.docByLabel(); m != nil {
+					if m[ls]--; m[ls] == 0 {
+						delete(m, ls)
 					}
 				}
 			}
@@ -515,9 +570,9 @@ func (x *Index) Remove(docID string) bool {
 				x.acct.held -= p.listHeld()
 				continue
 			}
-			if p.byLabel != nil {
-				if p.byLabel[ls]--; p.byLabel[ls] == 0 {
-					delete(p.byLabel, ls)
+			if m := p.byLabel(); m != nil {
+				if m[ls]--; m[ls] == 0 {
+					delete(m, ls)
 				}
 			}
 		}
@@ -947,9 +1002,9 @@ func (x *Index) scopeStats(terms []string, kind bm25.IDFKind, f *filter) scopeSt
 		switch {
 		case p == nil:
 		case all:
-			df = p.df
-		case p.byLabel != nil:
-			df = f.visibleSum(p.byLabel)
+			df = int64(p.df)
+		case p.byLabel() != nil:
+			df = f.visibleSum(p.byLabel())
 		default:
 			for _, s := range p.slots {
 				if x.alive[s] && f.visible(x.class[s], x.barrier[s]) {
@@ -999,7 +1054,7 @@ func (x *Index) lexicalCombined(c *retrieval.Combined, st scopeStats, w *worker,
 			if m.Field {
 				sum = field
 			}
-			slots, tfs, big := sp.p.slots[sp.start:sp.end], sp.p.tfs[sp.start:sp.end], sp.p.big
+			slots, tfs, big := sp.p.slots[sp.start:sp.end], sp.p.tfs[sp.start:sp.end], sp.p.big()
 			tfs = tfs[:len(slots)]
 			for k, s := range slots {
 				if checkAlive && !alive[s] {
@@ -1120,7 +1175,7 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 			w.stamp++
 		}
 		oneStamp := w.stamp
-		slots, tfs := p.slots[sp.start:sp.end], p.tfs[sp.start:sp.end]
+		slots, tfs, big := p.slots[sp.start:sp.end], p.tfs[sp.start:sp.end], p.big()
 		tfs = tfs[:len(slots)]
 		for k, s := range slots {
 			if checkAlive && !alive[s] {
@@ -1130,7 +1185,7 @@ func (x *Index) lexical(req *retrieval.RankRequest, st scopeStats, w *worker, sc
 				mark[s] = true
 				touched = append(touched, s)
 			}
-			tf, dl := tfOf(tfs[k], p.big, sp.start+k), length[s]
+			tf, dl := tfOf(tfs[k], big, sp.start+k), length[s]
 			if long && tf <= cachedTF && int(dl) < normCacheLen {
 				i := int(tf-1)*normCacheLen + int(dl)
 				if w.oneStamp[i] != oneStamp {

@@ -122,7 +122,7 @@ func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *work
 		}
 		p := sp.p
 		ub := float64(wt * bm25.TermNorm(idf, int64(p.maxTF), normOf(p.minLen), params))
-		terms = append(terms, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], big: p.big, base: sp.start, bits: p.bits, wt: wt, idf: idf, ub: ub * pruneMargin})
+		terms = append(terms, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], big: p.big(), base: sp.start, bits: p.bits(), wt: wt, idf: idf, ub: ub * pruneMargin})
 	}
 	w.prune = terms
 	if len(terms) < 2 {

@@ -193,7 +193,7 @@ func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *w
 				tmax += m.Coef * float64(p.maxTF)
 				minLen = min(minLen, p.minLen)
 			}
-			pg.members = append(pg.members, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], big: p.big, base: sp.start, bits: p.bits, wt: m.Coef})
+			pg.members = append(pg.members, pruneTerm{slots: p.slots[sp.start:sp.end], tfs: p.tfs[sp.start:sp.end], big: p.big(), base: sp.start, bits: p.bits(), wt: m.Coef})
 			pg.field = append(pg.field, m.Field)
 		}
 		if len(pg.members) == 0 {

@@ -203,10 +203,12 @@ func (x *Index) wantBits(n int) bool {
 	return n >= listBitsMin && n*listBitsShare >= len(x.slotChunks)
 }
 
-// buildBits sets p's bitmap from its slots.
+// buildBits sets p's bitmap from its slots (the caller counts p's
+// extension if it adds one).
 func (p *postingList) buildBits() {
-	p.bits = make([]uint64, int(p.slots[len(p.slots)-1])>>6+1)
+	bits := make([]uint64, int(p.slots[len(p.slots)-1])>>6+1)
 	for _, s := range p.slots {
-		p.bits[s>>6] |= 1 << (uint(s) & 63)
+		bits[s>>6] |= 1 << (uint(s) & 63)
 	}
+	p.more().bits = bits
 }
