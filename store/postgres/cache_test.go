@@ -252,6 +252,30 @@ func TestCacheFirstQueryDoesNotWait(t *testing.T) {
 	}
 }
 
+// TestCacheLoadStartsAfterFirstAnswer: a cold tenant's first query is
+// ranked in SQL before its background load starts, so that the load's
+// reads and building do not compete with it; the load starts once it is
+// answered.
+func TestCacheLoadStartsAfterFirstAnswer(t *testing.T) {
+	f := newCacheFixture(t)
+	fillTenant(f, "cold", 20)
+	var s *Store
+	var loadingAtSQL []int
+	s = f.open(Options{CacheBytes: 1 << 30, CacheLoadInBackground: true, sqlHook: func(string) {
+		loadingAtSQL = append(loadingAtSQL, s.CacheStats().Loading)
+	}})
+	q := cacheQuery("cold", "wire hold release")
+	f.check("first query", s, q)
+	if len(loadingAtSQL) != 1 || loadingAtSQL[0] != 0 {
+		t.Fatalf("loads in progress when the first query was ranked in SQL: %v; want one SQL ranking with none", loadingAtSQL)
+	}
+	waitLoads(t, s)
+	f.check("after the load", s, q)
+	if st := s.CacheStats(); st.Loads != 1 || st.MemoryAnswers != 1 || len(loadingAtSQL) != 1 {
+		t.Fatalf("after the load: %+v, %d SQL rankings: want one load and the answer from memory", st, len(loadingAtSQL))
+	}
+}
+
 // TestCacheWritesDuringLoadAndEviction: writes committed after a
 // background load took its snapshot, and writes to a tenant while it is
 // evicted, are all in the next answer, which is the reference's byte for

@@ -196,10 +196,15 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 				return sql(tx, t, st)
 			}
 			if load {
-				// This query does not wait: SQL answers it while the
-				// tenant loads.
-				s.startLoad(tenant, t.schema)
+				// This query does not wait: SQL answers it, and the
+				// tenant loads once it is answered, so that the load's
+				// reads and building do not compete with it for the
+				// cores.
+				defer s.startLoad(tenant, t.schema)
 			}
+		}
+		if s.opts.sqlHook != nil {
+			s.opts.sqlHook(tenant)
 		}
 		return sql(tx, t, st)
 	})

@@ -107,6 +107,9 @@ type Options struct {
 	// fillHook, when set, runs after the cached index answered a query
 	// outside a snapshot and before its hits' texts are read (tests).
 	fillHook func(tenant string)
+	// sqlHook, when set, runs before a query is ranked on the SQL path
+	// (tests).
+	sqlHook func(tenant string)
 	// evictMinIdle, when not 0, replaces evictMinIdle (negative: any
 	// tenant no query is reading may be evicted); the package's tests set
 	// it.
