@@ -122,7 +122,9 @@ func offerScore(h []float64, k int, v float64) []float64 {
 // its shortest document; once top_n documents have scored, the terms whose
 // bounds sum below the top_n-th best score no longer propose documents,
 // and a proposed document whose proposing terms' contributions plus the
-// others' bounds stay below it is dropped. A document scored is scored
+// others' bounds stay below it is dropped (the others read by descending
+// bound, and the document dropped as soon as what those left may add
+// cannot lift it to the floor). A document scored is scored
 // whole, its terms' contributions summed in query-term order as docScores
 // sums them. The hits kept are every document that scored at least the
 // floor of its time, a superset of the part's top list; TopDocs picks the

@@ -105,7 +105,9 @@ func (m *maxScore) raise(floor float64) {
 // proposed chunk is dropped first by its bounds (the proposing terms
 // holding it, and the others unless their list's bitmap lacks it) or by
 // its alive and visibility bits, before its length or any posting is
-// read; only a chunk whose score reaches the floor is checked for
+// read, then once the proposing terms' contributions are known, and
+// while the others are read, by descending bound, as soon as what those
+// left may add cannot lift it to the floor; only a chunk whose score reaches the floor is checked for
 // freshness. It reports false, having done nothing, when some
 // term's contribution may not be positive or fewer than two terms have
 // postings in the range.

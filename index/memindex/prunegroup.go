@@ -164,9 +164,12 @@ func (m *groupMaxScore) total() float64 {
 // over the groups instead of the terms. A group's bound is its weight times
 // the saturation of the largest pseudo-frequency its lists allow (their
 // largest tfs, the text's in the shortest chunk of its text lists, as
-// norm-1 units), widened by pruneMargin; a proposed chunk is scored whole,
-// every group's contribution summed in group order as lexicalCombined sums
-// it, so its score has the same bits. It reports false, having done
+// norm-1 units), widened by pruneMargin; a proposed chunk is judged as
+// lexicalPruned judges it, and scored whole, every group's contribution
+// summed in group order as lexicalCombined sums it, so its score has the
+// same bits. Each proposing group keeps its head, the smallest slot at its
+// members' cursors, so the next candidate is the smallest head. It
+// reports false, having done
 // nothing, when some group's contribution may not be positive or fewer than
 // two groups have postings in the range.
 func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *worker, sc *scratch, pt *rankPart, spans []span, normOf func(int32) float64) bool {
