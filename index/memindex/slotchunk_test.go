@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cordon-rag/cordon/cordontype"
 	"github.com/cordon-rag/cordon/index"
@@ -85,5 +86,27 @@ func TestSlotChunkRoundTrip(t *testing.T) {
 	}
 	if x.compactions == 0 || len(x.odd) == 0 {
 		t.Fatalf("%d compactions, %d odd chunks: the test exercised too little", x.compactions, len(x.odd))
+	}
+}
+
+// TestHeaderSizes: the records an index holds once per term and once per
+// chunk keep their sizes (a real corpus holds about ten posting lists a
+// chunk, most of them of one posting, so a field added to a list's header
+// costs every tenant that much memory per list): a new field must earn
+// its bytes and move this bound with a measurement.
+func TestHeaderSizes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		size, max uintptr
+	}{
+		{"postingList", unsafe.Sizeof(postingList{}), 112},
+		{"slotChunk", unsafe.Sizeof(slotChunk{}), 40},
+	} {
+		if c.size > c.max {
+			t.Errorf("%s takes %d bytes, more than %d", c.name, c.size, c.max)
+		}
+	}
+	if allocSize(listSize) != 112 {
+		t.Errorf("a posting list's header is allocated %d bytes, want 112", allocSize(listSize))
 	}
 }
