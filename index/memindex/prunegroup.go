@@ -168,10 +168,9 @@ func (m *groupMaxScore) total() float64 {
 // lexicalPruned judges it, and scored whole, every group's contribution
 // summed in group order as lexicalCombined sums it, so its score has the
 // same bits. Each proposing group keeps its head, the smallest slot at its
-// members' cursors, so the next candidate is the smallest head. It
-// reports false, having done
-// nothing, when some group's contribution may not be positive or fewer than
-// two groups have postings in the range.
+// members' cursors, so the next candidate is the smallest head. It reports
+// false, having done nothing, when some group's contribution may not be
+// positive or fewer than two groups have postings in the range.
 func (x *Index) lexicalCombinedPruned(c *retrieval.Combined, st scopeStats, w *worker, sc *scratch, pt *rankPart, spans []span, normOf func(int32) float64) bool {
 	params := x.settings.BM25
 	groups := make([]pruneGroup, 0, len(c.Groups))
