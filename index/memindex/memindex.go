@@ -263,8 +263,9 @@ func New(s index.Settings) *Index {
 	}
 }
 
-// DropTexts makes x keep no chunk text from now on: its hits carry their rows' ids (retrieval.Hit.Ref) for the caller to
-// read their texts by. Call it on a new index.
+// DropTexts makes x keep no chunk text from now on: its hits carry their
+// rows' ids (retrieval.Hit.Ref) for the caller to read their texts by.
+// Call it on a new index.
 func (x *Index) DropTexts() { x.dropTexts = true }
 
 // DropsTexts reports whether x keeps no chunk texts (DropTexts).

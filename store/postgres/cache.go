@@ -539,17 +539,21 @@ func (c *cache) counted(start time.Time, installed bool) {
 // read their hits' texts by row id (fillTexts), one statement more than
 // from an index with texts, and still far less than the SQL path.
 func (c *cache) build(ctx context.Context, tx pgx.Tx, t tenantInfo, n int64) (x *memindex.Index, reserved int64, tooBig bool, err error) {
-	for _, dropTexts := range []bool{c.dropTexts, true} {
-		rows, err := tx.Query(ctx, chunkRowsSQL(t, ""), binaryRows)
-		if err != nil {
-			return nil, 0, false, classify(err)
-		}
-		x, reserved, tooBig, err = c.buildRows(rows, t, n, dropTexts)
-		if err != nil || !tooBig || dropTexts {
-			return x, reserved, tooBig, err
-		}
+	x, reserved, tooBig, err = c.buildFrom(ctx, tx, t, n, c.dropTexts)
+	if err == nil && tooBig && !c.dropTexts {
+		return c.buildFrom(ctx, tx, t, n, true)
 	}
-	panic("unreachable")
+	return x, reserved, tooBig, err
+}
+
+// buildFrom is build in one pass over t's chunk rows, keeping no texts
+// when dropTexts is set.
+func (c *cache) buildFrom(ctx context.Context, tx pgx.Tx, t tenantInfo, n int64, dropTexts bool) (*memindex.Index, int64, bool, error) {
+	rows, err := tx.Query(ctx, chunkRowsSQL(t, ""), binaryRows)
+	if err != nil {
+		return nil, 0, false, classify(err)
+	}
+	return c.buildRows(rows, t, n, dropTexts)
 }
 
 // buildRows is build over the rows of its chunkRowsSQL query, into an index

@@ -159,7 +159,7 @@ func (s *Store) readOn(ctx context.Context, c *pgxpool.Conn, tenant string, mem 
 					s.opts.fillHook(tenant)
 				}
 				filled, err := fill.run(ctx, c, t)
-				if err == nil && !filled && fill != nil && len(s.replicas) > 0 {
+				if err == nil && !filled && len(s.replicas) > 0 {
 					// A standby behind the cached index lacks rows it
 					// ranked: the primary has them.
 					filled, err = s.fillOnPrimary(ctx, fill, t)
