@@ -1283,34 +1283,168 @@ func eachDocPosting(qp queryPostings, sc chunkScan, at [][][]int32, entitled boo
 }
 
 // docRankColumns is docRankTx from a chunk scan of the column blocks,
-// which numbers the documents and counts the scope's: the same evidence,
-// summed by number instead of by id, and no statement.
+// which numbers the documents and counts the scope's: the ranking
+// retrieval.RankDocs gives over the same evidence, to the bit, with no
+// statement and no evidence record per document. It reads a term's
+// postings in one pass into dense arrays indexed by document number,
+// counting the term's document frequency and summing its tf per ranked
+// document as an integer, then adds, per document, what RankDocs adds for
+// that term: term by term, or group by group under req.Combined with each
+// group's members in member order, so that every document's float sums
+// are RankDocs's. A document's chunks share its labels and tick, hence
+// one verdict: any of its postings tells whether it is ranked.
 func docRankColumns(req *retrieval.RankRequest, qp queryPostings, sc chunkScan, at [][][]int32, sumLen int64, entitled bool, p bm25.Params) []retrieval.DocHit {
 	terms := len(req.Terms)
-	slot := make([]int32, len(sc.docNames)) // 1 + the document's index in docs, 0 for none yet
-	docs := make([]retrieval.DocEvidence, 0, len(sc.docNames))
-	var tfs []int64
-	eachDocPosting(qp, sc, at, entitled, func(i int, pos int32, tf int64, v int32) {
-		num := sc.docNum[pos]
-		if slot[num] == 0 {
-			if len(tfs) < terms {
-				tfs = make([]int64, terms*1024)
+	if sc.docN == 0 || terms == 0 {
+		return []retrieval.DocHit{}
+	}
+	nd := len(sc.docNames)
+	verdicts, docNum := sc.verdicts, sc.docNum
+	ranked := make([]bool, nd)
+	mark := make([]int32, nd) // 1 + the last term counted in df
+	acc := make([]int64, nd)
+	score := make([]float64, nd)
+	w := bm25.NewIDFs(req.IDF, terms)
+	counted := make([]bool, terms)
+	avgdl := bm25.AvgDL(sumLen, sc.docN)
+	var touched []int32
+	// pass sums term i's tf in each ranked document into acc, listing in
+	// touched the documents it reaches, and sets its idf the first time.
+	pass := func(i int) {
+		touched = touched[:0]
+		var df int64
+		for j, r := range qp.runs[i] {
+			for k, pos := range at[i][j] {
+				if pos < 0 {
+					continue // the chunk is gone
+				}
+				v := verdicts[pos]
+				if (entitled && v == verdictHidden) || r.tfs[k] == 0 {
+					continue // outside the scope's statistics, or no occurrence
+				}
+				num := docNum[pos]
+				if mark[num] != int32(i)+1 {
+					mark[num] = int32(i) + 1
+					df++
+				}
+				if v != verdictKeep {
+					continue
+				}
+				ranked[num] = true
+				if acc[num] == 0 {
+					touched = append(touched, num)
+				}
+				acc[num] += int64(r.tfs[k])
 			}
-			docs = append(docs, retrieval.DocEvidence{DocID: sc.docNames[num], Length: sc.docLens[num], TF: tfs[:terms:terms], Ranked: v == verdictKeep})
-			tfs = tfs[terms:]
-			slot[num] = int32(len(docs))
 		}
-		docs[slot[num]-1].TF[i] += tf
-	})
-	df := make([]int64, terms)
-	for _, d := range docs {
-		for i, tf := range d.TF {
-			if tf > 0 {
-				df[i]++
+		if !counted[i] {
+			counted[i] = true
+			w.Set(i, sc.docN, df)
+		}
+	}
+	if c := req.Combined; c != nil {
+		text, field := make([]float64, nd), make([]float64, nd)
+		inGroup := make([]int32, nd) // 1 + the last group that reached the document
+		var group []int32
+		for gi := range c.Groups {
+			g := &c.Groups[gi]
+			group = group[:0]
+			for _, m := range g.Members {
+				pass(m.Term)
+				into := text
+				if m.Field {
+					into = field
+				}
+				for _, num := range touched {
+					into[num] += float64(m.Coef * float64(acc[num]))
+					acc[num] = 0
+					if inGroup[num] != int32(gi)+1 {
+						inGroup[num] = int32(gi) + 1
+						group = append(group, num)
+					}
+				}
+			}
+			if !counted[g.IDF] {
+				pass(g.IDF) // a group's idf is a member's, but need not be
+				for _, num := range touched {
+					acc[num] = 0
+				}
+			}
+			idf := w.Lex[g.IDF]
+			for _, num := range group {
+				norm := bm25.LengthNorm(sc.docLens[num], avgdl, p)
+				if ptf := c.Combine(text[num], field[num], norm); ptf > 0 {
+					score[num] += float64(g.Weight * bm25.TermNormF(idf, ptf, norm, p))
+				}
+				text[num], field[num] = 0, 0
+			}
+		}
+	} else {
+		for i := range terms {
+			pass(i)
+			for _, num := range touched {
+				score[num] += float64(req.Weight(i) * bm25.Term(w.Lex[i], acc[num], sc.docLens[num], avgdl, p))
+				acc[num] = 0
 			}
 		}
 	}
-	return retrieval.RankDocs(req, docs, retrieval.DocScope{N: sc.docN, SumLen: sumLen, DF: df}, p)
+	// Only documents scoring at least the top_n-th best score can be
+	// among the top_n: the others are not made hits at all.
+	floor := topFloor(score, req.TopN)
+	var out []retrieval.DocHit
+	for num, s := range score {
+		if s > 0 && s >= floor && ranked[num] {
+			out = append(out, retrieval.DocHit{DocID: sc.docNames[num], Score: s})
+		}
+	}
+	if out == nil {
+		out = []retrieval.DocHit{}
+	}
+	return retrieval.TopDocs(out, req.TopN)
+}
+
+// topFloor is the k-th largest of the positive values of xs, or 0 when
+// there are fewer than k (k <= 0: +Inf, nothing is kept).
+func topFloor(xs []float64, k int) float64 {
+	if k <= 0 {
+		return math.Inf(1)
+	}
+	h := make([]float64, 0, k) // a min-heap of the k largest so far
+	for _, x := range xs {
+		switch {
+		case x <= 0:
+		case len(h) < k:
+			h = append(h, x)
+			for c := len(h) - 1; c > 0; {
+				up := (c - 1) / 2
+				if h[up] <= h[c] {
+					break
+				}
+				h[up], h[c] = h[c], h[up]
+				c = up
+			}
+		case x > h[0]:
+			h[0] = x
+			for c := 0; ; {
+				l, m := 2*c+1, c
+				if l < k && h[l] < h[m] {
+					m = l
+				}
+				if l+1 < k && h[l+1] < h[m] {
+					m = l + 1
+				}
+				if m == c {
+					break
+				}
+				h[m], h[c] = h[c], h[m]
+				c = m
+			}
+		}
+	}
+	if len(h) < k {
+		return 0
+	}
+	return h[0]
 }
 
 // idRank finds ids in a sorted set of ids in constant time, when they span
