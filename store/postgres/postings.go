@@ -155,7 +155,12 @@ type segmentRow struct {
 // for each bucket of the others, its postings ordered by term, then chunk.
 // Each list is sorted by chunk id first.
 func segmentRows(lists postingLists) (rows []segmentRow, total int64) {
-	var buckets [postingBuckets][]string
+	// A bucket's terms with their lists, so that neither is looked up again.
+	type termList struct {
+		term string
+		list *postingList
+	}
+	var buckets [postingBuckets][]termList
 	var inBuckets int
 	for t, p := range lists {
 		if len(p.chunks) == 0 {
@@ -167,7 +172,7 @@ func segmentRows(lists postingLists) (rows []segmentRow, total int64) {
 			rows = append(rows, segmentRow{key: t, list: p})
 		} else {
 			b := bucketOf(t)
-			buckets[b] = append(buckets[b], t)
+			buckets[b] = append(buckets[b], termList{t, p})
 			inBuckets++
 		}
 	}
@@ -178,17 +183,16 @@ func segmentRows(lists postingLists) (rows []segmentRow, total int64) {
 		if len(terms) == 0 {
 			continue
 		}
-		slices.Sort(terms)
+		slices.SortFunc(terms, func(x, y termList) int { return strings.Compare(x.term, y.term) })
 		n := 0
 		for _, t := range terms {
-			n += len(lists[t].chunks)
+			n += len(t.list.chunks)
 		}
 		row := segmentRow{key: bucketKeys[b], list: &postingList{chunks: make([]int64, 0, n), tfs: make([]int32, 0, n)}, runs: make([]termRun, 0, len(terms))}
 		for _, t := range terms {
-			p := lists[t]
-			row.list.chunks = append(row.list.chunks, p.chunks...)
-			row.list.tfs = append(row.list.tfs, p.tfs...)
-			row.runs = append(row.runs, termRun{term: []byte(t), n: len(p.chunks)})
+			row.list.chunks = append(row.list.chunks, t.list.chunks...)
+			row.list.tfs = append(row.list.tfs, t.list.tfs...)
+			row.runs = append(row.runs, termRun{term: []byte(t.term), n: len(t.list.chunks)})
 		}
 		out = append(out, row)
 	}

@@ -442,3 +442,28 @@ func appendArrayHeader(b []byte, elem uint32, n int) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(n))
 	return binary.BigEndian.AppendUint32(b, 1) // lower bound
 }
+
+// BenchmarkSegmentRows: laying out one write's postings as a segment's
+// rows, for a vocabulary of mostly rare terms (a Zipf-like spread of list
+// lengths, as a batch of prose gives).
+func BenchmarkSegmentRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	base := postingLists{}
+	for i := range 30000 {
+		term := fmt.Sprintf("t%05dx", i)
+		n := 1 + int(2000/float64(i+1)) + rng.IntN(3)
+		for c := range n {
+			base.of(term).add(int64(c*7+i%7), int32(1+c%3))
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		lists := make(postingLists, len(base))
+		for t, p := range base {
+			lists[t] = &postingList{chunks: slices.Clone(p.chunks), tfs: slices.Clone(p.tfs)}
+		}
+		b.StartTimer()
+		segmentRows(lists)
+	}
+}
