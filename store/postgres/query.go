@@ -581,7 +581,11 @@ func (qp queryPostings) chunks() []int64 {
 				}
 			}
 		}
-		ids := make([]int64, 0, n)
+		distinct := 0
+		for _, word := range set {
+			distinct += bits.OnesCount64(word)
+		}
+		ids := make([]int64, 0, distinct)
 		for w, word := range set {
 			for word != 0 {
 				ids = append(ids, lo+int64(w*64+bits.TrailingZeros64(word)))
