@@ -626,27 +626,8 @@ func TestSQLPathPartsMatchOnePart(t *testing.T) {
 		docs = append(docs, cordontype.Document{Tenant: "parts", DocID: fmt.Sprintf("d%03d", i), Text: strings.Join(text, " "),
 			Classification: cordontype.Classification(i % 3), Barriers: barriers, AsOfTick: int64(i % 40)})
 	}
-	if _, err := s.PutBatch(ctx, docs[:60]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PutBatch(ctx, docs[60:]); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 120; i += 9 {
-		if _, err := s.Delete(ctx, "parts", fmt.Sprintf("d%03d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	docs[4].Text += " wire wire fx"
-	if _, err := s.Put(ctx, docs[4]); err != nil {
-		t.Fatal(err)
-	}
+	principals := churn(t, s, "parts", docs, 9, 4, " wire wire fx")
 	stale := int64(15)
-	principals := []cordontype.Principal{
-		{Tenant: "parts", Clearance: cordontype.Confidential, Barriers: []string{"mna"}},
-		{Tenant: "parts", Clearance: cordontype.Internal, Barriers: []string{}},
-		{Tenant: "parts", Clearance: cordontype.Public, Barriers: []string{}},
-	}
 	queries := []string{"wire ledger", "fx bond rate loan", "swap", "desk hold release fee margin wire"}
 	// rankOf may run on any goroutine; rank fails the test on an error.
 	rankOf := func(st *Store, p cordontype.Principal, text string, maxStale *int64) (retrieval.Rankings, error) {
@@ -766,5 +747,37 @@ func TestColSlab(t *testing.T) {
 				t.Fatalf("round %d, block %d: decoded into the slab %+v, want %+v", round, k, got[k], want[k])
 			}
 		}
+	}
+}
+
+// churn writes docs (of tenant, classified up to Confidential, some behind
+// the barrier "mna") on s in two batches, deletes every step-th and puts
+// docs[again] again with more text, so that the tenant holds deleted and
+// replaced chunks; it returns principals that see all of it, some and
+// little.
+func churn(t *testing.T, s *Store, tenant string, docs []cordontype.Document, step, again int, more string) []cordontype.Principal {
+	t.Helper()
+	ctx := context.Background()
+	half := len(docs) / 2
+	if _, err := s.PutBatch(ctx, docs[:half]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutBatch(ctx, docs[half:]); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(docs); i += step {
+		if _, err := s.Delete(ctx, tenant, docs[i].DocID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := docs[again]
+	d.Text += more
+	if _, err := s.Put(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	return []cordontype.Principal{
+		{Tenant: tenant, Clearance: cordontype.Confidential, Barriers: []string{"mna"}},
+		{Tenant: tenant, Clearance: cordontype.Internal, Barriers: []string{}},
+		{Tenant: tenant, Clearance: cordontype.Public, Barriers: []string{}},
 	}
 }

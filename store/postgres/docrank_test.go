@@ -90,27 +90,8 @@ func TestDocRankColumnsMatchesEvidence(t *testing.T) {
 				Text: "# " + text(2) + "\n\n" + text(5+rng.IntN(50)), Classification: cordontype.Classification(i % 3),
 				Barriers: barriers, AsOfTick: int64(i % 40)})
 		}
-		if _, err := s.PutBatch(ctx, docs[:45]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.PutBatch(ctx, docs[45:]); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 90; i += 11 {
-			if _, err := s.Delete(ctx, tenant, docs[i].DocID); err != nil {
-				t.Fatal(err)
-			}
-		}
-		docs[5].Text += " wire wire fx settlement"
-		if _, err := s.Put(ctx, docs[5]); err != nil {
-			t.Fatal(err)
-		}
+		principals := churn(t, s, tenant, docs, 11, 5, " wire wire fx settlement")
 		stale := int64(15)
-		principals := []cordontype.Principal{
-			{Tenant: tenant, Clearance: cordontype.Restricted, Barriers: []string{"mna"}},
-			{Tenant: tenant, Clearance: cordontype.Internal, Barriers: []string{}},
-			{Tenant: tenant, Clearance: cordontype.Public, Barriers: []string{}},
-		}
 		compared, hits := 0, 0
 		for q := range 40 {
 			qtext := text(1 + rng.IntN(6))
