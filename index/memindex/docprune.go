@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cordon-rag/cordon/bm25"
+	"github.com/cordon-rag/cordon/internal/topk"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
@@ -81,38 +82,6 @@ func (x *Index) docPlanFor(req *retrieval.RankRequest, st scopeStats, f *filter,
 		}
 	}
 	return docPlan{n: n, idf: w.Lex, avgdl: bm25.AvgDL(st.sumLen, n)}, true
-}
-
-// offerScore keeps v among the k best scores of the min-heap h (its root
-// the worst kept) and returns h.
-func offerScore(h []float64, k int, v float64) []float64 {
-	i := len(h)
-	switch {
-	case i < k:
-		h = append(h, v)
-		for i > 0 && h[(i-1)/2] > h[i] {
-			h[(i-1)/2], h[i] = h[i], h[(i-1)/2]
-			i = (i - 1) / 2
-		}
-		return h
-	case v <= h[0]:
-		return h
-	}
-	h[0], i = v, 0
-	for {
-		l, m := 2*i+1, i
-		if l < len(h) && h[l] < h[m] {
-			m = l
-		}
-		if l+1 < len(h) && h[l+1] < h[m] {
-			m = l + 1
-		}
-		if m == i {
-			return h
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
 }
 
 // docPruned ranks the documents of pt's range (whole documents) into
@@ -250,7 +219,7 @@ func (x *Index) docPruned(req *retrieval.RankRequest, plan docPlan, vis *visMask
 			continue
 		}
 		hits = append(hits, retrieval.DocHit{DocID: x.docNames[d], Score: score})
-		top = offerScore(top, req.TopN, score)
+		top = topk.Offer(top, req.TopN, score)
 		if len(top) == req.TopN && top[0] > floor {
 			floor = top[0]
 			m.raise(floor)
@@ -443,7 +412,7 @@ func (x *Index) docPrunedCombined(req *retrieval.RankRequest, plan docPlan, vis 
 			continue
 		}
 		hits = append(hits, retrieval.DocHit{DocID: x.docNames[d], Score: total})
-		top = offerScore(top, req.TopN, total)
+		top = topk.Offer(top, req.TopN, total)
 		if len(top) == req.TopN && top[0] > floor {
 			floor = top[0]
 			ms.raise(floor)

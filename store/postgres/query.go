@@ -21,6 +21,7 @@ import (
 	"github.com/cordon-rag/cordon/hashembed"
 	"github.com/cordon-rag/cordon/index"
 	"github.com/cordon-rag/cordon/index/memindex"
+	"github.com/cordon-rag/cordon/internal/topk"
 	"github.com/cordon-rag/cordon/retrieval"
 )
 
@@ -1413,36 +1414,10 @@ func topFloor(xs []float64, k int) float64 {
 	if k <= 0 {
 		return math.Inf(1)
 	}
-	h := make([]float64, 0, k) // a min-heap of the k largest so far
+	h := make([]float64, 0, k)
 	for _, x := range xs {
-		switch {
-		case x <= 0:
-		case len(h) < k:
-			h = append(h, x)
-			for c := len(h) - 1; c > 0; {
-				up := (c - 1) / 2
-				if h[up] <= h[c] {
-					break
-				}
-				h[up], h[c] = h[c], h[up]
-				c = up
-			}
-		case x > h[0]:
-			h[0] = x
-			for c := 0; ; {
-				l, m := 2*c+1, c
-				if l < k && h[l] < h[m] {
-					m = l
-				}
-				if l+1 < k && h[l+1] < h[m] {
-					m = l + 1
-				}
-				if m == c {
-					break
-				}
-				h[m], h[c] = h[c], h[m]
-				c = m
-			}
+		if x > 0 {
+			h = topk.Offer(h, k, x)
 		}
 	}
 	if len(h) < k {
