@@ -334,8 +334,8 @@ func (x *Index) addDoc(docID string, slots []int32) {
 	for id, tf := range x.docTF {
 		p := x.lists[id]
 		p.countDoc(tf, n)
-		if p.docByLabel() != nil {
-			p.ext.docByLabel[ls]++
+		if m := p.docByLabel(); m != nil {
+			m[ls]++
 		}
 	}
 	x.acct.docTF = max(x.acct.docTF, len(x.docTF))

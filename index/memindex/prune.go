@@ -107,10 +107,10 @@ func (m *maxScore) raise(floor float64) {
 // its alive and visibility bits, before its length or any posting is
 // read, then once the proposing terms' contributions are known, and
 // while the others are read, by descending bound, as soon as what those
-// left may add cannot lift it to the floor; only a chunk whose score reaches the floor is checked for
-// freshness. It reports false, having done nothing, when some
-// term's contribution may not be positive or fewer than two terms have
-// postings in the range.
+// left may add cannot lift it to the floor; only a chunk whose score
+// reaches the floor is checked for freshness. It reports false, having
+// done nothing, when some term's contribution may not be positive or
+// fewer than two terms have postings in the range.
 func (x *Index) lexicalPruned(req *retrieval.RankRequest, st scopeStats, w *worker, sc *scratch, pt *rankPart, spans []span, normOf func(int32) float64) bool {
 	params := x.settings.BM25
 	terms := w.prune[:0]
