@@ -165,6 +165,11 @@ func (b *Builder) addDoc(docID string, n int) {
 // it before adding.
 func (b *Builder) DropTexts() { b.x.DropTexts() }
 
+// PackedTexts says the chunks given to Add and AddCounted from now on come
+// with their texts packed by PackText (a cache's decoding workers pack
+// them in parallel). Call it before adding.
+func (b *Builder) PackedTexts() { b.x.packedIn = true }
+
 // Index returns the index of the documents added; the builder is done.
 func (b *Builder) Index() *Index {
 	if !b.built {
@@ -172,6 +177,7 @@ func (b *Builder) Index() *Index {
 	}
 	x := b.x
 	b.x = nil
+	x.packedIn = false // what Put is given later comes as index.Prepare gives it
 	return x
 }
 

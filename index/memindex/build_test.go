@@ -18,6 +18,8 @@ import (
 // one Put builds from the same documents in the same order: with and
 // without per-label-set counts, with the posting lists built in parts, with vectors beyond int8 (overflow), and
 // with a document id that comes twice (the later replaces the earlier).
+// Documents counted as a cache's load counts them come with their texts
+// packed (PackedTexts).
 func TestBuilderIsPut(t *testing.T) {
 	s := index.DefaultSettings()
 	s.Chunking.MaxWords, s.Chunking.OverlapWords = 12, 3
@@ -75,6 +77,9 @@ func TestBuilderIsPut(t *testing.T) {
 			t.Cleanup(func() { labelCountsMin, buildPartMin = old, oldMin; runtime.GOMAXPROCS(oldProcs) })
 			want := New(s)
 			b := NewBuilder(s, 10)
+			if tt.counted {
+				b.PackedTexts() // as a cache's load gives them
+			}
 			vocabs := []*analysis.Vocabulary{analysis.NewVocabulary(), analysis.NewVocabulary()}
 			for i, d := range docs[:tt.docs] {
 				want.Put(d.id, d.pcs)
@@ -94,6 +99,7 @@ func TestBuilderIsPut(t *testing.T) {
 						ids[j], pcs[j].TF = v.AppendStemIDs(ids[j], pcs[j].TF)
 					}
 					pcs[j].Terms = nil
+					pcs[j].Chunk.Text = PackText(pcs[j].Chunk.Text)
 					if terms := v.Names(ids[j]); !reflect.DeepEqual(terms, d.pcs[j].Terms) || !reflect.DeepEqual(pcs[j].TF, d.pcs[j].TF) {
 						t.Fatalf("doc %s chunk %d: the vocabulary counts %v %v, Prepare %v %v", d.id, j, terms, pcs[j].TF, d.pcs[j].Terms, d.pcs[j].TF)
 					}

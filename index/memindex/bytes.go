@@ -158,7 +158,9 @@ func SlotBytes(dims, terms int) int64 {
 }
 
 // ChunkBytes is SlotBytes for pc with its strings: its text and, at most,
-// its section's name (see slotChunk).
+// its section's name (see slotChunk). A text given packed (PackText, as a
+// cache's load gives it) counts what the slot keeps; a text as
+// index.Prepare gives it counts more than that (the slot packs it).
 func ChunkBytes(dims int, pc *index.PreparedChunk) int64 {
 	c := &pc.Chunk
 	// A term id takes about two bytes (see slotTerms).

@@ -117,13 +117,17 @@ type Index struct {
 	sectionIDs map[string]int32
 	// dropTexts keeps every chunk's text out of memory (see DropTexts).
 	dropTexts bool
-	alive     []bool
-	class     []int8
-	barrier   []int32 // interned barrier-set id
-	asOf      []int64
-	length    []int32
-	normSq    []int64
-	norm      []float64 // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
+	// packedIn says the chunks added come with their texts packed
+	// already (Builder.PackedTexts); a slot keeps its text packed either
+	// way (see PackText).
+	packedIn bool
+	alive    []bool
+	class    []int8
+	barrier  []int32 // interned barrier-set id
+	asOf     []int64
+	length   []int32
+	normSq   []int64
+	norm     []float64 // math.Sqrt(float64(normSq)), as hashembed.Cosine computes it
 	// terms are the ids of each slot's distinct terms (their posting
 	// lists in lists), for removal and compaction.
 	terms    slotTerms
@@ -599,6 +603,7 @@ func (x *Index) maybeCompact() {
 	old := x
 	n := New(x.settings)
 	n.dropTexts = x.dropTexts
+	n.packedIn = true // the texts move as they are held
 	docIDs := make([]string, 0, len(old.docs))
 	for id := range old.docs {
 		docIDs = append(docIDs, id)
@@ -615,17 +620,18 @@ func (x *Index) maybeCompact() {
 		}
 		n.addDoc(id, slots)
 	}
-	*x = Index{settings: n.settings, dropTexts: n.dropTexts, slotChunks: n.slotChunks, odd: n.odd, tenant: n.tenant, sections: n.sections, sectionIDs: n.sectionIDs, alive: n.alive, class: n.class, barrier: n.barrier,
+	*x = Index{settings: n.settings, dropTexts: n.dropTexts, packedIn: old.packedIn, slotChunks: n.slotChunks, odd: n.odd, tenant: n.tenant, sections: n.sections, sectionIDs: n.sectionIDs, alive: n.alive, class: n.class, barrier: n.barrier,
 		docOf: n.docOf, docNames: n.docNames, docLen: n.docLen,
 		asOf: n.asOf, length: n.length, normSq: n.normSq, norm: n.norm, terms: n.terms, cols: n.cols, overflow: n.overflow,
 		docs: n.docs, docTF: n.docTF, postings: n.postings, lists: n.lists, sets: n.sets, setIDs: n.setIDs, labels: n.labels, live: n.live, sumLen: n.sumLen,
 		vis: visMasks{alive: n.vis.alive}, compactions: old.compactions + 1, acct: n.acct}
 }
 
-// prepared reconstructs a slot's PreparedChunk (for compaction).
+// prepared reconstructs a slot's PreparedChunk, its text packed (for
+// compaction).
 func (x *Index) prepared(s int32) index.PreparedChunk {
 	ids := x.terms.appendIDs(nil, s)
-	pc := index.PreparedChunk{Chunk: x.chunk(s), Terms: make([]string, len(ids)), NormSq: x.normSq[s], Ref: x.slotChunks[s].ref}
+	pc := index.PreparedChunk{Chunk: x.packedChunk(s), Terms: make([]string, len(ids)), NormSq: x.normSq[s], Ref: x.slotChunks[s].ref}
 	pc.TF = make([]int32, len(ids))
 	for j, id := range ids {
 		p := x.lists[id]

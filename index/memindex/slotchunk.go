@@ -12,11 +12,12 @@ import (
 
 // slotChunk is what a slot keeps of its chunk beside the per-slot arrays
 // that hold the rest (docOf, class, barrier, asOf, length) and the index's
-// tenant: 40 bytes and the text's, where a cordontype.Chunk takes 144 and
-// four strings of its own. chunk rebuilds the Chunk for a hit.
+// tenant: 40 bytes and the packed text's (see PackText), where a
+// cordontype.Chunk takes 144 and four strings of its own. chunk rebuilds
+// the Chunk for a hit.
 type slotChunk struct {
-	text string
-	ref  int64 // index.PreparedChunk.Ref
+	text string // packed
+	ref  int64  // index.PreparedChunk.Ref
 	// The chunk's id is its document's id, "::" and ord, as
 	// index.Prepare names chunks; a chunk named otherwise, or whose
 	// offsets or tenant do not fit, is kept whole in Index.odd.
@@ -25,11 +26,17 @@ type slotChunk struct {
 	start, end int32
 }
 
-// setChunk records chunk c (its text already dropped, or not) of stored
-// row ref in slot s, and returns the bytes it holds beyond its slotChunk.
+// setChunk records chunk c (its text already dropped, or not; packed
+// when x.packedIn is set) of stored row ref in slot s, and returns the
+// bytes it holds beyond its slotChunk. An odd chunk keeps its text packed
+// too.
 func (x *Index) setChunk(s int32, c *cordontype.Chunk, ref int64) int64 {
 	if len(x.slotChunks) == 0 {
 		x.tenant = c.Tenant // an index holds one tenant's chunks
+	}
+	text := c.Text
+	if !x.packedIn {
+		text = PackText(text)
 	}
 	ord, ok := chunkOrd(c.ChunkID, c.DocID)
 	if !ok || c.Tenant != x.tenant || c.StartChar < 0 || c.StartChar > math.MaxInt32 || c.EndChar < 0 || c.EndChar > math.MaxInt32 ||
@@ -38,14 +45,15 @@ func (x *Index) setChunk(s int32, c *cordontype.Chunk, ref int64) int64 {
 			x.odd = make(map[int32]*cordontype.Chunk)
 		}
 		cc := *c
+		cc.Text = text
 		x.odd[s] = &cc
 		x.acct.odd = max(x.acct.odd, len(x.odd))
 		x.slotChunks = append(x.slotChunks, slotChunk{ref: ref})
-		return chunkHeld(c) + allocSize(chunkSize)
+		return chunkHeld(&cc) + allocSize(chunkSize)
 	}
-	x.slotChunks = append(x.slotChunks, slotChunk{text: c.Text, ref: ref, ord: ord, section: x.internSection(c.Section),
+	x.slotChunks = append(x.slotChunks, slotChunk{text: text, ref: ref, ord: ord, section: x.internSection(c.Section),
 		start: int32(c.StartChar), end: int32(c.EndChar)})
-	return strBytes(c.Text)
+	return strBytes(text)
 }
 
 // chunkOrd returns n when id is docID + "::" + strconv.Itoa(n) for an n
@@ -96,6 +104,13 @@ func (x *Index) dropChunk(s int32) int64 {
 
 // chunk rebuilds slot s's chunk.
 func (x *Index) chunk(s int32) cordontype.Chunk {
+	c := x.packedChunk(s)
+	c.Text = unpackText(c.Text)
+	return c
+}
+
+// packedChunk is chunk with the text as the slot keeps it, packed.
+func (x *Index) packedChunk(s int32) cordontype.Chunk {
 	if c, ok := x.odd[s]; ok {
 		cc := *c
 		cc.Barriers = slices.Clone(c.Barriers)

@@ -14,7 +14,7 @@ import (
 )
 
 // TestSlotChunkRoundTrip: every chunk an index holds comes back from chunk
-// exactly as it was put, whether its id is index.Prepare's (document id,
+// exactly as it was put, its text through packing, whether its id is index.Prepare's (document id,
 // "::", ordinal) and kept as an ordinal or not and kept whole (odd), and
 // slot ids compare as the ids themselves do, also after removals and a
 // compaction.
@@ -37,6 +37,9 @@ func TestSlotChunkRoundTrip(t *testing.T) {
 			fmt.Sprintf("other::%d", i),
 		}
 	}
+	// Texts as a slot keeps them, packed: empty, short, repetitive, not
+	// Latin, and longer than S2's 64 KiB blocks.
+	texts := []string{"", "x", strings.Repeat("ledger hold ", 3), "Zürich naïve 東京 ledger", strings.Repeat("wire release ", 7000)}
 	x := New(s)
 	want := map[string][]cordontype.Chunk{}
 	put := func(doc string) {
@@ -49,7 +52,7 @@ func TestSlotChunkRoundTrip(t *testing.T) {
 				id = cands[r.IntN(len(cands))]
 			}
 			c := cordontype.Chunk{ChunkID: id, DocID: doc, Tenant: "t", Section: []string{"", "Intro", "Risk > Limits"}[r.IntN(3)],
-				Text: strings.Repeat("ledger hold ", 1+r.IntN(3)), StartChar: r.IntN(1000), EndChar: 1000 + r.IntN(1000), Length: 2 + r.IntN(5),
+				Text: texts[r.IntN(len(texts))], StartChar: r.IntN(1000), EndChar: 1000 + r.IntN(1000), Length: 2 + r.IntN(5),
 				Classification: cordontype.Classification(r.IntN(4)), Barriers: [][]string{{}, {"deal-a"}, {"deal-a", "mna"}}[r.IntN(3)], AsOfTick: r.Int64N(100)}
 			switch r.IntN(12) {
 			case 0:

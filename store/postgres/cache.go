@@ -563,8 +563,10 @@ func (c *cache) buildRows(rows pgx.Rows, t tenantInfo, n int64, dropTexts bool) 
 	builder := memindex.NewBuilder(t.settings, int(n))
 	if dropTexts {
 		builder.DropTexts()
+	} else {
+		builder.PackedTexts()
 	}
-	err = forEachStoredDoc(rows, t, false, func(d *storedDoc) error {
+	err = forEachStoredDoc(rows, t, false, !dropTexts, func(d *storedDoc) error {
 		if dropTexts {
 			d.dropTexts()
 		}
@@ -738,7 +740,7 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 		return false, classify(err)
 	}
 	seen := make(map[string]bool, len(ids))
-	err = forEachStoredDoc(rows, t, true, func(d *storedDoc) error {
+	err = forEachStoredDoc(rows, t, true, false, func(d *storedDoc) error {
 		seen[d.docID] = true
 		if ct.x.DropsTexts() {
 			d.dropTexts()

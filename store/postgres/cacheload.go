@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 
@@ -110,10 +112,11 @@ const storedBatchRows = 256
 // binaryRows) on GOMAXPROCS workers and calls fn for each document, in row
 // order, on the calling goroutine. Its prepared chunks (d.pcs) are those
 // index.Prepare (and, for a model, index.Vectorize) gave the write, but for
-// their Terms unless named: a load numbers terms (d.ids, in d.vocab) and
-// needs no string per term of a chunk. The vocabulary is written no more
-// once forEachStoredDoc returns.
-func forEachStoredDoc(rows pgx.Rows, t tenantInfo, named bool, fn func(d *storedDoc) error) error {
+// their Terms unless named (a load numbers terms, d.ids in d.vocab, and
+// needs no string per term of a chunk), and for their texts, which come
+// packed (memindex.PackText) when pack is set. The vocabulary is written
+// no more once forEachStoredDoc returns.
+func forEachStoredDoc(rows pgx.Rows, t tenantInfo, named, pack bool, fn func(d *storedDoc) error) error {
 	defer rows.Close()
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan *storedBatch, 4*workers)
@@ -128,7 +131,7 @@ func forEachStoredDoc(rows pgx.Rows, t tenantInfo, named bool, fn func(d *stored
 				for i := range b.docs {
 					d := &b.docs[i]
 					d.vocab, d.fields = vocab, fields
-					d.err = decodeStoredDoc(d, t, named)
+					d.err = decodeStoredDoc(d, t, named, pack)
 				}
 				close(b.done)
 			}
@@ -228,13 +231,13 @@ func copyRow(raw [][]byte) [chunkRowCols][]byte {
 }
 
 // decodeStoredDoc decodes d's chunk rows into prepared chunks of tenant t
-// (d.pcs), counting each chunk's terms with d.vocab (d.ids), and names
-// them (Terms) if named.
-func decodeStoredDoc(d *storedDoc, t tenantInfo, named bool) error {
+// (d.pcs), counting each chunk's terms with d.vocab (d.ids), names them
+// (Terms) if named and packs their texts if pack.
+func decodeStoredDoc(d *storedDoc, t tenantInfo, named, pack bool) error {
 	d.pcs, d.ids = make([]index.PreparedChunk, len(d.raw)), make([][]int32, len(d.raw))
 	known := len(d.vocab.Terms())
 	for i := range d.raw {
-		if err := decodeChunkRow(&d.pcs[i], &d.ids[i], &d.raw[i], t, d.vocab, d.fields); err != nil {
+		if err := decodeChunkRow(&d.pcs[i], &d.ids[i], &d.raw[i], t, d.vocab, d.fields, pack); err != nil {
 			return fmt.Errorf("chunk %d: %w", i, err)
 		}
 		if named {
@@ -248,10 +251,19 @@ func decodeStoredDoc(d *storedDoc, t tenantInfo, named bool) error {
 }
 
 // decodeChunkRow decodes one chunkRowsSQL row into pc and the ids of its
-// terms in vocab.
-func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]byte, t tenantInfo, vocab *analysis.Vocabulary, fields *fieldScratch) error {
+// terms in vocab, its text packed (memindex.PackText) if pack.
+func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]byte, t tenantInfo, vocab *analysis.Vocabulary, fields *fieldScratch, pack bool) error {
 	c := &pc.Chunk
-	c.DocID, c.ChunkID, c.Section, c.Text = string(raw[0]), string(raw[1]), string(raw[2]), string(raw[3])
+	// The text is read in place (raw is d's own copy of the row, written no
+	// more, and vocab keeps copies of its tokens), then kept packed or as
+	// a string of its own.
+	text := unsafe.String(unsafe.SliceData(raw[3]), len(raw[3]))
+	if pack {
+		c.Text = memindex.PackText(text)
+	} else {
+		c.Text = strings.Clone(text)
+	}
+	c.DocID, c.ChunkID, c.Section = string(raw[0]), string(raw[1]), string(raw[2])
 	if len(raw[12]) > 0 {
 		pc.Path = string(raw[12])
 	}
@@ -289,7 +301,7 @@ func decodeChunkRow(pc *index.PreparedChunk, ids *[]int32, raw *[chunkRowCols][]
 		return err
 	}
 	pc.NormSq = hashembed.NormSq(pc.Vector)
-	*ids, pc.TF = vocab.CountIDs(c.Text)
+	*ids, pc.TF = vocab.CountIDs(text)
 	if t.settings.Stems() {
 		*ids, pc.TF = vocab.AppendStemIDs(*ids, pc.TF)
 	}

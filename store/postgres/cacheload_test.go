@@ -204,7 +204,7 @@ func readStored(t *testing.T, s *Store, tenant, where string, ids []string) (map
 		if err != nil {
 			return err
 		}
-		return forEachStoredDoc(rows, ti, true, func(d *storedDoc) error {
+		return forEachStoredDoc(rows, ti, true, false, func(d *storedDoc) error {
 			out[d.docID] = d.pcs
 			order = append(order, d.docID)
 			return nil
