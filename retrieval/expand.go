@@ -136,6 +136,7 @@ func shortlistLen(terms, n int) int {
 // nothing is added (the first pass stands).
 func (r *Retriever) expand(ctx context.Context, req RankRequest, rk Rankings, p Policy) (RankRequest, []string, bool, error) {
 	docs := rk.Lexical[:min(p.PRFDocs, len(rk.Lexical))]
+	rk.FillTexts(docs)
 	// The stop list's words are never added back, as the query's own
 	// terms are not.
 	cands := FeedbackTerms(docs, append(slices.Clip(req.Terms), p.StopWords.words()...))

@@ -62,6 +62,7 @@ func (r *Retriever) Finish(ctx context.Context, rk Rankings, terms []string, q Q
 	run := &ModelRun{Provider: r.reranker.Name(), Model: r.reranker.Model()}
 	scores := []float64{} // nothing to score is not a shed
 	if n := min(p.RerankDepth, len(fused)); n > 0 {
+		rk.fillScored(fused[:n])
 		texts := make([]string, n)
 		for i := range texts {
 			texts[i] = fused[i].Chunk.Text

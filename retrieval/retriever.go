@@ -50,6 +50,10 @@ type Scored struct {
 	// ranking, nil when the policy leaves it out or the document is not in
 	// it.
 	DocRank *int
+	// packed is the chunk's text as its store keeps it (Hit.Packed), until
+	// the pipeline reads it (Rankings.fillScored): the rerank's candidates
+	// and the result are filled, the rest never unpacked.
+	packed string
 }
 
 // Retriever runs the retrieve pipeline over a Store.
@@ -199,6 +203,7 @@ func ranksAs(p, q Policy) bool {
 // rank asks the store for req's rankings and, from a [VersionedStore], the
 // version that answered.
 func (r *Retriever) rank(ctx context.Context, req RankRequest) (Rankings, int64, error) {
+	req.LazyTexts = true // every reader of a text below fills it first
 	if vs, ok := r.store.(VersionedStore); ok {
 		return vs.RankVersion(ctx, req)
 	}
@@ -230,7 +235,10 @@ func tail(rk Rankings, fused []Scored, terms, tokens []string, p Policy, scores 
 		Policy:                p,
 	}
 	res.Chunks = fused
+	// A store's packed texts are read for the chunks the reranker reads
+	// and those returned, no others.
 	if p.EnableRerank && (p.Rerank != RerankModel || scores != nil) {
+		rk.fillScored(fused[:min(p.RerankDepth, len(fused))])
 		// An expanded query's rankings carry idf for the added terms too,
 		// after the original ones: the reranker reads the original's.
 		idf := rk.IDF
@@ -271,6 +279,7 @@ func tail(rk Rankings, fused []Scored, terms, tokens []string, p Policy, scores 
 	if len(res.Chunks) > p.Limit {
 		res.Chunks = res.Chunks[:p.Limit]
 	}
+	rk.fillScored(res.Chunks)
 	return res
 }
 
@@ -321,7 +330,7 @@ func Fuse(rk Rankings, k int64, w Weights) []Scored {
 			list[i] = fusion.Ranked{ID: h.Chunk.ChunkID, Rank: i + 1}
 			s, ok := byID[h.Chunk.ChunkID]
 			if !ok {
-				pool = append(pool, Scored{Chunk: h.Chunk})
+				pool = append(pool, Scored{Chunk: h.Chunk, packed: h.Packed})
 				s = &pool[len(pool)-1]
 				byID[h.Chunk.ChunkID] = s
 			}

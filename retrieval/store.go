@@ -67,6 +67,11 @@ type RankRequest struct {
 	NowTick       int64
 	MaxStaleTicks *int64
 	TopN          int
+	// LazyTexts lets the store leave its hits' texts packed (Hit.Packed,
+	// Chunk.Text empty) for Rankings.Unpack to give: the retriever reads
+	// those of the chunks it reranks and returns, a few of the hits. A
+	// store may ignore it.
+	LazyTexts bool
 }
 
 // Weight is the weight of Terms[i]: Weights[i], or 1 when Weights does not
@@ -81,6 +86,10 @@ type Hit struct {
 	// Ref), for a store whose ranking leaves texts for it to fill; 0
 	// otherwise.
 	Ref int64
+	// Packed, when not empty, is the chunk's text as the store keeps it
+	// (RankRequest.LazyTexts): Chunk.Text is then empty, and
+	// Rankings.Unpack(Packed) is the text.
+	Packed string
 }
 
 // Rankings are a store's answer: each ranking filtered and truncated, best
@@ -104,4 +113,25 @@ type Rankings struct {
 	Considered            int
 	ExcludedByEntitlement int
 	ExcludedByFreshness   int
+	// Unpack gives a hit's text from its Packed form; nil when no hit is
+	// packed.
+	Unpack func(packed string) string
+}
+
+// FillTexts gives each of hits that is packed (Hit.Packed) its text.
+func (rk Rankings) FillTexts(hits []Hit) {
+	for i := range hits {
+		if h := &hits[i]; h.Packed != "" {
+			h.Chunk.Text, h.Packed = rk.Unpack(h.Packed), ""
+		}
+	}
+}
+
+// fillScored gives each of chunks that is packed its text.
+func (rk Rankings) fillScored(chunks []Scored) {
+	for i := range chunks {
+		if s := &chunks[i]; s.packed != "" {
+			s.Chunk.Text, s.packed = rk.Unpack(s.packed), ""
+		}
+	}
 }

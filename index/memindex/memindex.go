@@ -852,9 +852,12 @@ func (x *Index) Rank(req retrieval.RankRequest) (retrieval.Rankings, error) {
 			into.offer(it.slot, it.score)
 		}
 	}
-	rk.Lexical = lex.hits()
+	rk.Lexical = lex.hits(req.LazyTexts)
 	if dq.qn != 0 && n != 0 {
-		rk.Dense = dense.hits()
+		rk.Dense = dense.hits(req.LazyTexts)
+	}
+	if req.LazyTexts {
+		rk.Unpack = UnpackText
 	}
 	switch {
 	case req.Docs && sc.docPlanned:
@@ -1537,7 +1540,9 @@ func (t *topN) floor() float64 {
 	return t.items[0].score
 }
 
-func (t *topN) hits() []retrieval.Hit {
+// hits returns t's items as hits, best first, their texts packed
+// (Hit.Packed) when lazy.
+func (t *topN) hits(lazy bool) []retrieval.Hit {
 	slices.SortFunc(t.items, func(a, b scored) int {
 		switch {
 		case t.worse(b, a):
@@ -1549,7 +1554,14 @@ func (t *topN) hits() []retrieval.Hit {
 	})
 	out := make([]retrieval.Hit, len(t.items))
 	for i, it := range t.items {
-		out[i] = retrieval.Hit{Chunk: t.x.chunk(it.slot), Score: it.score, Ref: t.x.slotChunks[it.slot].ref}
+		h := retrieval.Hit{Score: it.score, Ref: t.x.slotChunks[it.slot].ref}
+		if lazy {
+			h.Chunk = t.x.packedChunk(it.slot)
+			h.Packed, h.Chunk.Text = h.Chunk.Text, ""
+		} else {
+			h.Chunk = t.x.chunk(it.slot)
+		}
+		out[i] = h
 	}
 	return out
 }

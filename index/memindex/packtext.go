@@ -13,8 +13,10 @@ import (
 // a hit's text is the chunk's text byte for byte. A chunk's text is the
 // largest part of what the index holds of it; S2 stores the bench corpus's
 // texts in 0.73 of their bytes and SciFact's in 0.76, and decodes one in
-// about a microsecond, which a query pays for each hit it returns (at most
-// top_n a side). The empty text (an index that drops texts) packs to "".
+// about a microsecond, which a query pays for each hit whose text it reads:
+// a ranking for a retriever (retrieval.RankRequest.LazyTexts) returns them
+// packed, and the retriever reads those it reranks and returns. The empty
+// text (an index that drops texts) packs to "".
 
 // packBufs are encoding buffers, reused.
 var packBufs = sync.Pool{New: func() any { return new([]byte) }}
@@ -42,6 +44,10 @@ func PackText(text string) string {
 	packBufs.Put(bp)
 	return packed
 }
+
+// UnpackText returns the text packed by PackText (a hit's Packed text:
+// retrieval.RankRequest.LazyTexts).
+func UnpackText(packed string) string { return unpackText(packed) }
 
 // unpackText returns the text packed by PackText. A packed text that does
 // not decode was corrupted in memory: unpackText panics.
