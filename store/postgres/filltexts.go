@@ -10,12 +10,12 @@ import (
 
 // A cached index of a tenant that would not fit the budget with its chunk
 // texts keeps none (see cache.build): a packed text is a fifth to a
-// quarter of a chunk's memory, and a query reads those of its hits alone. Each hit carries its chunk
-// row's id (retrieval.Hit.Ref), and fillTexts reads their texts in one
-// statement after the ranking. A row's text never changes, and a row
-// id is never given again, so the text read is the one the index ranked;
-// a document changed since the index's version has lost its rows, and the
-// query is answered again in a snapshot.
+// quarter of a chunk's memory, and a query reads those of its hits alone.
+// Each hit carries its chunk row's id (retrieval.Hit.Ref), and fillTexts
+// reads their texts in one statement after the ranking. A row's text
+// never changes, and a row id is never given again, so the text read is
+// the one the index ranked; a document changed since the index's version
+// has lost its rows, and the query is answered again in a snapshot.
 
 // queryer runs a statement: a connection, or a transaction.
 type queryer interface {
