@@ -300,6 +300,15 @@ func (x *Index) internSet(labels []string) int32 {
 	return id
 }
 
+// PutPacked is Put of chunks whose texts come packed by PackText (a
+// cache's decoding workers pack them in parallel).
+func (x *Index) PutPacked(docID string, prepared []index.PreparedChunk) {
+	was := x.packedIn
+	x.packedIn = true
+	x.Put(docID, prepared)
+	x.packedIn = was
+}
+
 // Put replaces a document's chunks with prepared (all of one document, as
 // from index.Prepare); an index that drops texts (DropTexts) keeps none of
 // theirs.

@@ -1,9 +1,16 @@
 package memindex
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/cordon-rag/cordon/cordontype"
+	"github.com/cordon-rag/cordon/index"
 )
 
 // TestPackText: a text comes back from its packed form byte for byte, the
@@ -46,4 +53,50 @@ func FuzzPackText(f *testing.F) {
 			t.Fatalf("%q: got back %q (valid UTF-8: %t)", text, got, utf8.ValidString(text))
 		}
 	})
+}
+
+// TestPutPackedIsPut: chunks put with their texts packed (PutPacked, as a
+// cache's refresh gives them) make the index Put makes of them as
+// index.Prepare gives them, through replacements, removals and
+// compactions, and the index takes texts as given again afterwards.
+func TestPutPackedIsPut(t *testing.T) {
+	old := compactMinDead
+	compactMinDead = 4
+	t.Cleanup(func() { compactMinDead = old })
+	s := index.DefaultSettings()
+	s.Chunking.MaxWords, s.Chunking.OverlapWords = 12, 3
+	r := rand.New(rand.NewPCG(7, 8))
+	words := strings.Fields("wire hold ledger release payment review sanctions Zürich naïve 42 desk")
+	want, got := New(s), New(s)
+	for i := range 120 {
+		var b strings.Builder
+		for range 5 + r.IntN(40) {
+			b.WriteString(words[r.IntN(len(words))] + " ")
+		}
+		d := cordontype.Document{Tenant: "t", DocID: fmt.Sprintf("d%02d", r.IntN(30)), Text: b.String(), Classification: cordontype.Public}
+		if i%7 == 3 {
+			want.Remove(d.DocID)
+			got.Remove(d.DocID)
+			continue
+		}
+		pcs, err := index.Prepare(&d, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Put(d.DocID, pcs)
+		packed := slices.Clone(pcs)
+		for j := range packed {
+			packed[j].Chunk.Text = PackText(packed[j].Chunk.Text)
+		}
+		got.PutPacked(d.DocID, packed)
+		if got.packedIn {
+			t.Fatal("PutPacked left the index taking packed texts")
+		}
+	}
+	if got.compactions == 0 {
+		t.Fatal("no compaction: the test exercises too little")
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("the index of packed texts differs from Put's")
+	}
 }

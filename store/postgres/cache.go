@@ -740,15 +740,18 @@ func (c *cache) applyChanges(ctx context.Context, tx pgx.Tx, t tenantInfo, ct *c
 		return false, classify(err)
 	}
 	seen := make(map[string]bool, len(ids))
-	err = forEachStoredDoc(rows, t, true, false, func(d *storedDoc) error {
+	// The texts are packed on the decoding workers, in parallel, and
+	// reserved as the index keeps them.
+	pack := !ct.x.DropsTexts()
+	err = forEachStoredDoc(rows, t, true, pack, func(d *storedDoc) error {
 		seen[d.docID] = true
-		if ct.x.DropsTexts() {
+		if !pack {
 			d.dropTexts()
 		}
 		if !c.reserve(ct, docBytes(t.settings.Dims, d, ct.x.NewTermBytes(d.pcs)), true) {
 			return errTooBig
 		}
-		ct.x.Put(d.docID, d.pcs)
+		ct.x.PutPacked(d.docID, d.pcs)
 		return nil
 	})
 	if err != nil {
