@@ -78,7 +78,8 @@ type RankRequest struct {
 // reach i.
 func (r *RankRequest) Weight(i int) float64 { return weightAt(r.Weights, i) }
 
-// Hit is one chunk in a ranking with its score. Chunk carries the text.
+// Hit is one chunk in a ranking with its score. Chunk carries the text,
+// unless the store left it packed (Packed).
 type Hit struct {
 	Chunk cordontype.Chunk
 	Score float64

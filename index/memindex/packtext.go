@@ -45,13 +45,10 @@ func PackText(text string) string {
 	return packed
 }
 
-// UnpackText returns the text packed by PackText (a hit's Packed text:
-// retrieval.RankRequest.LazyTexts).
-func UnpackText(packed string) string { return unpackText(packed) }
-
-// unpackText returns the text packed by PackText. A packed text that does
-// not decode was corrupted in memory: unpackText panics.
-func unpackText(packed string) string {
+// UnpackText returns the text packed by PackText (a slot's, or a hit's
+// Packed text: retrieval.RankRequest.LazyTexts). A packed text that does
+// not decode was corrupted in memory: UnpackText panics.
+func UnpackText(packed string) string {
 	if packed == "" {
 		return ""
 	}

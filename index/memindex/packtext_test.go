@@ -19,7 +19,7 @@ func TestPackText(t *testing.T) {
 	prose := strings.Repeat("The wire was held for review because the payment's sanctions screening matched a listed name. ", 9)
 	for _, text := range []string{"", "a", "ledger", prose, "Zürich naïve 東京", "\x00\xff\xfe invalid \xc3", strings.Repeat("x", 200_000)} {
 		p := PackText(text)
-		if got := unpackText(p); got != text {
+		if got := UnpackText(p); got != text {
 			t.Fatalf("%.40q: got back %.40q", text, got)
 		}
 		if text == "" && p != "" {
@@ -41,7 +41,7 @@ func TestUnpackTextRefusesCorruption(t *testing.T) {
 			t.Fatal("a corrupted packed text decoded")
 		}
 	}()
-	unpackText(string(p))
+	UnpackText(string(p))
 }
 
 func FuzzPackText(f *testing.F) {
@@ -49,7 +49,7 @@ func FuzzPackText(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		if got := unpackText(PackText(text)); got != text {
+		if got := UnpackText(PackText(text)); got != text {
 			t.Fatalf("%q: got back %q (valid UTF-8: %t)", text, got, utf8.ValidString(text))
 		}
 	})

@@ -105,7 +105,7 @@ func (x *Index) dropChunk(s int32) int64 {
 // chunk rebuilds slot s's chunk.
 func (x *Index) chunk(s int32) cordontype.Chunk {
 	c := x.packedChunk(s)
-	c.Text = unpackText(c.Text)
+	c.Text = UnpackText(c.Text)
 	return c
 }
 
